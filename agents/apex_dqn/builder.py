@@ -1,0 +1,120 @@
+"""Builds Ape-X DQN's parts (networks, learner, actors) from its config."""
+
+import copy
+from typing import List, Optional
+
+import acme
+import reverb
+import sonnet as snt
+import tensorflow as tf
+from acme.tf import utils as tf2_utils
+from acme.tf import variable_utils
+from acme.utils import counting
+from acme.utils import loggers
+
+from agents import adders
+from agents import replay
+from agents.apex_dqn import actor as actor_lib
+from agents.apex_dqn import learning
+from agents.apex_dqn import networks
+from agents.apex_dqn import priorities
+from agents.apex_dqn.config import ApeXDQNConfig
+from agents.environments import EnvironmentSpec
+
+# DQN (Mnih et al. 2015) clips Atari rewards to [-1, 1].
+ATARI_MAX_ABS_REWARD = 1.0
+
+
+class ApeXDQNBuilder:
+  """Makes the parts of Ape-X DQN for one environment and config."""
+
+  name = 'apex_dqn'
+
+  def __init__(self, config: ApeXDQNConfig, environment: EnvironmentSpec):
+    self.config = config
+    self.environment = environment
+
+  @property
+  def max_abs_reward(self) -> Optional[float]:
+    if self.config.max_abs_reward is not None:
+      return self.config.max_abs_reward
+    return ATARI_MAX_ABS_REWARD if self.environment.kind == 'atari' else None
+
+  def make_network(self) -> snt.Module:
+    """A Q-network with its variables created."""
+    spec = self.environment.spec
+    hidden_sizes = [int(size) for size in
+                    self.config.mlp_hidden_sizes.split(',') if size.strip()]
+    network = networks.make_q_network(self.environment.kind,
+                                      spec.actions.num_values, hidden_sizes,
+                                      self.config.dueling_hidden_size)
+    tf2_utils.create_variables(network, [spec.observations])
+    return network
+
+  def make_replay_tables(self) -> List[reverb.Table]:
+    return [replay.make_replay_table(self.config, self.environment.spec)]
+
+  def make_learner(self,
+                   replay_client: reverb.Client,
+                   counter: Optional[counting.Counter] = None,
+                   logger: Optional[loggers.Logger] = None,
+                   log_every: float = 0.0) -> learning.ApeXDQNLearner:
+    """The learner, sampling from the replay server behind `replay_client`."""
+    network = self.make_network()
+    target_network = copy.deepcopy(network)
+    dataset = replay.make_dataset(replay_client.server_address,
+                                  self.config.batch_size,
+                                  self.config.prefetch_size)
+    optimizer = snt.optimizers.RMSProp(
+        learning_rate=self.config.learning_rate,
+        decay=self.config.rmsprop_decay,
+        momentum=0.0,
+        epsilon=self.config.rmsprop_epsilon,
+        centered=True)  # Ape-X App. C: centered RMSProp, no momentum.
+    return learning.ApeXDQNLearner(
+        network=network,
+        target_network=target_network,
+        iterator=iter(dataset),
+        replay_client=reverb.TFClient(replay_client.server_address),
+        optimizer=optimizer,
+        importance_sampling_exponent=self.config.importance_sampling_exponent,
+        target_update_period=self.config.target_update_period,
+        max_gradient_norm=self.config.max_gradient_norm,
+        counter=counter,
+        logger=logger,
+        log_every=log_every)
+
+  def make_adder(self, replay_client: reverb.Client) -> adders.NStepPrioritizedAdder:
+    return adders.NStepPrioritizedAdder(
+        client=replay_client,
+        table=replay.TABLE,
+        n_step=self.config.n_step,
+        discount=self.config.discount,
+        priority_fn=priorities.initial_priorities,
+        flush_size=self.config.actor_flush_size,
+        max_abs_reward=self.max_abs_reward)
+
+  def make_actor(self,
+                 variable_source: acme.VariableSource,
+                 epsilon: float,
+                 replay_client: Optional[reverb.Client] = None,
+                 seed: Optional[int] = None) -> actor_lib.ApeXDQNActor:
+    """An actor; with `replay_client` it writes prioritised transitions."""
+    network = self.make_network()
+    update_period = max(1, self.config.variable_update_period //
+                        self.environment.frames_per_step)
+    variable_client = variable_utils.VariableClient(
+        variable_source, {'network': network.trainable_variables},
+        update_period=update_period)
+    variable_client.update_and_wait()
+    adder = self.make_adder(replay_client) if replay_client else None
+    return actor_lib.ApeXDQNActor(network, self.environment.spec.observations,
+                                  epsilon, adder, variable_client, seed)
+
+  def actor_epsilon(self, actor_id: int, num_actors: int) -> float:
+    return float(actor_lib.apex_epsilons(num_actors, self.config.epsilon_base,
+                                         self.config.epsilon_alpha)[actor_id])
+
+  @property
+  def evaluation_epsilon(self) -> float:
+    return self.config.evaluation_epsilon

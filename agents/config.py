@@ -1,0 +1,69 @@
+"""Hyper-parameters shared by every Ape-X agent (replay, n-step, actors)."""
+
+import dataclasses
+from typing import Optional
+
+
+@dataclasses.dataclass
+class ApeXConfig:
+  """The Ape-X machinery's hyper-parameters; agents extend this dataclass."""
+
+  # Targets.
+  n_step: int = 3
+  """Ape-X §3.1: length of the multi-step return."""
+  discount: float = 0.99
+  """Per-step discount gamma (Ape-X App. C)."""
+
+  # Replay (Ape-X §3, App. C).
+  replay_capacity: int = 2_000_000
+  """Ape-X App. C: replay holds 2M transitions; FIFO removal beyond that."""
+  min_replay_size: int = 50_000
+  """Ape-X App. C: learning starts once replay holds 50K transitions."""
+  priority_exponent: float = 0.6
+  """Ape-X App. C: proportional prioritisation exponent alpha."""
+  importance_sampling_exponent: float = 0.4
+  """Ape-X App. C: importance-sampling exponent beta."""
+  samples_per_insert: Optional[float] = None
+  """If set, Reverb's SampleToInsertRatio ties learner samples to actor
+  inserts so that learning depends on steps, not machine speed. The paper's
+  default (None) lets actors run freely and the learner sample at will."""
+
+  # Actors (Ape-X §3, App. C).
+  actor_flush_size: int = 50
+  """Ape-X §3: transitions in an actor's local buffer before their priorities
+  are computed in one batch and sent (paper: up to 100)."""
+  variable_update_period: int = 400
+  """Ape-X App. C: actors copy the learner's parameters every 400 frames
+  (environment frames; an Atari agent step is 4 frames)."""
+
+  # Learner.
+  batch_size: int = 512
+  """Ape-X App. C: batches of 512 transitions."""
+  prefetch_size: int = 4
+  """Batches the learner's Reverb dataset keeps ready in memory."""
+
+  def validate(self):
+    """Raises ValueError naming the first flag whose value is out of range."""
+    positive = ('n_step', 'replay_capacity', 'actor_flush_size',
+                'variable_update_period', 'batch_size', 'prefetch_size')
+    for name in positive:
+      check_flag(name, getattr(self, name) >= 1, getattr(self, name), '>= 1')
+    check_flag('min_replay_size',
+           self.batch_size <= self.min_replay_size <= self.replay_capacity,
+           self.min_replay_size,
+           f'between --batch_size ({self.batch_size}) and --replay_capacity '
+           f'({self.replay_capacity})')
+    for name in ('discount', 'importance_sampling_exponent'):
+      check_flag(name, 0.0 <= getattr(self, name) <= 1.0, getattr(self, name),
+             'in [0, 1]')
+    check_flag('priority_exponent', self.priority_exponent >= 0.0,
+           self.priority_exponent, '>= 0')
+    if self.samples_per_insert is not None:
+      check_flag('samples_per_insert', self.samples_per_insert > 0,
+             self.samples_per_insert, '> 0 (or unset for no rate limit)')
+
+
+def check_flag(flag: str, ok: bool, value, allowed: str):
+  """Raises ValueError naming `--flag` and its allowed range unless `ok`."""
+  if not ok:
+    raise ValueError(f'--{flag}={value} is out of range: it must be {allowed}.')

@@ -1,0 +1,160 @@
+"""The Ape-X distributed program, shared by every Ape-X agent.
+
+    actors ──(n-step transitions + initial priorities)──▶ replay (Reverb)
+      ▲                                                     │  ▲
+      └──────────(network parameters)── learner ◀─(batches)─┘  │
+                                          └──(new priorities)──┘
+    evaluator ◀─(parameters)─ learner;  every node ─(step counts)─▶ counter
+
+An agent supplies a builder (see `agents/apex_dqn/builder.py`) with
+`make_replay_tables`, `make_learner`, `make_actor`, `actor_epsilon` and
+`evaluation_epsilon`; this module wires the nodes and runs their loops.
+"""
+
+import dataclasses
+import time
+from typing import Any, List, Optional, Sequence
+
+import acme
+import launchpad as lp
+import numpy as np
+import reverb
+from absl import logging
+from acme.utils import counting
+from acme.utils import signals
+
+from agents import loggers as loggers_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+  """What a run needs beyond the agent's hyper-parameters."""
+  workdir: str
+  num_actors: int = 4
+  max_actor_steps: Optional[int] = None
+  seed: int = 0
+  log_every: float = 10.0
+  """Seconds between two log rows of a learner or actor (evaluator: every
+  episode)."""
+
+
+def _seed(options: RunOptions, offset: int) -> int:
+  return int(np.random.SeedSequence([options.seed, offset]).generate_state(1)[0])
+
+
+class LearnerNode(acme.Learner, acme.VariableSource):
+  """Runs the agent's learner and serves its parameters to actors."""
+
+  def __init__(self, builder, replay_client: reverb.Client,
+               counter: counting.Counter, options: RunOptions):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    tf.random.set_seed(_seed(options, 0))
+    self._learner = builder.make_learner(
+        replay_client,
+        counter=counting.Counter(counter, prefix='learner'),
+        logger=loggers_lib.make_logger(options.workdir, 'learner',
+                                       steps_key='learner_steps'),
+        log_every=options.log_every)
+
+  def step(self):
+    self._learner.step()
+
+  def get_variables(self, names: Sequence[str]) -> List[Any]:
+    return self._learner.get_variables(names)
+
+  def run(self):
+    with signals.runtime_terminator():
+      while True:
+        self._learner.step()
+
+
+class ActorNode:
+  """One actor: its own environment, epsilon and replay writer."""
+
+  def __init__(self, builder, replay_client: reverb.Client,
+               variable_source: acme.VariableSource,
+               counter: counting.Counter, actor_id: int, options: RunOptions):
+    environment = builder.environment.make_environment(
+        seed=_seed(options, 1 + actor_id))
+    actor = builder.make_actor(
+        variable_source,
+        epsilon=builder.actor_epsilon(actor_id, options.num_actors),
+        replay_client=replay_client,
+        seed=_seed(options, 100_000 + actor_id))
+    # Acme's convention: the first actor writes `logs/actor/`.
+    label = 'actor' if actor_id == 0 else f'actor_{actor_id}'
+    logger = loggers_lib.make_logger(options.workdir, label,
+                                     time_delta=options.log_every,
+                                     steps_key='actor_steps')
+    self._loop = acme.EnvironmentLoop(
+        environment, actor, counter=counting.Counter(counter, prefix='actor'),
+        logger=logger)
+
+  def run(self):
+    self._loop.run()
+
+
+class EvaluatorNode:
+  """Runs the near-greedy policy and reports every episode's return."""
+
+  def __init__(self, builder, variable_source: acme.VariableSource,
+               counter: counting.Counter, options: RunOptions):
+    environment = builder.environment.make_environment(
+        seed=_seed(options, 200_000), evaluation=True)
+    actor = builder.make_actor(variable_source,
+                               epsilon=builder.evaluation_epsilon,
+                               seed=_seed(options, 300_000))
+    logger = loggers_lib.make_logger(options.workdir, 'evaluator',
+                                     steps_key='actor_steps')
+    self._loop = acme.EnvironmentLoop(
+        environment, actor,
+        counter=counting.Counter(counter, prefix='evaluator'), logger=logger)
+
+  def run(self):
+    self._loop.run()
+
+
+class StepLimiter:
+  """Stops the whole program once the actors have taken `max_actor_steps`."""
+
+  def __init__(self, counter: counting.Counter, max_actor_steps: int,
+               poll_seconds: float = 1.0):
+    self._counter = counter
+    self._max_actor_steps = max_actor_steps
+    self._poll_seconds = poll_seconds
+
+  def run(self):
+    with signals.runtime_terminator():
+      while True:
+        actor_steps = self._counter.get_counts().get('actor_steps', 0)
+        if actor_steps >= self._max_actor_steps:
+          logging.info('Reached %d actor steps (limit %d): stopping.',
+                       actor_steps, self._max_actor_steps)
+          lp.stop()
+          return
+        time.sleep(self._poll_seconds)
+
+
+def make_program(builder, options: RunOptions) -> lp.Program:
+  """The Ape-X program: replay, counter, learner, actors, evaluator."""
+  program = lp.Program(name=builder.name)
+  with program.group('replay'):
+    replay = program.add_node(lp.ReverbNode(builder.make_replay_tables))
+  with program.group('counter'):
+    counter = program.add_node(lp.CourierNode(counting.Counter))
+  if options.max_actor_steps:
+    with program.group('coordinator'):
+      program.add_node(
+          lp.CourierNode(StepLimiter, counter, options.max_actor_steps))
+  with program.group('learner'):
+    learner = program.add_node(
+        lp.CourierNode(LearnerNode, builder, replay, counter, options))
+  with program.group('actor'):
+    for actor_id in range(options.num_actors):
+      program.add_node(
+          lp.CourierNode(ActorNode, builder, replay, learner, counter,
+                         actor_id, options))
+  with program.group('evaluator'):
+    program.add_node(
+        lp.CourierNode(EvaluatorNode, builder, learner, counter, options))
+  return program

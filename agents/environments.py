@@ -1,0 +1,251 @@
+"""Environment factories shared by the Ape-X agents.
+
+An environment is named by a string `<kind>:<name>`:
+
+* `atari:<Game>`: an Atari 2600 game from ALE (gymnasium + ale-py) with the DQN
+  preprocessing of Mnih et al. (2015): 84x84 grey frames, action repeat 4,
+  a stack of the last 4 frames, no sticky actions, training episodes capped at
+  50,000 frames. Evaluation episodes start with up to 30 no-op actions.
+* `gym:<id>`: any registered gymnasium environment with a discrete action space
+  and a flat vector observation, e.g. `gym:CartPole-v1`.
+* `minatar:<game>`: a MinAtar game (Young & Tian 2019), 10x10 binary images.
+
+Every factory returns a `dm_env.Environment`; `GymnasiumToDmEnv` maps
+gymnasium's `terminated` to a last step with discount 0 and `truncated` (a time
+limit) to a last step with discount 1, so that n-step targets bootstrap through
+time limits but not through true terminations.
+"""
+
+import dataclasses
+import functools
+from typing import Callable, Optional
+
+import dm_env
+import gymnasium
+import numpy as np
+from acme import specs
+from dm_env import specs as dm_specs
+
+ACCEPTED_FORMS = (
+    'atari:<Game> (e.g. atari:Pong, atari:Breakout), '
+    'gym:<id> (a gymnasium environment with a discrete action space and vector '
+    'observations, e.g. gym:CartPole-v1), '
+    'minatar:<game> (asterix, breakout, freeway, seaquest, space_invaders)')
+
+# Ape-X App. C / Mnih et al. 2015: DQN's Atari preprocessing.
+ATARI_FRAME_SKIP = 4
+ATARI_FRAME_STACK = 4
+ATARI_SCREEN_SIZE = 84
+ATARI_MAX_EPISODE_FRAMES = 50_000  # Ape-X App. C: episodes capped at 50K frames.
+ATARI_EVAL_NOOP_MAX = 30  # Ape-X §4.1: 30 random no-op starts for evaluation.
+
+MINATAR_GAMES = ('asterix', 'breakout', 'freeway', 'seaquest', 'space_invaders')
+
+
+class UnknownEnvironmentError(ValueError):
+  """A user-supplied environment name that cannot be used."""
+
+
+def _fail(env_name: str, why: str) -> UnknownEnvironmentError:
+  return UnknownEnvironmentError(
+      f'--env={env_name!r}: {why}. Accepted forms: {ACCEPTED_FORMS}.')
+
+
+class GymnasiumToDmEnv(dm_env.Environment):
+  """Adapts a gymnasium environment to the `dm_env.Environment` interface.
+
+  `terminated` ends the episode with discount 0; `truncated` (a time limit)
+  ends it with discount 1. Observations are cast to `observation_dtype`.
+  """
+
+  def __init__(self,
+               environment: gymnasium.Env,
+               seed: Optional[int] = None,
+               observation_dtype: np.dtype = np.float32,
+               channels_last: bool = False,
+               frames_per_step: int = 1):
+    self._environment = environment
+    self._seed = seed
+    self._observation_dtype = np.dtype(observation_dtype)
+    self._channels_last = channels_last
+    self._reset_next_step = True
+    self.frames_per_step = frames_per_step
+    observation = self._convert(
+        np.zeros(environment.observation_space.shape,
+                 environment.observation_space.dtype))
+    self._observation_spec = dm_specs.Array(
+        observation.shape, self._observation_dtype, name='observation')
+    self._action_spec = dm_specs.DiscreteArray(
+        int(environment.action_space.n), dtype=np.int32, name='action')
+
+  def _convert(self, observation) -> np.ndarray:
+    observation = np.asarray(observation)
+    if self._channels_last:
+      observation = np.moveaxis(observation, 0, -1)
+    return np.ascontiguousarray(observation, dtype=self._observation_dtype)
+
+  def reset(self) -> dm_env.TimeStep:
+    self._reset_next_step = False
+    # Seed only the first reset; later resets continue the same RNG stream.
+    observation, _ = self._environment.reset(seed=self._seed)
+    self._seed = None
+    return dm_env.restart(self._convert(observation))
+
+  def step(self, action) -> dm_env.TimeStep:
+    if self._reset_next_step:
+      return self.reset()
+    observation, reward, terminated, truncated, _ = self._environment.step(
+        int(action))
+    observation = self._convert(observation)
+    reward = np.float32(reward)
+    if terminated:
+      self._reset_next_step = True
+      return dm_env.termination(reward, observation)
+    if truncated:
+      self._reset_next_step = True
+      return dm_env.truncation(reward, observation)
+    return dm_env.transition(reward, observation)
+
+  def observation_spec(self):
+    return self._observation_spec
+
+  def action_spec(self):
+    return self._action_spec
+
+  def reward_spec(self):
+    return dm_specs.Array((), np.float32, name='reward')
+
+  def discount_spec(self):
+    return dm_specs.BoundedArray((), np.float32, 0.0, 1.0, name='discount')
+
+  def close(self):
+    self._environment.close()
+
+
+def _register_ale():
+  import ale_py  # pylint: disable=g-import-not-at-top
+  gymnasium.register_envs(ale_py)
+
+
+def _register_minatar():
+  from minatar import gym as minatar_gym  # pylint: disable=g-import-not-at-top
+  if 'MinAtar/Breakout-v1' not in gymnasium.registry:
+    minatar_gym.register_envs()
+
+
+def _make_atari(game: str, seed: Optional[int] = None, evaluation: bool = False):
+  from gymnasium import wrappers  # pylint: disable=g-import-not-at-top
+  _register_ale()
+  environment = gymnasium.make(
+      f'ALE/{game}-v5',
+      frameskip=1,  # AtariPreprocessing repeats actions itself.
+      repeat_action_probability=0.0,  # Ape-X used the deterministic ALE.
+      full_action_space=False,
+      max_num_frames_per_episode=ATARI_MAX_EPISODE_FRAMES)
+  environment = wrappers.AtariPreprocessing(
+      environment,
+      noop_max=ATARI_EVAL_NOOP_MAX if evaluation else 0,
+      frame_skip=ATARI_FRAME_SKIP,
+      screen_size=ATARI_SCREEN_SIZE,
+      terminal_on_life_loss=False,
+      grayscale_obs=True,
+      scale_obs=False)
+  environment = wrappers.FrameStackObservation(environment, ATARI_FRAME_STACK)
+  return GymnasiumToDmEnv(environment, seed, observation_dtype=np.uint8,
+                          channels_last=True, frames_per_step=ATARI_FRAME_SKIP)
+
+
+def _make_gym(env_id: str, seed: Optional[int] = None, evaluation: bool = False):
+  del evaluation
+  return GymnasiumToDmEnv(gymnasium.make(env_id), seed,
+                          observation_dtype=np.float32)
+
+
+def _make_minatar(game: str, seed: Optional[int] = None,
+                  evaluation: bool = False):
+  del evaluation
+  _register_minatar()
+  environment = gymnasium.make(f'MinAtar/{_minatar_id(game)}-v1')
+  return GymnasiumToDmEnv(environment, seed, observation_dtype=np.uint8)
+
+
+def _minatar_id(game: str) -> str:
+  return ''.join(part.capitalize() for part in game.split('_'))
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvironmentSpec:
+  """A validated environment name and what the agents need to know of it."""
+  name: str
+  kind: str
+  spec: specs.EnvironmentSpec
+  frames_per_step: int
+  pixels: bool
+  make: Callable[..., dm_env.Environment]
+
+  def make_environment(self, seed: Optional[int] = None,
+                       evaluation: bool = False) -> dm_env.Environment:
+    """Builds a fresh environment instance."""
+    return self.make(seed=seed, evaluation=evaluation)
+
+
+def _check_discrete_vector_env(env_name: str, environment: gymnasium.Env):
+  if not isinstance(environment.action_space, gymnasium.spaces.Discrete):
+    raise _fail(env_name, 'the action space is '
+                f'{environment.action_space}, but Ape-X DQN needs a discrete '
+                '(gymnasium.spaces.Discrete) action space; use apex_dpg for '
+                'continuous actions')
+  space = environment.observation_space
+  if not isinstance(space, gymnasium.spaces.Box) or len(space.shape) != 1:
+    raise _fail(env_name, f'the observation space is {space}, but gym: '
+                'environments must have flat vector (1-D Box) observations; '
+                'use atari:<Game> for pixels')
+
+
+def resolve_discrete(env_name: str) -> EnvironmentSpec:
+  """Validates a discrete-action environment name and returns its spec.
+
+  Builds one instance to read its specs, so that a bad name is reported here,
+  before any Launchpad process starts.
+
+  Raises:
+    UnknownEnvironmentError: the name is not of an accepted form, the environment is
+      unknown, or its spaces are unsuitable. The message lists accepted forms.
+  """
+  kind, sep, name = env_name.partition(':')
+  if not sep or not name:
+    raise _fail(env_name, 'the name has no <kind>: prefix')
+  if kind == 'atari':
+    _register_ale()
+    if f'ALE/{name}-v5' not in gymnasium.registry:
+      raise _fail(env_name, f'ALE has no game called {name!r} (names are '
+                  'CamelCase, e.g. Pong, Breakout, SpaceInvaders)')
+    make = functools.partial(_make_atari, name)
+    pixels, frames_per_step = True, ATARI_FRAME_SKIP
+  elif kind == 'gym':
+    if name not in gymnasium.registry:
+      raise _fail(env_name, f'gymnasium has no environment registered as '
+                  f'{name!r}')
+    probe = gymnasium.make(name)
+    try:
+      _check_discrete_vector_env(env_name, probe)
+    finally:
+      probe.close()
+    make = functools.partial(_make_gym, name)
+    pixels, frames_per_step = False, 1
+  elif kind == 'minatar':
+    if name not in MINATAR_GAMES:
+      raise _fail(env_name, f'MinAtar has no game called {name!r}; games: '
+                  f'{", ".join(MINATAR_GAMES)}')
+    make = functools.partial(_make_minatar, name)
+    pixels, frames_per_step = True, 1
+  else:
+    raise _fail(env_name, f'unknown kind {kind!r}')
+  environment = make()
+  try:
+    spec = specs.make_environment_spec(environment)
+  finally:
+    environment.close()
+  return EnvironmentSpec(name=env_name, kind=kind, spec=spec,
+                         frames_per_step=frames_per_step, pixels=pixels,
+                         make=make)

@@ -1,0 +1,106 @@
+"""Command-line flags for the Ape-X programs.
+
+Every field of an agent's config dataclass becomes a flag of the same name,
+with the field's docstring as help, so that each hyper-parameter can be set
+from the command line (`--batch_size=64`). The run flags (`--env`,
+`--num_actors`, ...) are shared by every program.
+"""
+
+import ast
+import dataclasses
+import datetime
+import inspect
+import os
+import sys
+import typing
+from typing import Dict, Optional
+
+import launchpad as lp
+from absl import flags
+
+from agents import distributed
+
+FLAGS = flags.FLAGS
+
+
+def _field_docstrings(config_class) -> Dict[str, str]:
+  """Reads the docstring written under each dataclass field."""
+  docs = {}
+  for cls in reversed(config_class.__mro__):
+    if not dataclasses.is_dataclass(cls):
+      continue
+    body = ast.parse(inspect.getsource(cls)).body[0].body
+    for field, following in zip(body, body[1:]):
+      if (isinstance(field, ast.AnnAssign) and
+          isinstance(following, ast.Expr) and
+          isinstance(following.value, ast.Constant)):
+        docs[field.target.id] = ' '.join(following.value.value.split())
+  return docs
+
+
+def _base_type(annotation):
+  """`Optional[float]` -> float; other annotations unchanged."""
+  if typing.get_origin(annotation) is typing.Union:
+    return next(a for a in typing.get_args(annotation) if a is not type(None))
+  return annotation
+
+
+def define_config_flags(config_class):
+  """Defines one flag per field of `config_class`, defaulting to its value."""
+  docs = _field_docstrings(config_class)
+  hints = typing.get_type_hints(config_class)
+  for field in dataclasses.fields(config_class):
+    kind = _base_type(hints[field.name])
+    define = {int: flags.DEFINE_integer, float: flags.DEFINE_float,
+              str: flags.DEFINE_string, bool: flags.DEFINE_bool}[kind]
+    define(field.name, field.default, docs.get(field.name, field.name))
+
+
+def config_from_flags(config_class):
+  """The config with every field taken from its flag."""
+  return config_class(**{field.name: FLAGS[field.name].value
+                         for field in dataclasses.fields(config_class)})
+
+
+def define_run_flags(program_name: str, default_env: str):
+  """Flags shared by every Ape-X program."""
+  flags.DEFINE_string('env', default_env, 'Environment, e.g. atari:Pong or '
+                      'gym:CartPole-v1.')
+  flags.DEFINE_integer('num_actors', 4, 'Number of actor processes.')
+  flags.DEFINE_integer('max_actor_steps', None, 'Stop the whole program once '
+                       'actors have taken this many environment steps.')
+  flags.DEFINE_string('workdir', None, 'Directory for logs and TensorBoard; '
+                      f'default: ~/apex_runs/{program_name}/<timestamp>.')
+  flags.DEFINE_integer('seed', 0, 'Seed of the networks, environments and '
+                       'exploration.')
+  flags.DEFINE_float('log_every', 10.0, 'Seconds between log rows of the '
+                     'learner and actors (the evaluator logs every episode).')
+
+
+def run_options_from_flags(program_name: str) -> distributed.RunOptions:
+  workdir = FLAGS.workdir or os.path.join(
+      '~', 'apex_runs', program_name,
+      datetime.datetime.now().strftime('%Y%m%d-%H%M%S'))
+  return distributed.RunOptions(
+      workdir=os.path.abspath(os.path.expanduser(workdir)),
+      num_actors=FLAGS.num_actors,
+      max_actor_steps=FLAGS.max_actor_steps,
+      seed=FLAGS.seed,
+      log_every=FLAGS.log_every)
+
+
+def fail(message: str):
+  """Reports a usage error without a traceback and exits with status 2."""
+  sys.stderr.write(f'error: {message}\n')
+  sys.exit(2)
+
+
+def launch(program: lp.Program, launch_type: Optional[str] = None):
+  """Launches `program` and waits until it stops."""
+  launch_type = launch_type or FLAGS.lp_launch_type
+  if launch_type == 'local_mp':
+    manager = lp.launch(program, launch_type=launch_type,
+                        terminal='current_terminal')
+  else:
+    manager = lp.launch(program, launch_type=launch_type)
+  manager.wait()

@@ -1,0 +1,75 @@
+"""The shared prioritised replay: one Reverb table and the learner's dataset."""
+
+from typing import Dict
+
+import reverb
+import tensorflow as tf
+from acme import specs
+
+from agents import adders
+from agents.config import ApeXConfig
+
+TABLE = 'priority_table'
+
+
+def transition_signature(spec: specs.EnvironmentSpec) -> Dict[str, tf.TensorSpec]:
+  """The structure of one stored n-step transition."""
+  observation = tf.TensorSpec(spec.observations.shape,
+                              tf.as_dtype(spec.observations.dtype))
+  return {
+      adders.OBSERVATION: observation,
+      adders.ACTION: tf.TensorSpec(spec.actions.shape,
+                                   tf.as_dtype(spec.actions.dtype)),
+      adders.N_STEP_RETURN: tf.TensorSpec((), tf.float32),
+      adders.DISCOUNT: tf.TensorSpec((), tf.float32),
+      adders.NEXT_OBSERVATION: observation,
+  }
+
+
+def make_rate_limiter(config: ApeXConfig) -> reverb.rate_limiters.RateLimiter:
+  """MinSize (the paper: actors never wait) or a samples-per-insert ratio."""
+  if config.samples_per_insert is None:
+    return reverb.rate_limiters.MinSize(config.min_replay_size)
+  # The buffer must let a whole actor flush and a whole learner batch through,
+  # otherwise actors and learner could wait on each other forever.
+  error_buffer = max(
+      0.1 * config.samples_per_insert * config.min_replay_size,
+      2.0 * config.samples_per_insert * config.actor_flush_size,
+      2.0 * config.batch_size)
+  return reverb.rate_limiters.SampleToInsertRatio(
+      samples_per_insert=config.samples_per_insert,
+      min_size_to_sample=config.min_replay_size,
+      error_buffer=error_buffer)
+
+
+def make_replay_table(config: ApeXConfig, spec: specs.EnvironmentSpec,
+                      name: str = TABLE) -> reverb.Table:
+  """Ape-X replay: proportional prioritised sampling, FIFO removal."""
+  return reverb.Table(
+      name=name,
+      sampler=reverb.selectors.Prioritized(config.priority_exponent),
+      remover=reverb.selectors.Fifo(),
+      max_size=config.replay_capacity,
+      rate_limiter=make_rate_limiter(config),
+      signature=transition_signature(spec))
+
+
+def make_dataset(server_address: str, batch_size: int, prefetch_size: int,
+                 table: str = TABLE) -> tf.data.Dataset:
+  """Batches of `reverb.ReplaySample`, prefetched so the learner never waits
+  on the network while replay holds data."""
+  dataset = reverb.TrajectoryDataset.from_table_signature(
+      server_address=server_address,
+      table=table,
+      max_in_flight_samples_per_worker=2 * batch_size)
+  dataset = dataset.batch(batch_size, drop_remainder=True)
+  return dataset.prefetch(prefetch_size)
+
+
+def importance_sampling_weights(probabilities: tf.Tensor, table_size: tf.Tensor,
+                                exponent: float) -> tf.Tensor:
+  """Schaul et al. 2016: w_i = (N P(i))^-beta, normalised by the batch max."""
+  probabilities = tf.cast(probabilities, tf.float32)
+  table_size = tf.cast(table_size, tf.float32)
+  weights = tf.pow(table_size * probabilities, -exponent)
+  return weights / tf.reduce_max(weights)
