@@ -37,6 +37,8 @@ NEXT_OBSERVATION = 'next_observation'
 
 PriorityFn = Callable[..., np.ndarray]
 
+FLUSH_TIMEOUT_MS = 1000
+
 
 @dataclasses.dataclass
 class PendingTransition:
@@ -228,7 +230,17 @@ class NStepPrioritizedAdder:
               NEXT_OBSERVATION:
                   history[OBSERVATION][transition.next_observation_row],
           })
-    self._writer.flush()
+    self._flush_writer()
+
+  def _flush_writer(self):
+    # Waits in short slices, so that a stop request (delivered to this thread
+    # between two slices) is not stuck behind a rate-limited insert.
+    while True:
+      try:
+        self._writer.flush(timeout_ms=FLUSH_TIMEOUT_MS)
+        return
+      except reverb.errors.DeadlineExceededError:
+        continue
 
   def close(self):
     """Writes what is pending and closes the Reverb writer."""
@@ -236,3 +248,7 @@ class NStepPrioritizedAdder:
       self.flush()
       self._writer.close()
       self._writer = None
+    # A new writer starts a new history: forget rows of the closed one.
+    self._num_rows = 0
+    self._window.clear()
+    self._last_observation_row = None

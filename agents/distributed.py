@@ -12,6 +12,7 @@ An agent supplies a builder (see `agents/apex_dqn/builder.py`) with
 """
 
 import dataclasses
+import threading
 import time
 from typing import Any, List, Optional, Sequence
 
@@ -36,6 +37,11 @@ class RunOptions:
   log_every: float = 10.0
   """Seconds between two log rows of a learner or actor (evaluator: every
   episode)."""
+  evaluation_period: int = 0
+  """Learner steps between two rounds of evaluation; 0: evaluate without a
+  pause. On a small machine the pause leaves the cores to learner and actors."""
+  evaluation_episodes: int = 10
+  """Episodes in one round of evaluation."""
 
 
 def _seed(options: RunOptions, offset: int) -> int:
@@ -49,6 +55,8 @@ class LearnerNode(acme.Learner, acme.VariableSource):
                counter: counting.Counter, options: RunOptions):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     tf.random.set_seed(_seed(options, 0))
+    self._builder = builder
+    self._replay_client = replay_client
     self._learner = builder.make_learner(
         replay_client,
         counter=counting.Counter(counter, prefix='learner'),
@@ -63,9 +71,16 @@ class LearnerNode(acme.Learner, acme.VariableSource):
     return self._learner.get_variables(names)
 
   def run(self):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     with signals.runtime_terminator():
       while True:
-        self._learner.step()
+        try:
+          self._learner.step()
+        except tf.errors.OutOfRangeError:
+          # Replay let no sample through for a while (not enough data yet,
+          # or actors paused by the rate limiter): wait on a new dataset.
+          self._learner.replace_iterator(
+              self._builder.make_iterator(self._replay_client))
 
 
 class ActorNode:
@@ -106,12 +121,33 @@ class EvaluatorNode:
                                seed=_seed(options, 300_000))
     logger = loggers_lib.make_logger(options.workdir, 'evaluator',
                                      steps_key='actor_steps')
+    self._actor = actor
+    self._counter = counter
+    self._options = options
     self._loop = acme.EnvironmentLoop(
         environment, actor,
         counter=counting.Counter(counter, prefix='evaluator'), logger=logger)
 
+  def _learner_steps(self) -> int:
+    return self._counter.get_counts().get('learner_steps', 0)
+
   def run(self):
-    self._loop.run()
+    if not self._options.evaluation_period:
+      self._loop.run()
+      return
+    next_round = 0
+    stopping = threading.Event()
+    with signals.runtime_terminator(stopping.set):
+      while not stopping.is_set():
+        if self._learner_steps() < next_round:
+          stopping.wait(1.0)
+          continue
+        # Evaluate the newest parameters, whatever the variable client's period.
+        self._actor.update(wait=True)
+        self._loop.run(num_episodes=self._options.evaluation_episodes)
+        if stopping.is_set():
+          break  # The other nodes may be gone: make no more calls.
+        next_round = self._learner_steps() + self._options.evaluation_period
 
 
 class StepLimiter:

@@ -75,6 +75,10 @@ def define_run_flags(program_name: str, default_env: str):
                        'exploration.')
   flags.DEFINE_float('log_every', 10.0, 'Seconds between log rows of the '
                      'learner and actors (the evaluator logs every episode).')
+  flags.DEFINE_integer('evaluation_period', 0, 'Learner steps between two '
+                       'rounds of evaluation; 0: the evaluator never pauses.')
+  flags.DEFINE_integer('evaluation_episodes', 10, 'Episodes per round of '
+                       'evaluation (with --evaluation_period > 0).')
 
 
 def run_options_from_flags(program_name: str) -> distributed.RunOptions:
@@ -86,7 +90,9 @@ def run_options_from_flags(program_name: str) -> distributed.RunOptions:
       num_actors=FLAGS.num_actors,
       max_actor_steps=FLAGS.max_actor_steps,
       seed=FLAGS.seed,
-      log_every=FLAGS.log_every)
+      log_every=FLAGS.log_every,
+      evaluation_period=FLAGS.evaluation_period,
+      evaluation_episodes=FLAGS.evaluation_episodes)
 
 
 def fail(message: str):

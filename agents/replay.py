@@ -54,14 +54,25 @@ def make_replay_table(config: ApeXConfig, spec: specs.EnvironmentSpec,
       signature=transition_signature(spec))
 
 
+# How long one sample request may wait on the rate limiter before the dataset
+# ends (the learner then makes a new one); bounds how long a stopping learner
+# can stay blocked inside Reverb.
+RATE_LIMITER_TIMEOUT_MS = 1000
+
+
 def make_dataset(server_address: str, batch_size: int, prefetch_size: int,
                  table: str = TABLE) -> tf.data.Dataset:
   """Batches of `reverb.ReplaySample`, prefetched so the learner never waits
-  on the network while replay holds data."""
+  on the network while replay holds data.
+
+  The dataset ends (`tf.errors.OutOfRangeError`) when replay has let no sample
+  through for `RATE_LIMITER_TIMEOUT_MS`; callers make a new one and go on.
+  """
   dataset = reverb.TrajectoryDataset.from_table_signature(
       server_address=server_address,
       table=table,
-      max_in_flight_samples_per_worker=2 * batch_size)
+      max_in_flight_samples_per_worker=2 * batch_size,
+      rate_limiter_timeout_ms=RATE_LIMITER_TIMEOUT_MS)
   dataset = dataset.batch(batch_size, drop_remainder=True)
   return dataset.prefetch(prefetch_size)
 

@@ -80,5 +80,11 @@ class ApeXDQNActor(acme.Actor):
     self._adder.add(action, next_timestep, self._q_values, final_values)
 
   def update(self, wait: bool = False):
-    if self._variable_client is not None:
-      self._variable_client.update(wait)
+    """Pulls the learner's parameters every `update_period` calls; with
+    `wait`, pulls them now and blocks until they are copied."""
+    if self._variable_client is None:
+      return
+    if wait:
+      self._variable_client.update_and_wait()
+    else:
+      self._variable_client.update()

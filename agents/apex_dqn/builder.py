@@ -6,7 +6,6 @@ from typing import List, Optional
 import acme
 import reverb
 import sonnet as snt
-import tensorflow as tf
 from acme.tf import utils as tf2_utils
 from acme.tf import variable_utils
 from acme.utils import counting
@@ -62,9 +61,6 @@ class ApeXDQNBuilder:
     """The learner, sampling from the replay server behind `replay_client`."""
     network = self.make_network()
     target_network = copy.deepcopy(network)
-    dataset = replay.make_dataset(replay_client.server_address,
-                                  self.config.batch_size,
-                                  self.config.prefetch_size)
     optimizer = snt.optimizers.RMSProp(
         learning_rate=self.config.learning_rate,
         decay=self.config.rmsprop_decay,
@@ -74,7 +70,7 @@ class ApeXDQNBuilder:
     return learning.ApeXDQNLearner(
         network=network,
         target_network=target_network,
-        iterator=iter(dataset),
+        iterator=self.make_iterator(replay_client),
         replay_client=reverb.TFClient(replay_client.server_address),
         optimizer=optimizer,
         importance_sampling_exponent=self.config.importance_sampling_exponent,
@@ -83,6 +79,12 @@ class ApeXDQNBuilder:
         counter=counter,
         logger=logger,
         log_every=log_every)
+
+  def make_iterator(self, replay_client: reverb.Client):
+    """A new iterator over prefetched batches of the replay table."""
+    return iter(replay.make_dataset(replay_client.server_address,
+                                    self.config.batch_size,
+                                    self.config.prefetch_size))
 
   def make_adder(self, replay_client: reverb.Client) -> adders.NStepPrioritizedAdder:
     return adders.NStepPrioritizedAdder(

@@ -43,6 +43,9 @@ class ApeXDQNConfig(ApeXConfig):
     for name in ('epsilon_base', 'evaluation_epsilon', 'rmsprop_decay'):
       value = getattr(self, name)
       check_flag(name, 0.0 <= value <= 1.0, value, 'in [0, 1]')
+    check_flag('max_abs_reward',
+               self.max_abs_reward is None or self.max_abs_reward > 0,
+               self.max_abs_reward, '> 0 (or unset for the default)')
     sizes = self.mlp_hidden_sizes.split(',')
     check_flag('mlp_hidden_sizes',
                all(size.strip().isdigit() and int(size) > 0 for size in sizes),

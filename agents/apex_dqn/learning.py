@@ -24,6 +24,10 @@ class ApeXDQNLearner(acme.Learner):
   importance sampling, clips the gradient's global norm, applies centered
   RMSProp, writes the batch's new |TD| priorities back to Reverb and, every
   `target_update_period` steps, copies the online network into the target.
+
+  `iterator` must be a `tf.data` iterator (as from `replay.make_dataset`): the
+  update is a `tf.function`, in which a plain Python iterator would be read
+  once, at tracing time.
   """
 
   def __init__(self,
@@ -57,9 +61,13 @@ class ApeXDQNLearner(acme.Learner):
     self._log_timestamp = None
     self._steps_since_log = 0
 
+  def replace_iterator(self, iterator: Iterator[reverb.ReplaySample]):
+    """Continues from a new dataset iterator (after the old one ended)."""
+    self._iterator = iterator
+
   @tf.function
-  def _step(self) -> Dict[str, tf.Tensor]:
-    sample = next(self._iterator)
+  def _step(self, iterator) -> Dict[str, tf.Tensor]:
+    sample = next(iterator)
     transitions = sample.data
     weights = replay.importance_sampling_weights(
         sample.info.probability, sample.info.table_size,
@@ -99,7 +107,7 @@ class ApeXDQNLearner(acme.Learner):
 
   def step(self):
     """One update, then counts and, every `log_every` seconds, a log row."""
-    result = self._step()
+    result = self._step(self._iterator)
     self._last_update = result
     counts = self._counter.increment(steps=1)
     now = time.time()

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Creates .venv with Python 3.10 and installs the pinned requirements.
+# Re-runs the install only when requirements.txt changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+find_python310() {
+  if command -v python3.10 >/dev/null 2>&1; then
+    command -v python3.10
+    return
+  fi
+  if command -v pyenv >/dev/null 2>&1; then
+    local root
+    root=$(pyenv root)
+    for candidate in "$root"/versions/3.10*/bin/python; do
+      if [ -x "$candidate" ]; then
+        echo "$candidate"
+        return
+      fi
+    done
+  fi
+  return 1
+}
+
+stamp=.venv/.requirements.sha256
+wanted=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+  exit 0
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  if ! python=$(find_python310); then
+    cat >&2 <<'MSG'
+error: Python 3.10 was not found (TensorFlow 2.8, Reverb 0.7 and Launchpad 0.5
+publish wheels for Python <= 3.10 only).
+Install it, then run the command again, for example:
+  - Debian/Ubuntu:  sudo apt-get install python3.10 python3.10-venv
+  - pyenv:          pyenv install 3.10.13
+  - conda:          conda create -n py310 python=3.10 && conda activate py310
+MSG
+    exit 1
+  fi
+  echo "Creating .venv with $python"
+  "$python" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade "pip<25"
+.venv/bin/python -m pip install --quiet -r requirements.txt
+echo "$wanted" > "$stamp"

@@ -1,0 +1,470 @@
+"""ApeXDQNLearner: loss, double-Q targets, importance weights, SGD step,
+gradient clipping, target-network copies and Reverb priority updates.
+
+Every expectation is computed independently in numpy (float64) from the
+networks' weights, except the reference gradient, which is also taken with
+`tf.GradientTape` on a copy of the online network.
+"""
+
+import copy
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+import pytest
+import reverb
+import sonnet as snt
+import tensorflow as tf
+
+from agents import adders
+from agents import replay
+from agents.apex_dqn import networks
+from agents.apex_dqn.builder import ApeXDQNBuilder
+from agents.apex_dqn.config import ApeXDQNConfig
+from agents.apex_dqn.learning import ApeXDQNLearner
+from agents.environments import resolve_discrete
+
+OBS_DIM = 4
+NUM_ACTIONS = 3
+BATCH = 6
+TABLE_SIZE = 40
+DISCOUNT_3 = 0.99 ** 3
+
+# --------------------------------------------------------------------------
+# Helpers: a tiny dueling network, its numpy twin, hand-made replay samples.
+# --------------------------------------------------------------------------
+
+Layers = List[Tuple[np.ndarray, np.ndarray]]
+
+
+def _mlp_layers(mlp: snt.nets.MLP) -> List[snt.Linear]:
+  return list(mlp._layers)  # pylint: disable=protected-access
+
+
+def _network_parts(net: networks.DuelingQNetwork) -> Dict[str, List[snt.Linear]]:
+  # pylint: disable=protected-access
+  return {
+      'torso': _mlp_layers(net._torso._mlp),
+      'value': _mlp_layers(net._value),
+      'advantage': _mlp_layers(net._advantage),
+  }
+
+
+def make_network(seed: int) -> networks.DuelingQNetwork:
+  """A tiny dueling MLP network whose every weight and bias is drawn from
+  a seeded numpy generator (biases non-zero, so they matter)."""
+  net = networks.DuelingQNetwork(
+      networks.MLPTorso([5]), NUM_ACTIONS, hidden_size=4)
+  net(tf.zeros([1, OBS_DIM], tf.float32))  # Creates the variables.
+  rng = np.random.default_rng(seed)
+  for layers in _network_parts(net).values():
+    for layer in layers:
+      layer.w.assign(rng.normal(0.0, 0.6, layer.w.shape).astype(np.float32))
+      layer.b.assign(rng.normal(0.0, 0.3, layer.b.shape).astype(np.float32))
+  return net
+
+
+def params_of(net: networks.DuelingQNetwork) -> Dict[str, Layers]:
+  """A float64 numpy snapshot of the network's weights."""
+  return {
+      part: [(layer.w.numpy().astype(np.float64),
+              layer.b.numpy().astype(np.float64)) for layer in layers]
+      for part, layers in _network_parts(net).items()
+  }
+
+
+def _mlp_np(layers: Layers, x: np.ndarray, activate_final: bool) -> np.ndarray:
+  for i, (w, b) in enumerate(layers):
+    x = x @ w + b
+    if activate_final or i < len(layers) - 1:
+      x = np.maximum(x, 0.0)
+  return x
+
+
+def q_np(params: Dict[str, Layers], observation: np.ndarray) -> np.ndarray:
+  """Dueling Q-values, Wang et al. 2016: V + A - mean(A)."""
+  embedding = _mlp_np(params['torso'], observation.astype(np.float64), True)
+  value = _mlp_np(params['value'], embedding, False)
+  advantage = _mlp_np(params['advantage'], embedding, False)
+  return value + advantage - advantage.mean(axis=-1, keepdims=True)
+
+
+def is_weights_np(probabilities, table_size, beta) -> np.ndarray:
+  w = (np.asarray(table_size, np.float64) *
+       np.asarray(probabilities, np.float64)) ** (-beta)
+  return w / w.max()
+
+
+def reference(online: Dict[str, Layers], target: Dict[str, Layers],
+              sample: reverb.ReplaySample, beta: float) -> Dict[str, np.ndarray]:
+  """The expected learner update, in numpy float64."""
+  data = {k: v.numpy() for k, v in sample.data.items()}
+  rows = np.arange(len(data[adders.ACTION]))
+  weights = is_weights_np(sample.info.probability.numpy(),
+                          sample.info.table_size.numpy(), beta)
+  q_tm1 = q_np(online, data[adders.OBSERVATION])
+  q_t_selector = q_np(online, data[adders.NEXT_OBSERVATION])
+  q_t_evaluator = q_np(target, data[adders.NEXT_OBSERVATION])
+  best = np.argmax(q_t_selector, axis=-1)
+  targets = (data[adders.N_STEP_RETURN].astype(np.float64) +
+             data[adders.DISCOUNT].astype(np.float64) *
+             q_t_evaluator[rows, best])
+  td = targets - q_tm1[rows, data[adders.ACTION]]
+  return {
+      'weights': weights,
+      'targets': targets,
+      'td': td,
+      'loss': np.mean(weights * 0.5 * td ** 2),
+      'priorities': np.abs(td),
+      # Plain (non-double) Q-learning target, to make sure the batch tells
+      # the two apart.
+      'single_q_targets': (data[adders.N_STEP_RETURN] +
+                           data[adders.DISCOUNT] * q_t_evaluator.max(-1)),
+  }
+
+
+def make_sample(seed: int, batch: int = BATCH) -> reverb.ReplaySample:
+  """A hand-made prioritised batch, as `replay.make_dataset` yields it."""
+  rng = np.random.default_rng(seed)
+  probabilities = rng.uniform(0.005, 0.06, size=batch)
+  discounts = np.full(batch, DISCOUNT_3, np.float32)
+  discounts[1::3] = 0.0  # Terminated within n steps: no bootstrap.
+  info = reverb.SampleInfo(
+      key=tf.constant(rng.integers(1, 2**62, size=batch, dtype=np.uint64)),
+      probability=tf.constant(probabilities, tf.float64),
+      table_size=tf.constant(np.full(batch, TABLE_SIZE, np.int64)),
+      priority=tf.constant(probabilities * 100.0, tf.float64))
+  data = {
+      adders.OBSERVATION:
+          tf.constant(rng.normal(size=(batch, OBS_DIM)).astype(np.float32)),
+      adders.ACTION:
+          tf.constant(rng.integers(0, NUM_ACTIONS, size=batch).astype(np.int32)),
+      adders.N_STEP_RETURN:
+          tf.constant(rng.normal(size=batch).astype(np.float32)),
+      adders.DISCOUNT: tf.constant(discounts),
+      adders.NEXT_OBSERVATION:
+          tf.constant(rng.normal(size=(batch, OBS_DIM)).astype(np.float32)),
+  }
+  return reverb.ReplaySample(info=info, data=data)
+
+
+def iterator_over(samples: Sequence[reverb.ReplaySample]):
+  """A tf.data iterator (a Python iterator would be frozen into the
+  learner's tf.function at trace time and replay its first batch)."""
+  dataset = tf.data.Dataset.from_tensors(samples[0])
+  for sample in samples[1:]:
+    dataset = dataset.concatenate(tf.data.Dataset.from_tensors(sample))
+  return iter(dataset)
+
+
+def make_learner(samples, *, learning_rate=0.1, beta=0.4, max_gradient_norm=1e6,
+                 target_update_period=1000, online_seed=1, target_seed=2):
+  online = make_network(online_seed)
+  target = make_network(target_seed)
+  learner = ApeXDQNLearner(
+      network=online,
+      target_network=target,
+      iterator=iterator_over(samples),
+      replay_client=None,
+      optimizer=snt.optimizers.SGD(learning_rate=learning_rate),
+      importance_sampling_exponent=beta,
+      target_update_period=target_update_period,
+      max_gradient_norm=max_gradient_norm)
+  return learner, online, target
+
+
+def flat(params: Dict[str, Layers]) -> np.ndarray:
+  return np.concatenate([np.concatenate([w.ravel(), b.ravel()])
+                         for layers in params.values() for w, b in layers])
+
+
+def finite_difference_gradient(online, target, sample, beta,
+                               eps=1e-6) -> Dict[str, Layers]:
+  """d loss / d online params, by central differences in float64, with the
+  double-Q targets held fixed (they are a stop_gradient in the learner)."""
+  fixed = reference(online, target, sample, beta)
+  data = {k: v.numpy() for k, v in sample.data.items()}
+  rows = np.arange(len(data[adders.ACTION]))
+
+  def loss(params):
+    q = q_np(params, data[adders.OBSERVATION])[rows, data[adders.ACTION]]
+    return np.mean(fixed['weights'] * 0.5 * (fixed['targets'] - q) ** 2)
+
+  gradient = {}
+  for part, layers in online.items():
+    gradient[part] = []
+    for index, (w, b) in enumerate(layers):
+      grads = []
+      for which, array in ((0, w), (1, b)):
+        grad = np.zeros_like(array)
+        for position in np.ndindex(array.shape):
+          shifted = []
+          for sign in (1.0, -1.0):
+            params = copy.deepcopy(online)
+            layer = list(params[part][index])
+            perturbed = layer[which].copy()
+            perturbed[position] += sign * eps
+            layer[which] = perturbed
+            params[part][index] = tuple(layer)
+            shifted.append(loss(params))
+          grad[position] = (shifted[0] - shifted[1]) / (2 * eps)
+        grads.append(grad)
+      gradient[part].append(tuple(grads))
+  return gradient
+
+
+# --------------------------------------------------------------------------
+# importance_sampling_weights
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('probabilities, table_size, beta, expected', [
+    # N P = [1, 2, 4]; (N P)^-0.5 = [1, 1/sqrt 2, 1/2]; max is 1.
+    ([0.1, 0.2, 0.4], 10, 0.5, [1.0, 2 ** -0.5, 0.5]),
+    # N P = [0.5, 1, 2]; (N P)^-1 = [2, 1, 0.5]; divided by 2.
+    ([0.05, 0.1, 0.2], 10, 1.0, [1.0, 0.5, 0.25]),
+    # beta = 0: no correction at all.
+    ([0.05, 0.1, 0.2], 10, 0.0, [1.0, 1.0, 1.0]),
+    # Uniform sampling (P = 1/N): weights all 1 whatever beta.
+    ([0.25, 0.25, 0.25, 0.25], 4, 0.4, [1.0, 1.0, 1.0, 1.0]),
+    # N P = [4, 1]; (N P)^-0.4 = [4^-0.4, 1]; max is the rarer sample's.
+    ([0.04, 0.01], 100, 0.4, [4 ** -0.4, 1.0]),
+])
+def test_importance_sampling_weights_hand_computed(probabilities, table_size,
+                                                   beta, expected):
+  # Types as reverb delivers them: float64 probabilities, int64 table sizes.
+  weights = replay.importance_sampling_weights(
+      tf.constant(probabilities, tf.float64),
+      tf.constant([table_size] * len(probabilities), tf.int64), beta)
+  assert weights.dtype == tf.float32
+  np.testing.assert_allclose(weights.numpy(), expected, rtol=1e-6)
+
+
+def test_importance_sampling_weights_max_is_one_and_rare_samples_weigh_most():
+  probabilities = np.array([0.001, 0.3, 0.02, 0.1])
+  weights = replay.importance_sampling_weights(
+      tf.constant(probabilities), tf.constant([50] * 4, tf.int64), 0.6).numpy()
+  assert weights.max() == pytest.approx(1.0)
+  assert np.argmax(weights) == np.argmin(probabilities)
+  np.testing.assert_allclose(weights, is_weights_np(probabilities, 50, 0.6),
+                             rtol=1e-6)
+
+
+# --------------------------------------------------------------------------
+# Loss, targets and priorities.
+# --------------------------------------------------------------------------
+
+
+def test_network_numpy_twin_matches_sonnet():
+  """Sanity check of the numpy reference itself (and of the dueling head)."""
+  net = make_network(1)
+  obs = np.random.default_rng(0).normal(size=(7, OBS_DIM)).astype(np.float32)
+  np.testing.assert_allclose(net(tf.constant(obs)).numpy(),
+                             q_np(params_of(net), obs), rtol=1e-5, atol=1e-6)
+
+
+def test_loss_targets_and_priorities_match_numpy_reference():
+  beta = 0.4
+  sample = make_sample(seed=10)
+  learner, online, target = make_learner([sample], beta=beta)
+  expected = reference(params_of(online), params_of(target), sample, beta)
+
+  # The batch is discriminative: non-uniform weights, a terminal transition,
+  # and double Q-learning disagreeing with plain Q-learning somewhere.
+  assert expected['weights'].min() < 0.9
+  assert not np.allclose(expected['targets'], expected['single_q_targets'])
+
+  learner.step()
+  update = learner.last_update
+  assert learner.num_steps == 1
+  np.testing.assert_allclose(update['loss'], expected['loss'], rtol=1e-5)
+  np.testing.assert_allclose(update['priorities'], expected['priorities'],
+                             rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(update['mean_priority'],
+                             expected['priorities'].mean(), rtol=1e-5)
+  np.testing.assert_array_equal(update['keys'], sample.info.key.numpy())
+
+
+def test_loss_with_beta_zero_and_beta_one():
+  for beta in (0.0, 1.0):
+    sample = make_sample(seed=11)
+    learner, online, target = make_learner([sample], beta=beta)
+    expected = reference(params_of(online), params_of(target), sample, beta)
+    learner.step()
+    np.testing.assert_allclose(learner.last_update['loss'], expected['loss'],
+                               rtol=1e-5)
+
+
+# --------------------------------------------------------------------------
+# The optimiser step and gradient clipping.
+# --------------------------------------------------------------------------
+
+
+def test_sgd_step_moves_weights_by_minus_lr_times_gradient():
+  beta, lr = 0.4, 0.1
+  sample = make_sample(seed=12)
+  learner, online, target = make_learner([sample], learning_rate=lr, beta=beta)
+  before_online, before_target = params_of(online), params_of(target)
+  expected = reference(before_online, before_target, sample, beta)
+
+  # Reference gradient 1: GradientTape on a copy of the online network, with
+  # the numpy targets and weights as constants.
+  twin = copy.deepcopy(online)
+  data = sample.data
+  with tf.GradientTape() as tape:
+    q = tf.gather(twin(data[adders.OBSERVATION]), data[adders.ACTION],
+                  batch_dims=1)
+    twin_loss = tf.reduce_mean(
+        tf.constant(expected['weights'], tf.float32) * 0.5 *
+        tf.square(tf.constant(expected['targets'], tf.float32) - q))
+  tape_grads = tape.gradient(twin_loss, twin.trainable_variables)
+  tape_by_var = {v.name: g.numpy() for v, g in
+                 zip(twin.trainable_variables, tape_grads)}
+  np.testing.assert_allclose(twin_loss.numpy(), expected['loss'], rtol=1e-5)
+
+  # Reference gradient 2: finite differences of the numpy loss.
+  fd = finite_difference_gradient(before_online, before_target, sample, beta)
+
+  learner.step()
+  after = params_of(online)
+  delta = flat(after) - flat(before_online)
+  np.testing.assert_allclose(delta, -lr * flat(fd), rtol=1e-3, atol=1e-6)
+  assert np.linalg.norm(delta) > 1e-3  # The step did something.
+
+  for variable in online.trainable_variables:
+    twin_name = variable.name  # deepcopy keeps names.
+    before = {v.name: v for v in twin.trainable_variables}[twin_name].numpy()
+    np.testing.assert_allclose(variable.numpy(),
+                               before - lr * tape_by_var[twin_name],
+                               rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(learner.last_update['gradient_norm'],
+                             np.linalg.norm(flat(fd)), rtol=1e-3)
+  # The target network did not move.
+  np.testing.assert_array_equal(flat(params_of(target)), flat(before_target))
+
+
+def test_gradient_clipping_by_global_norm():
+  beta, lr, clip = 0.4, 1.0, 0.01
+  sample = make_sample(seed=13)
+  learner, online, target = make_learner([sample], learning_rate=lr,
+                                         beta=beta, max_gradient_norm=clip)
+  before = params_of(online)
+  gradient = flat(finite_difference_gradient(before, params_of(target),
+                                             sample, beta))
+  gradient_norm = np.linalg.norm(gradient)
+  assert gradient_norm > 5 * clip  # So that clipping must act.
+
+  learner.step()
+  delta = flat(params_of(online)) - flat(before)
+  np.testing.assert_allclose(np.linalg.norm(delta), lr * clip, rtol=1e-4)
+  # Clipping rescales the whole gradient: same direction.
+  # (atol: float32 rounding of weights of order 1.)
+  np.testing.assert_allclose(delta, -lr * clip * gradient / gradient_norm,
+                             rtol=1e-3, atol=1e-6)
+  # The reported norm is the one before clipping.
+  np.testing.assert_allclose(learner.last_update['gradient_norm'],
+                             gradient_norm, rtol=1e-3)
+
+
+# --------------------------------------------------------------------------
+# The target network.
+# --------------------------------------------------------------------------
+
+
+def test_target_network_copied_exactly_every_period_and_not_before():
+  beta, period, steps = 0.4, 3, 7
+  samples = [make_sample(seed=100 + i) for i in range(steps)]
+  learner, online, target = make_learner(samples, learning_rate=0.05,
+                                         beta=beta,
+                                         target_update_period=period)
+  initial_target = flat(params_of(target))
+  last_copy = initial_target
+  for step in range(1, steps + 1):
+    # The loss of each step uses the target network as it is at that step.
+    expected = reference(params_of(online), params_of(target),
+                         samples[step - 1], beta)
+    learner.step()
+    assert learner.num_steps == step
+    np.testing.assert_allclose(learner.last_update['loss'], expected['loss'],
+                               rtol=1e-5)
+    online_now, target_now = flat(params_of(online)), flat(params_of(target))
+    if step % period == 0:
+      # An exact copy of the online weights after this step's update.
+      np.testing.assert_array_equal(target_now, online_now)
+      last_copy = target_now
+    else:
+      np.testing.assert_array_equal(target_now, last_copy)
+      assert not np.allclose(target_now, online_now)
+  assert not np.array_equal(last_copy, initial_target)
+
+
+# --------------------------------------------------------------------------
+# End to end: a real Reverb server, the adder, the builder's learner.
+# --------------------------------------------------------------------------
+
+
+def _sample_priorities(client: reverb.Client, done, max_rounds=100):
+  """{key: priority} read back by sampling the table until `done(seen)`."""
+  seen = {}
+  for _ in range(max_rounds):
+    for sample in client.sample(replay.TABLE, num_samples=200,
+                                emit_timesteps=False):
+      seen[int(sample.info.key)] = float(sample.info.priority)
+    if done(seen):
+      break
+  return seen
+
+
+def test_end_to_end_priorities_written_back_to_reverb():
+  env_spec = resolve_discrete('gym:CartPole-v1')
+  config = ApeXDQNConfig(batch_size=8, min_replay_size=8, replay_capacity=100,
+                         mlp_hidden_sizes='16', dueling_hidden_size=16,
+                         actor_flush_size=8, prefetch_size=1,
+                         learning_rate=1e-3)
+  config.validate()
+  tf.random.set_seed(0)
+  builder = ApeXDQNBuilder(config, env_spec)
+  server = reverb.Server(builder.make_replay_tables(), port=None)
+  try:
+    client = reverb.Client(f'localhost:{server.port}')
+    adder = builder.make_adder(client)
+    environment = env_spec.make_environment(seed=0)
+    rng = np.random.default_rng(0)
+    timestep = environment.reset()
+    adder.add_first(timestep)
+    for _ in range(40):
+      action = np.int32(rng.integers(2))
+      timestep = environment.step(action)
+      adder.add(action, timestep, rng.normal(size=2).astype(np.float32))
+      if timestep.last():
+        timestep = environment.reset()
+        adder.add_first(timestep)
+    adder.close()
+    size = client.server_info()[replay.TABLE].current_size
+    assert size >= 30
+
+    initial = _sample_priorities(client, lambda seen: len(seen) == size)
+    assert len(initial) == size
+
+    learner = builder.make_learner(client)
+    latest = {}
+    for _ in range(3):
+      learner.step()
+      update = learner.last_update
+      assert update['keys'].shape == (config.batch_size,)
+      assert np.all(np.isfinite(update['priorities']))
+      assert np.all(update['priorities'] >= 0)
+      for key, priority in zip(update['keys'], update['priorities']):
+        latest[int(key)] = float(priority)
+    assert learner.num_steps == 3
+
+    stored = _sample_priorities(client, lambda seen: set(latest) <= set(seen))
+    assert set(latest) <= set(stored)
+    for key, priority in latest.items():
+      assert stored[key] == pytest.approx(priority, rel=1e-6), key
+      assert stored[key] != pytest.approx(initial[key], rel=1e-4), key
+    # Transitions the learner did not sample keep their actor priorities.
+    for key, priority in stored.items():
+      if key not in latest:
+        assert priority == pytest.approx(initial[key], rel=1e-9), key
+  finally:
+    server.stop()
