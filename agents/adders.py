@@ -38,6 +38,9 @@ NEXT_OBSERVATION = 'next_observation'
 PriorityFn = Callable[..., np.ndarray]
 
 FLUSH_TIMEOUT_MS = 1000
+# Reverb's writer warns about (and may run out of memory with) many unconfirmed
+# items; a larger local buffer is sent in slices of this many.
+MAX_ITEMS_PER_FLUSH = 32
 
 
 @dataclasses.dataclass
@@ -214,7 +217,9 @@ class NStepPrioritizedAdder:
             stack, *[t.bootstrap_values for t in batch]))
     priorities = np.asarray(priorities, np.float64)
     history = self._writer.history
-    for transition, priority in zip(batch, priorities):
+    for index, (transition, priority) in enumerate(zip(batch, priorities)):
+      if index and index % MAX_ITEMS_PER_FLUSH == 0:
+        self._flush_writer()
       row = self._append({
           OBSERVATION: None,
           ACTION: transition.action,

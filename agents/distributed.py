@@ -55,8 +55,6 @@ class LearnerNode(acme.Learner, acme.VariableSource):
                counter: counting.Counter, options: RunOptions):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     tf.random.set_seed(_seed(options, 0))
-    self._builder = builder
-    self._replay_client = replay_client
     self._learner = builder.make_learner(
         replay_client,
         counter=counting.Counter(counter, prefix='learner'),
@@ -71,16 +69,9 @@ class LearnerNode(acme.Learner, acme.VariableSource):
     return self._learner.get_variables(names)
 
   def run(self):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     with signals.runtime_terminator():
       while True:
-        try:
-          self._learner.step()
-        except tf.errors.OutOfRangeError:
-          # Replay let no sample through for a while (not enough data yet,
-          # or actors paused by the rate limiter): wait on a new dataset.
-          self._learner.replace_iterator(
-              self._builder.make_iterator(self._replay_client))
+        self._learner.step()
 
 
 class ActorNode:

@@ -18,6 +18,7 @@ from typing import Dict, Optional
 import launchpad as lp
 from absl import flags
 
+from agents import config as config_lib
 from agents import distributed
 
 FLAGS = flags.FLAGS
@@ -82,11 +83,36 @@ def define_run_flags(program_name: str, default_env: str):
 
 
 def run_options_from_flags(program_name: str) -> distributed.RunOptions:
+  """The run flags, validated; creates the workdir.
+
+  Raises:
+    ValueError: naming the flag that is out of range, or an unwritable workdir.
+  """
+  checks = [
+      ('num_actors', FLAGS.num_actors >= 1, '>= 1'),
+      ('max_actor_steps',
+       FLAGS.max_actor_steps is None or FLAGS.max_actor_steps >= 1,
+       '>= 1 (or unset to run until stopped)'),
+      ('log_every', FLAGS.log_every >= 0, '>= 0'),
+      ('evaluation_period', FLAGS.evaluation_period >= 0, '>= 0'),
+      ('evaluation_episodes', FLAGS.evaluation_episodes >= 1, '>= 1'),
+  ]
+  for name, ok, allowed in checks:
+    config_lib.check_flag(name, ok, FLAGS[name].value, allowed)
   workdir = FLAGS.workdir or os.path.join(
       '~', 'apex_runs', program_name,
       datetime.datetime.now().strftime('%Y%m%d-%H%M%S'))
+  workdir = os.path.abspath(os.path.expanduser(workdir))
+  try:
+    os.makedirs(workdir, exist_ok=True)
+  except OSError as error:
+    raise ValueError(f'--workdir={workdir} cannot be created ({error}); '
+                     'choose a directory you can write to.') from error
+  if not os.access(workdir, os.W_OK | os.X_OK):
+    raise ValueError(f'--workdir={workdir} is not writable; choose a '
+                     'directory you can write to.')
   return distributed.RunOptions(
-      workdir=os.path.abspath(os.path.expanduser(workdir)),
+      workdir=workdir,
       num_actors=FLAGS.num_actors,
       max_actor_steps=FLAGS.max_actor_steps,
       seed=FLAGS.seed,

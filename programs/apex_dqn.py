@@ -24,7 +24,11 @@ program_flags.define_run_flags(PROGRAM, default_env='atari:Pong')
 program_flags.define_config_flags(ApeXDQNConfig)
 
 
-def main(_):
+def build():
+  """Validates the flags and returns (program, run options, environment).
+
+  Every bad flag or environment is reported here, before any process starts.
+  """
   config = program_flags.config_from_flags(ApeXDQNConfig)
   try:
     config.validate()
@@ -33,7 +37,11 @@ def main(_):
   except ValueError as error:
     program_flags.fail(str(error))
   builder = ApeXDQNBuilder(config, environment)
-  program = distributed.make_program(builder, options)
+  return distributed.make_program(builder, options), options, environment
+
+
+def main(_):
+  program, options, environment = build()
   print(f'Ape-X DQN on {environment.name} with {options.num_actors} actors; '
         f'logs in {options.workdir}')
   program_flags.launch(program)

@@ -78,7 +78,8 @@ class ApeXDQNBuilder:
         max_gradient_norm=self.config.max_gradient_norm,
         counter=counter,
         logger=logger,
-        log_every=log_every)
+        log_every=log_every,
+        make_iterator=lambda: self.make_iterator(replay_client))
 
   def make_iterator(self, replay_client: reverb.Client):
     """A new iterator over prefetched batches of the replay table."""

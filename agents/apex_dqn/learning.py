@@ -1,7 +1,7 @@
 """The Ape-X DQN learner (Ape-X §3.1, App. C)."""
 
 import time
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 import acme
 import numpy as np
@@ -27,7 +27,9 @@ class ApeXDQNLearner(acme.Learner):
 
   `iterator` must be a `tf.data` iterator (as from `replay.make_dataset`): the
   update is a `tf.function`, in which a plain Python iterator would be read
-  once, at tracing time.
+  once, at tracing time. A Reverb dataset ends when replay lets no sample
+  through for a while (too little data, or a rate limiter holding the learner
+  back); `step` then continues on a new iterator from `make_iterator`.
   """
 
   def __init__(self,
@@ -42,10 +44,13 @@ class ApeXDQNLearner(acme.Learner):
                table: str = replay.TABLE,
                counter: Optional[counting.Counter] = None,
                logger: Optional[loggers.Logger] = None,
-               log_every: float = 0.0):
+               log_every: float = 0.0,
+               make_iterator: Optional[Callable[[], Iterator[
+                   reverb.ReplaySample]]] = None):
     self._network = network
     self._target_network = target_network
     self._iterator = iterator
+    self._make_iterator = make_iterator
     self._replay_client = replay_client
     self._optimizer = optimizer
     self._importance_sampling_exponent = importance_sampling_exponent
@@ -64,6 +69,7 @@ class ApeXDQNLearner(acme.Learner):
   def replace_iterator(self, iterator: Iterator[reverb.ReplaySample]):
     """Continues from a new dataset iterator (after the old one ended)."""
     self._iterator = iterator
+    self._make_iterator = make_iterator
 
   @tf.function
   def _step(self, iterator) -> Dict[str, tf.Tensor]:
@@ -107,7 +113,14 @@ class ApeXDQNLearner(acme.Learner):
 
   def step(self):
     """One update, then counts and, every `log_every` seconds, a log row."""
-    result = self._step(self._iterator)
+    while True:
+      try:
+        result = self._step(self._iterator)
+        break
+      except tf.errors.OutOfRangeError:
+        if self._make_iterator is None:
+          raise
+        self._iterator = self._make_iterator()
     self._last_update = result
     counts = self._counter.increment(steps=1)
     now = time.time()

@@ -1,0 +1,94 @@
+"""Ape-X DQN in one process: acme.EnvironmentLoop, a real Reverb server, no Launchpad.
+
+  python examples/single_process.py --num_steps=3000
+
+One actor and the learner share this process through `acme.agents.agent.Agent`,
+which steps the learner once every `observations_per_step` observations after
+`min_observations`. The actor writes prioritised n-step transitions to an
+in-process `reverb.Server`, from which the learner samples.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import acme
+import reverb
+import tensorflow as tf
+from absl import app
+from absl import flags
+from acme.agents import agent as agent_lib
+from acme.utils import loggers
+
+from agents import replay
+from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig
+from agents.environments import resolve_discrete
+
+flags.DEFINE_string('env', 'gym:CartPole-v1', 'Environment, <kind>:<name>.')
+flags.DEFINE_integer('num_steps', 3000, 'Environment steps to run.')
+flags.DEFINE_integer('seed', 0, 'Seed of the environment, network and actor.')
+
+EPSILON = 0.1  # The single actor's exploration.
+OBSERVATIONS_PER_STEP = 4  # Environment steps per learner step.
+
+
+def run(env_name: str, num_steps: int, seed: int = 0) -> dict:
+  """Trains for at least `num_steps` steps; returns the parts and counts.
+
+  The caller owns the returned Reverb `server` and should `stop()` it.
+  """
+  tf.random.set_seed(seed)
+  environment = resolve_discrete(env_name)
+  config = ApeXDQNConfig(
+      batch_size=32, min_replay_size=200, replay_capacity=10_000,
+      mlp_hidden_sizes='64', dueling_hidden_size=64, target_update_period=100,
+      learning_rate=1e-3, variable_update_period=100)
+  config.validate()
+  builder = ApeXDQNBuilder(config, environment)
+
+  server = reverb.Server(builder.make_replay_tables())
+  client = reverb.Client(f'localhost:{server.port}')
+  learner = builder.make_learner(client)
+  actor = builder.make_actor(learner, epsilon=EPSILON, replay_client=client,
+                             seed=seed)
+  # The adder writes to Reverb in batches of `actor_flush_size` completed
+  # transitions, each n steps behind its observation: wait for both, so that
+  # the table holds `min_replay_size` items when the learner first samples.
+  min_observations = config.min_replay_size + config.actor_flush_size + config.n_step
+  agent = agent_lib.Agent(actor, learner, min_observations=min_observations,
+                          observations_per_step=OBSERVATIONS_PER_STEP)
+
+  episodes = loggers.InMemoryLogger()
+  terminal = loggers.TimeFilter(loggers.TerminalLogger('environment_loop'), 5.0)
+  loop = acme.EnvironmentLoop(
+      environment.make_environment(seed=seed), agent,
+      logger=loggers.Dispatcher([episodes, terminal]))
+  loop.run(num_steps=num_steps)
+
+  return {
+      'config': config, 'server': server, 'client': client,
+      'actor': actor, 'learner': learner,
+      'min_observations': min_observations,
+      'observations_per_step': OBSERVATIONS_PER_STEP,
+      'learner_steps': learner.num_steps,
+      'table_size': client.server_info()[replay.TABLE].current_size,
+      'episode_lengths': [int(row['episode_length']) for row in episodes.data],
+      'episode_returns': [float(row['episode_return']) for row in episodes.data],
+  }
+
+
+def main(argv):
+  del argv
+  result = run(flags.FLAGS.env, flags.FLAGS.num_steps, flags.FLAGS.seed)
+  returns = result['episode_returns']
+  print(f'{len(returns)} episodes, {sum(result["episode_lengths"])} steps, '
+        f'{result["learner_steps"]} learner steps, '
+        f'{result["table_size"]} items in replay; mean return of the last 10 '
+        f'episodes: {sum(returns[-10:]) / len(returns[-10:]):.1f}')
+  result['server'].stop()
+
+
+if __name__ == '__main__':
+  app.run(main)
