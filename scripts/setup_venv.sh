@@ -4,8 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# A pyenv shim may exist for a version that is not selected: run it to check.
+works() { "$1" -c 'import sys, venv; assert sys.version_info[:2] == (3, 10)' >/dev/null 2>&1; }
+
 find_python310() {
-  if command -v python3.10 >/dev/null 2>&1; then
+  if command -v python3.10 >/dev/null 2>&1 && works python3.10; then
     command -v python3.10
     return
   fi
@@ -13,7 +16,7 @@ find_python310() {
     local root
     root=$(pyenv root)
     for candidate in "$root"/versions/3.10*/bin/python; do
-      if [ -x "$candidate" ]; then
+      if [ -x "$candidate" ] && works "$candidate"; then
         echo "$candidate"
         return
       fi
@@ -41,7 +44,7 @@ MSG
     exit 1
   fi
   echo "Creating .venv with $python"
-  "$python" -m venv .venv
+  "$python" -m venv .venv || { rm -rf .venv; exit 1; }
 fi
 .venv/bin/python -m pip install --quiet --upgrade "pip<25"
 .venv/bin/python -m pip install --quiet -r requirements.txt
