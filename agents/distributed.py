@@ -12,6 +12,7 @@ An agent supplies a builder (see `agents/apex_dqn/builder.py`) with
 """
 
 import dataclasses
+import os
 import threading
 import time
 from typing import Any, List, Optional, Sequence
@@ -42,6 +43,25 @@ class RunOptions:
   pause. On a small machine the pause leaves the cores to learner and actors."""
   evaluation_episodes: int = 10
   """Episodes in one round of evaluation."""
+  launch_type: str = 'local_mp'
+  """Launchpad launch type; under local_mp every node is its own process."""
+
+
+# Launchpad kills a program whose nodes outlive its 10 s stop notice, and the
+# program then exits with -9. A node process blocked in a call to a node that
+# has already stopped (Courier, Reverb) exits by itself before that.
+STOP_GRACE_SECONDS = 5.0
+
+
+def _exit_soon_after_stop(options: RunOptions):
+  """Under local_mp, ends this node's process shortly after a stop request."""
+  if options.launch_type != 'local_mp':
+    return
+  def exit_later():
+    timer = threading.Timer(STOP_GRACE_SECONDS, os._exit, (0,))
+    timer.daemon = True
+    timer.start()
+  lp.register_stop_handler(exit_later)
 
 
 def _seed(options: RunOptions, offset: int) -> int:
@@ -61,6 +81,7 @@ class LearnerNode(acme.Learner, acme.VariableSource):
         logger=loggers_lib.make_logger(options.workdir, 'learner',
                                        steps_key='learner_steps'),
         log_every=options.log_every)
+    self._options = options
 
   def step(self):
     self._learner.step()
@@ -69,6 +90,7 @@ class LearnerNode(acme.Learner, acme.VariableSource):
     return self._learner.get_variables(names)
 
   def run(self):
+    _exit_soon_after_stop(self._options)
     with signals.runtime_terminator():
       while True:
         self._learner.step()
@@ -92,11 +114,13 @@ class ActorNode:
     logger = loggers_lib.make_logger(options.workdir, label,
                                      time_delta=options.log_every,
                                      steps_key='actor_steps')
+    self._options = options
     self._loop = acme.EnvironmentLoop(
         environment, actor, counter=counting.Counter(counter, prefix='actor'),
         logger=logger)
 
   def run(self):
+    _exit_soon_after_stop(self._options)
     self._loop.run()
 
 
@@ -123,6 +147,7 @@ class EvaluatorNode:
     return self._counter.get_counts().get('learner_steps', 0)
 
   def run(self):
+    _exit_soon_after_stop(self._options)
     if not self._options.evaluation_period:
       self._loop.run()
       return

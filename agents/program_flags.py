@@ -118,7 +118,8 @@ def run_options_from_flags(program_name: str) -> distributed.RunOptions:
       seed=FLAGS.seed,
       log_every=FLAGS.log_every,
       evaluation_period=FLAGS.evaluation_period,
-      evaluation_episodes=FLAGS.evaluation_episodes)
+      evaluation_episodes=FLAGS.evaluation_episodes,
+      launch_type=FLAGS.lp_launch_type)
 
 
 def fail(message: str):

