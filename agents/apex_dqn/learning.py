@@ -66,11 +66,6 @@ class ApeXDQNLearner(acme.Learner):
     self._log_timestamp = None
     self._steps_since_log = 0
 
-  def replace_iterator(self, iterator: Iterator[reverb.ReplaySample]):
-    """Continues from a new dataset iterator (after the old one ended)."""
-    self._iterator = iterator
-    self._make_iterator = make_iterator
-
   @tf.function
   def _step(self, iterator) -> Dict[str, tf.Tensor]:
     sample = next(iterator)
