@@ -13,6 +13,7 @@ An agent supplies a builder (see `agents/apex_dqn/builder.py`) with
 
 import dataclasses
 import os
+import signal
 import threading
 import time
 from typing import Any, List, Optional, Sequence
@@ -48,20 +49,48 @@ class RunOptions:
 
 
 # Launchpad kills a program whose nodes outlive its 10 s stop notice, and the
-# program then exits with -9. A node process blocked in a call to a node that
-# has already stopped (Courier, Reverb) exits by itself before that.
+# program then exits -9. Under local_mp, Launchpad stops a node by sending its
+# process SIGTERM, whose Python handler runs only when the main thread returns
+# to the interpreter; a main thread blocked in a C++ call to a node that has
+# already stopped (Courier waits for its server to come back) never does. The
+# C-level handler still writes the signal's number to the wake-up fd, so a
+# watchdog thread reading it ends the process a grace period after the signal.
 STOP_GRACE_SECONDS = 5.0
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-def _exit_soon_after_stop(options: RunOptions):
-  """Under local_mp, ends this node's process shortly after a stop request."""
-  if options.launch_type != 'local_mp':
+def exit_soon_after_stop(launch_type: str):
+  """Under local_mp, ends this node's process soon after a stop request.
+
+  Must be called from the main thread of the node's process. The node's own
+  stop handling (Acme's `runtime_terminator`) still runs first when it can.
+  """
+  if launch_type != 'local_mp':
     return
-  def exit_later():
-    timer = threading.Timer(STOP_GRACE_SECONDS, os._exit, (0,))
-    timer.daemon = True
-    timer.start()
-  lp.register_stop_handler(exit_later)
+  if threading.current_thread() is not threading.main_thread():
+    return
+  read_fd, write_fd = os.pipe()
+  os.set_blocking(write_fd, False)
+  previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+  if previous != -1:  # Someone else owns the wake-up fd: leave it to them.
+    signal.set_wakeup_fd(previous)
+    os.close(read_fd)
+    os.close(write_fd)
+    logging.warning('The signal wake-up fd is taken; a node blocked at stop '
+                    'may be killed by Launchpad.')
+    return
+
+  def watch():
+    while True:
+      received = os.read(read_fd, 64)
+      if any(number in _STOP_SIGNALS for number in received):
+        break
+    time.sleep(STOP_GRACE_SECONDS)
+    logging.warning('Still running %.0f s after the stop request: exiting.',
+                    STOP_GRACE_SECONDS)
+    os._exit(0)  # pylint: disable=protected-access
+
+  threading.Thread(target=watch, name='stop_watchdog', daemon=True).start()
 
 
 def _seed(options: RunOptions, offset: int) -> int:
@@ -90,7 +119,7 @@ class LearnerNode(acme.Learner, acme.VariableSource):
     return self._learner.get_variables(names)
 
   def run(self):
-    _exit_soon_after_stop(self._options)
+    exit_soon_after_stop(self._options.launch_type)
     with signals.runtime_terminator():
       while True:
         self._learner.step()
@@ -120,7 +149,7 @@ class ActorNode:
         logger=logger)
 
   def run(self):
-    _exit_soon_after_stop(self._options)
+    exit_soon_after_stop(self._options.launch_type)
     self._loop.run()
 
 
@@ -147,7 +176,7 @@ class EvaluatorNode:
     return self._counter.get_counts().get('learner_steps', 0)
 
   def run(self):
-    _exit_soon_after_stop(self._options)
+    exit_soon_after_stop(self._options.launch_type)
     if not self._options.evaluation_period:
       self._loop.run()
       return

@@ -79,14 +79,7 @@ def test_program_under_test_mt_learns_and_reprioritises(tmp_path):
   assert actor_steps <= PROBE_ACTOR_STEPS + 1000
 
 
-@pytest.mark.parametrize('launch_type', [
-    pytest.param('local_mp', marks=pytest.mark.xfail(
-        strict=False,
-        reason='Known issue (issue 4): a local_mp node blocked in a call to '
-        'an already stopped node can outlive Launchpad\'s 10 s stop notice, '
-        'and the program then exits -9.')),
-    'local_mt',
-])
+@pytest.mark.parametrize('launch_type', ['local_mp', 'local_mt'])
 def test_program_stops_cleanly_at_max_actor_steps(tmp_path, launch_type):
   # The rate limit makes the learner keep pace with the actors' 4,000 steps.
   result = _run(PROGRAM, tmp_path, launch_type,

@@ -1,0 +1,41 @@
+"""A node stuck in a call to another node must not stop the program ending.
+
+Launchpad (local_mp) gives nodes 10 s after a stop request and then kills the
+whole program, which exits -9. Each case launches tests/stop_probe.py, a real
+local_mp program whose `caller` node waits in a Courier call that is never
+answered when the program is stopped.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROBE = os.path.join(ROOT, 'tests', 'stop_probe.py')
+
+
+def _run_probe(watchdog: bool):
+  return subprocess.run(
+      [sys.executable, PROBE, f'--watchdog={str(watchdog).lower()}'],
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+      timeout=120, cwd=ROOT, check=False)
+
+
+def test_blocked_node_is_killed_without_the_watchdog():
+  # The probe really blocks: without the watchdog Launchpad has to kill it.
+  result = _run_probe(watchdog=False)
+  assert 'the caller is waiting' in result.stdout
+  assert 'did not terminate in time' in result.stdout, result.stdout[-3000:]
+  assert result.returncode != 0
+
+
+@pytest.mark.parametrize('attempt', range(2))
+def test_blocked_node_ends_within_the_stop_notice(attempt):
+  del attempt  # Two runs: the stop races with the nodes' start-up.
+  result = _run_probe(watchdog=True)
+  assert 'the caller is waiting' in result.stdout
+  assert 'did not terminate in time' not in result.stdout, (
+      result.stdout[-3000:])
+  assert result.returncode == 0, result.stdout[-3000:]
