@@ -4,6 +4,9 @@ import dataclasses
 from typing import Optional
 
 
+REPLAY_REMOVERS = ('fifo', 'prioritized')
+
+
 @dataclasses.dataclass
 class ApeXConfig:
   """The Ape-X machinery's hyper-parameters; agents extend this dataclass."""
@@ -23,6 +26,10 @@ class ApeXConfig:
   """Ape-X App. C: proportional prioritisation exponent alpha."""
   importance_sampling_exponent: float = 0.4
   """Ape-X App. C: importance-sampling exponent beta."""
+  replay_remover: str = 'fifo'
+  """Which item leaves a full replay: 'fifo' (the oldest; Ape-X DQN, App. C)
+  or 'prioritized' (sampled in proportion to priority^priority_exponent, as
+  the Ape-X DPG experiments did, App. D)."""
   samples_per_insert: Optional[float] = None
   """If set, Reverb's SampleToInsertRatio ties learner samples to actor
   inserts so that learning depends on steps, not machine speed. The paper's
@@ -58,6 +65,9 @@ class ApeXConfig:
              'in [0, 1]')
     check_flag('priority_exponent', self.priority_exponent >= 0.0,
            self.priority_exponent, '>= 0')
+    check_flag('replay_remover', self.replay_remover in REPLAY_REMOVERS,
+               repr(self.replay_remover),
+               ' or '.join(repr(name) for name in REPLAY_REMOVERS))
     if self.samples_per_insert is not None:
       check_flag('samples_per_insert', self.samples_per_insert > 0,
              self.samples_per_insert, '> 0 (or unset for no rate limit)')

@@ -7,8 +7,9 @@
     evaluator ◀─(parameters)─ learner;  every node ─(step counts)─▶ counter
 
 An agent supplies a builder (see `agents/apex_dqn/builder.py`) with
-`make_replay_tables`, `make_learner`, `make_actor`, `actor_epsilon` and
-`evaluation_epsilon`; this module wires the nodes and runs their loops.
+`make_replay_tables`, `make_learner`, `make_actor`, `actor_exploration` and
+`evaluation_exploration` (see `agents/builders.py`); this module wires the
+nodes and runs their loops.
 """
 
 import dataclasses
@@ -135,7 +136,7 @@ class ActorNode:
         seed=_seed(options, 1 + actor_id))
     actor = builder.make_actor(
         variable_source,
-        epsilon=builder.actor_epsilon(actor_id, options.num_actors),
+        exploration=builder.actor_exploration(actor_id, options.num_actors),
         replay_client=replay_client,
         seed=_seed(options, 100_000 + actor_id))
     # Acme's convention: the first actor writes `logs/actor/`.
@@ -161,7 +162,7 @@ class EvaluatorNode:
     environment = builder.environment.make_environment(
         seed=_seed(options, 200_000), evaluation=True)
     actor = builder.make_actor(variable_source,
-                               epsilon=builder.evaluation_epsilon,
+                               exploration=builder.evaluation_exploration,
                                seed=_seed(options, 300_000))
     logger = loggers_lib.make_logger(options.workdir, 'evaluator',
                                      steps_key='actor_steps')

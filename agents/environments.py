@@ -10,6 +10,15 @@ An environment is named by a string `<kind>:<name>`:
   and a flat vector observation, e.g. `gym:CartPole-v1`.
 * `minatar:<game>`: a MinAtar game (Young & Tian 2019), 10x10 binary images.
 
+For continuous actions (Ape-X DPG):
+
+* `control:<domain>:<task>`: a DeepMind Control Suite task, e.g.
+  `control:manipulator:bring_ball`; its observation dict is flattened into one
+  float32 vector. Episodes end by their time limit (1,000 steps) with
+  discount 1, so the n-step targets bootstrap through it.
+* `gym:<id>`: a gymnasium environment with a 1-D Box action space and flat
+  vector observations, e.g. `gym:Pendulum-v1`.
+
 Every factory returns a `dm_env.Environment`; `GymnasiumToDmEnv` maps
 gymnasium's `terminated` to a last step with discount 0 and `truncated` (a time
 limit) to a last step with discount 1, so that n-step targets bootstrap through
@@ -18,6 +27,7 @@ time limits but not through true terminations.
 
 import dataclasses
 import functools
+import os
 from typing import Callable, Optional
 
 import dm_env
@@ -26,11 +36,16 @@ import numpy as np
 from acme import specs
 from dm_env import specs as dm_specs
 
-ACCEPTED_FORMS = (
+ACCEPTED_DISCRETE_FORMS = (
     'atari:<Game> (e.g. atari:Pong, atari:Breakout), '
     'gym:<id> (a gymnasium environment with a discrete action space and vector '
     'observations, e.g. gym:CartPole-v1), '
     'minatar:<game> (asterix, breakout, freeway, seaquest, space_invaders)')
+ACCEPTED_CONTINUOUS_FORMS = (
+    'control:<domain>:<task> (a dm_control suite task, e.g. '
+    'control:manipulator:bring_ball, control:humanoid:run), '
+    'gym:<id> (a gymnasium environment with a Box action space and vector '
+    'observations, e.g. gym:Pendulum-v1)')
 
 # Ape-X App. C / Mnih et al. 2015: DQN's Atari preprocessing.
 ATARI_FRAME_SKIP = 4
@@ -46,9 +61,10 @@ class UnknownEnvironmentError(ValueError):
   """A user-supplied environment name that cannot be used."""
 
 
-def _fail(env_name: str, why: str) -> UnknownEnvironmentError:
+def _fail(env_name: str, why: str,
+          accepted: str = ACCEPTED_DISCRETE_FORMS) -> UnknownEnvironmentError:
   return UnknownEnvironmentError(
-      f'--env={env_name!r}: {why}. Accepted forms: {ACCEPTED_FORMS}.')
+      f'--env={env_name!r}: {why}. Accepted forms: {accepted}.')
 
 
 class GymnasiumToDmEnv(dm_env.Environment):
@@ -75,8 +91,16 @@ class GymnasiumToDmEnv(dm_env.Environment):
                  environment.observation_space.dtype))
     self._observation_spec = dm_specs.Array(
         observation.shape, self._observation_dtype, name='observation')
-    self._action_spec = dm_specs.DiscreteArray(
-        int(environment.action_space.n), dtype=np.int32, name='action')
+    space = environment.action_space
+    if isinstance(space, gymnasium.spaces.Discrete):
+      self._action_spec = dm_specs.DiscreteArray(
+          int(space.n), dtype=np.int32, name='action')
+      self._to_gym_action = int
+    else:
+      self._action_spec = dm_specs.BoundedArray(
+          space.shape, np.float32, space.low.astype(np.float32),
+          space.high.astype(np.float32), name='action')
+      self._to_gym_action = lambda action: np.asarray(action, space.dtype)
 
   def _convert(self, observation) -> np.ndarray:
     observation = np.asarray(observation)
@@ -95,7 +119,7 @@ class GymnasiumToDmEnv(dm_env.Environment):
     if self._reset_next_step:
       return self.reset()
     observation, reward, terminated, truncated, _ = self._environment.step(
-        int(action))
+        self._to_gym_action(action))
     observation = self._convert(observation)
     reward = np.float32(reward)
     if terminated:
@@ -120,6 +144,75 @@ class GymnasiumToDmEnv(dm_env.Environment):
 
   def close(self):
     self._environment.close()
+
+
+class FlatControlEnvironment(dm_env.Environment):
+  """A dm_control task with its observation dict flattened to one float32
+  vector (in the order of the task's observation spec) and float32 actions,
+  rewards and discounts."""
+
+  def __init__(self, environment: dm_env.Environment):
+    self._environment = environment
+    self.frames_per_step = 1
+    size = sum(int(np.prod(spec.shape))
+               for spec in environment.observation_spec().values())
+    self._observation_spec = dm_specs.Array((size,), np.float32,
+                                            name='observation')
+    action = environment.action_spec()
+    self._action_spec = dm_specs.BoundedArray(
+        action.shape, np.float32, np.asarray(action.minimum, np.float32),
+        np.asarray(action.maximum, np.float32), name='action')
+
+  def _convert(self, timestep: dm_env.TimeStep) -> dm_env.TimeStep:
+    observation = np.concatenate([
+        np.asarray(value, np.float32).ravel()
+        for value in timestep.observation.values()])
+    reward = None if timestep.first() else np.float32(timestep.reward)
+    discount = None if timestep.first() else np.float32(timestep.discount)
+    return timestep._replace(observation=observation, reward=reward,
+                             discount=discount)
+
+  def reset(self) -> dm_env.TimeStep:
+    return self._convert(self._environment.reset())
+
+  def step(self, action) -> dm_env.TimeStep:
+    return self._convert(
+        self._environment.step(np.asarray(action, np.float64)))
+
+  def observation_spec(self):
+    return self._observation_spec
+
+  def action_spec(self):
+    return self._action_spec
+
+  def reward_spec(self):
+    return dm_specs.Array((), np.float32, name='reward')
+
+  def discount_spec(self):
+    return dm_specs.BoundedArray((), np.float32, 0.0, 1.0, name='discount')
+
+  @property
+  def physics(self):
+    """The MuJoCo physics, for rendering."""
+    return self._environment.physics
+
+  def close(self):
+    self._environment.close()
+
+
+def _import_suite():
+  # Off-screen rendering (videos) through EGL; physics needs no display.
+  os.environ.setdefault('MUJOCO_GL', 'egl')
+  from dm_control import suite  # pylint: disable=g-import-not-at-top
+  return suite
+
+
+def _make_control(domain: str, task: str, seed: Optional[int] = None,
+                  evaluation: bool = False):
+  del evaluation
+  environment = _import_suite().load(domain, task,
+                                     task_kwargs={'random': seed})
+  return FlatControlEnvironment(environment)
 
 
 def _register_ale():
@@ -249,3 +342,65 @@ def resolve_discrete(env_name: str) -> EnvironmentSpec:
   return EnvironmentSpec(name=env_name, kind=kind, spec=spec,
                          frames_per_step=frames_per_step, pixels=pixels,
                          make=make)
+
+
+def _check_continuous_vector_env(env_name: str, environment: gymnasium.Env):
+  space = environment.action_space
+  if not isinstance(space, gymnasium.spaces.Box) or len(space.shape) != 1:
+    raise _fail(env_name, f'the action space is {space}, but Ape-X DPG needs '
+                'a continuous (1-D gymnasium.spaces.Box) action space; use '
+                'apex_dqn for discrete actions', ACCEPTED_CONTINUOUS_FORMS)
+  if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
+    raise _fail(env_name, f'the action space {space} is unbounded, but the '
+                'policy squashes its actions into finite bounds',
+                ACCEPTED_CONTINUOUS_FORMS)
+  space = environment.observation_space
+  if not isinstance(space, gymnasium.spaces.Box) or len(space.shape) != 1:
+    raise _fail(env_name, f'the observation space is {space}, but gym: '
+                'environments must have flat vector (1-D Box) observations',
+                ACCEPTED_CONTINUOUS_FORMS)
+
+
+def resolve_continuous(env_name: str) -> EnvironmentSpec:
+  """Validates a continuous-action environment name and returns its spec.
+
+  Builds one instance to read its specs, so that a bad name is reported here,
+  before any Launchpad process starts.
+
+  Raises:
+    UnknownEnvironmentError: the name is not of an accepted form, the
+      environment is unknown, or its spaces are unsuitable. The message lists
+      the accepted forms.
+  """
+  fail = functools.partial(_fail, env_name,
+                           accepted=ACCEPTED_CONTINUOUS_FORMS)
+  kind, sep, name = env_name.partition(':')
+  if not sep or not name:
+    raise fail('the name has no <kind>: prefix')
+  if kind == 'control':
+    domain, sep, task = name.partition(':')
+    if not sep or not task or ':' in task:
+      raise fail('control environments are named control:<domain>:<task>')
+    if (domain, task) not in _import_suite().ALL_TASKS:
+      raise fail(f'the dm_control suite has no task {domain}:{task}')
+    make = functools.partial(_make_control, domain, task)
+  elif kind == 'gym':
+    if name not in gymnasium.registry:
+      raise fail(f'gymnasium has no environment registered as {name!r}')
+    probe = gymnasium.make(name)
+    try:
+      _check_continuous_vector_env(env_name, probe)
+    finally:
+      probe.close()
+    make = functools.partial(_make_gym, name)
+  elif kind in ('atari', 'minatar'):
+    raise fail(f'{kind} games have discrete actions; use apex_dqn for them')
+  else:
+    raise fail(f'unknown kind {kind!r}')
+  environment = make()
+  try:
+    spec = specs.make_environment_spec(environment)
+  finally:
+    environment.close()
+  return EnvironmentSpec(name=env_name, kind=kind, spec=spec,
+                         frames_per_step=1, pixels=False, make=make)

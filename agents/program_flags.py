@@ -65,8 +65,9 @@ def config_from_flags(config_class):
 
 def define_run_flags(program_name: str, default_env: str):
   """Flags shared by every Ape-X program."""
-  flags.DEFINE_string('env', default_env, 'Environment, e.g. atari:Pong or '
-                      'gym:CartPole-v1.')
+  flags.DEFINE_string('env', default_env, 'Environment, <kind>:<name> '
+                      f'(default {default_env}); a bad name is answered with '
+                      'the accepted forms.')
   flags.DEFINE_integer('num_actors', 4, 'Number of actor processes.')
   flags.DEFINE_integer('max_actor_steps', None, 'Stop the whole program once '
                        'actors have taken this many environment steps.')
@@ -120,6 +121,24 @@ def run_options_from_flags(program_name: str) -> distributed.RunOptions:
       evaluation_period=FLAGS.evaluation_period,
       evaluation_episodes=FLAGS.evaluation_episodes,
       launch_type=FLAGS.lp_launch_type)
+
+
+def build_program(program_name: str, config_class, builder_class,
+                  resolve_environment):
+  """Validates the flags and returns (program, run options, environment).
+
+  Every bad flag or environment is reported here, before any process starts
+  (exit status 2, no traceback).
+  """
+  config = config_from_flags(config_class)
+  try:
+    config.validate()
+    options = run_options_from_flags(program_name)
+    environment = resolve_environment(FLAGS.env)
+  except ValueError as error:
+    fail(str(error))
+  builder = builder_class(config, environment)
+  return distributed.make_program(builder, options), options, environment
 
 
 def fail(message: str):

@@ -44,11 +44,16 @@ def make_rate_limiter(config: ApeXConfig) -> reverb.rate_limiters.RateLimiter:
 
 def make_replay_table(config: ApeXConfig, spec: specs.EnvironmentSpec,
                       name: str = TABLE) -> reverb.Table:
-  """Ape-X replay: proportional prioritised sampling, FIFO removal."""
+  """Ape-X replay: proportional prioritised sampling; FIFO removal, or
+  removal sampled by priority (`config.replay_remover`)."""
+  if config.replay_remover == 'prioritized':
+    remover = reverb.selectors.Prioritized(config.priority_exponent)
+  else:
+    remover = reverb.selectors.Fifo()
   return reverb.Table(
       name=name,
       sampler=reverb.selectors.Prioritized(config.priority_exponent),
-      remover=reverb.selectors.Fifo(),
+      remover=remover,
       max_size=config.replay_capacity,
       rate_limiter=make_rate_limiter(config),
       signature=transition_signature(spec))

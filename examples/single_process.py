@@ -51,7 +51,7 @@ def run(env_name: str, num_steps: int, seed: int = 0) -> dict:
   server = reverb.Server(builder.make_replay_tables())
   client = reverb.Client(f'localhost:{server.port}')
   learner = builder.make_learner(client)
-  actor = builder.make_actor(learner, epsilon=EPSILON, replay_client=client,
+  actor = builder.make_actor(learner, exploration=EPSILON, replay_client=client,
                              seed=seed)
   # The adder writes to Reverb in batches of `actor_flush_size` completed
   # transitions, each n steps behind its observation: wait for both, so that

@@ -13,7 +13,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-from agents import distributed  # pylint: disable=wrong-import-position
 from agents import environments  # pylint: disable=wrong-import-position
 from agents import program_flags  # pylint: disable=wrong-import-position
 from agents.apex_dqn import ApeXDQNBuilder  # pylint: disable=wrong-import-position
@@ -25,19 +24,9 @@ program_flags.define_config_flags(ApeXDQNConfig)
 
 
 def build():
-  """Validates the flags and returns (program, run options, environment).
-
-  Every bad flag or environment is reported here, before any process starts.
-  """
-  config = program_flags.config_from_flags(ApeXDQNConfig)
-  try:
-    config.validate()
-    options = program_flags.run_options_from_flags(PROGRAM)
-    environment = environments.resolve_discrete(program_flags.FLAGS.env)
-  except ValueError as error:
-    program_flags.fail(str(error))
-  builder = ApeXDQNBuilder(config, environment)
-  return distributed.make_program(builder, options), options, environment
+  """Validates the flags and returns (program, run options, environment)."""
+  return program_flags.build_program(PROGRAM, ApeXDQNConfig, ApeXDQNBuilder,
+                                     environments.resolve_discrete)
 
 
 def main(_):

@@ -1,7 +1,7 @@
 """Builds Ape-X DQN's parts (networks, learner, actors) from its config."""
 
 import copy
-from typing import List, Optional
+from typing import Optional
 
 import acme
 import reverb
@@ -11,33 +11,32 @@ from acme.tf import variable_utils
 from acme.utils import counting
 from acme.utils import loggers
 
-from agents import adders
-from agents import replay
+from agents import builders
 from agents.apex_dqn import actor as actor_lib
 from agents.apex_dqn import learning
 from agents.apex_dqn import networks
 from agents.apex_dqn import priorities
 from agents.apex_dqn.config import ApeXDQNConfig
-from agents.environments import EnvironmentSpec
 
 # DQN (Mnih et al. 2015) clips Atari rewards to [-1, 1].
 ATARI_MAX_ABS_REWARD = 1.0
 
 
-class ApeXDQNBuilder:
+class ApeXDQNBuilder(builders.ApeXBuilder):
   """Makes the parts of Ape-X DQN for one environment and config."""
 
   name = 'apex_dqn'
-
-  def __init__(self, config: ApeXDQNConfig, environment: EnvironmentSpec):
-    self.config = config
-    self.environment = environment
+  config: ApeXDQNConfig
 
   @property
   def max_abs_reward(self) -> Optional[float]:
     if self.config.max_abs_reward is not None:
       return self.config.max_abs_reward
     return ATARI_MAX_ABS_REWARD if self.environment.kind == 'atari' else None
+
+  @property
+  def priority_fn(self):
+    return priorities.initial_priorities
 
   def make_network(self) -> snt.Module:
     """A Q-network with its variables created."""
@@ -49,9 +48,6 @@ class ApeXDQNBuilder:
                                       self.config.dueling_hidden_size)
     tf2_utils.create_variables(network, [spec.observations])
     return network
-
-  def make_replay_tables(self) -> List[reverb.Table]:
-    return [replay.make_replay_table(self.config, self.environment.spec)]
 
   def make_learner(self,
                    replay_client: reverb.Client,
@@ -81,43 +77,29 @@ class ApeXDQNBuilder:
         log_every=log_every,
         make_iterator=lambda: self.make_iterator(replay_client))
 
-  def make_iterator(self, replay_client: reverb.Client):
-    """A new iterator over prefetched batches of the replay table."""
-    return iter(replay.make_dataset(replay_client.server_address,
-                                    self.config.batch_size,
-                                    self.config.prefetch_size))
-
-  def make_adder(self, replay_client: reverb.Client) -> adders.NStepPrioritizedAdder:
-    return adders.NStepPrioritizedAdder(
-        client=replay_client,
-        table=replay.TABLE,
-        n_step=self.config.n_step,
-        discount=self.config.discount,
-        priority_fn=priorities.initial_priorities,
-        flush_size=self.config.actor_flush_size,
-        max_abs_reward=self.max_abs_reward)
-
   def make_actor(self,
                  variable_source: acme.VariableSource,
-                 epsilon: float,
+                 exploration: float,
                  replay_client: Optional[reverb.Client] = None,
                  seed: Optional[int] = None) -> actor_lib.ApeXDQNActor:
-    """An actor; with `replay_client` it writes prioritised transitions."""
+    """An actor with epsilon = `exploration`; with `replay_client` it writes
+    prioritised transitions."""
     network = self.make_network()
-    update_period = max(1, self.config.variable_update_period //
-                        self.environment.frames_per_step)
     variable_client = variable_utils.VariableClient(
         variable_source, {'network': network.trainable_variables},
-        update_period=update_period)
+        update_period=self.variable_update_period)
     variable_client.update_and_wait()
-    adder = self.make_adder(replay_client) if replay_client else None
+    adder = None
+    if replay_client is not None:
+      adder = self.make_adder(replay_client)
     return actor_lib.ApeXDQNActor(network, self.environment.spec.observations,
-                                  epsilon, adder, variable_client, seed)
+                                  exploration, adder, variable_client, seed)
 
-  def actor_epsilon(self, actor_id: int, num_actors: int) -> float:
+  def actor_exploration(self, actor_id: int, num_actors: int) -> float:
+    """Ape-X §4.1: actor i's epsilon."""
     return float(actor_lib.apex_epsilons(num_actors, self.config.epsilon_base,
                                          self.config.epsilon_alpha)[actor_id])
 
   @property
-  def evaluation_epsilon(self) -> float:
+  def evaluation_exploration(self) -> float:
     return self.config.evaluation_epsilon

@@ -1,35 +1,24 @@
 """The Ape-X DQN learner (Ape-X §3.1, App. C)."""
 
-import time
-from typing import Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, Optional, Tuple
 
-import acme
-import numpy as np
 import reverb
 import sonnet as snt
 import tensorflow as tf
-from acme.tf import utils as tf2_utils
 from acme.utils import counting
 from acme.utils import loggers
 
 from agents import adders
+from agents import learning
 from agents import replay
 from agents.apex_dqn import losses
 
 
-class ApeXDQNLearner(acme.Learner):
+class ApeXDQNLearner(learning.ApeXLearner):
   """Double Q-learning on prioritised n-step transitions.
 
-  Each `step` samples a batch from the shared replay, weights the loss by
-  importance sampling, clips the gradient's global norm, applies centered
-  RMSProp, writes the batch's new |TD| priorities back to Reverb and, every
-  `target_update_period` steps, copies the online network into the target.
-
-  `iterator` must be a `tf.data` iterator (as from `replay.make_dataset`): the
-  update is a `tf.function`, in which a plain Python iterator would be read
-  once, at tracing time. A Reverb dataset ends when replay lets no sample
-  through for a while (too little data, or a rate limiter holding the learner
-  back); `step` then continues on a new iterator from `make_iterator`.
+  On top of the shared Ape-X loop (`agents.learning.ApeXLearner`), each update
+  clips the gradient's global norm and applies centered RMSProp (App. C).
   """
 
   def __init__(self,
@@ -47,32 +36,21 @@ class ApeXDQNLearner(acme.Learner):
                log_every: float = 0.0,
                make_iterator: Optional[Callable[[], Iterator[
                    reverb.ReplaySample]]] = None):
+    super().__init__(
+        variables={'network': network.trainable_variables},
+        target_pairs=[(network, target_network)],
+        iterator=iterator, replay_client=replay_client,
+        importance_sampling_exponent=importance_sampling_exponent,
+        target_update_period=target_update_period, table=table,
+        counter=counter, logger=logger, log_every=log_every,
+        make_iterator=make_iterator)
     self._network = network
     self._target_network = target_network
-    self._iterator = iterator
-    self._make_iterator = make_iterator
-    self._replay_client = replay_client
     self._optimizer = optimizer
-    self._importance_sampling_exponent = importance_sampling_exponent
-    self._target_update_period = target_update_period
     self._max_gradient_norm = max_gradient_norm
-    self._table = table
-    self._counter = counter or counting.Counter()
-    self._logger = logger or loggers.NoOpLogger()
-    self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-    self._variables = {'network': network.trainable_variables}
-    self._log_every = log_every
-    self._last_update = None
-    self._log_timestamp = None
-    self._steps_since_log = 0
 
-  @tf.function
-  def _step(self, iterator) -> Dict[str, tf.Tensor]:
-    sample = next(iterator)
-    transitions = sample.data
-    weights = replay.importance_sampling_weights(
-        sample.info.probability, sample.info.table_size,
-        self._importance_sampling_exponent)
+  def _update(self, transitions: Dict[str, tf.Tensor],
+              weights: tf.Tensor) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
     q_t_evaluator = self._target_network(transitions[adders.NEXT_OBSERVATION])
     with tf.GradientTape() as tape:
       q_tm1 = self._network(transitions[adders.OBSERVATION])
@@ -86,66 +64,7 @@ class ApeXDQNLearner(acme.Learner):
     gradients, gradient_norm = tf.clip_by_global_norm(gradients,
                                                       self._max_gradient_norm)
     self._optimizer.apply(gradients, variables)
-
-    priorities = tf.abs(td_errors)
-    if self._replay_client is not None:
-      self._replay_client.update_priorities(
-          self._table, keys=sample.info.key,
-          priorities=tf.cast(priorities, tf.float64))
-
-    self._num_steps.assign_add(1)
-    if tf.math.mod(self._num_steps, self._target_update_period) == 0:
-      for source, target in zip(self._network.variables,
-                                self._target_network.variables):
-        target.assign(source)
-    return {
-        'loss': loss,
-        'gradient_norm': gradient_norm,
-        'mean_priority': tf.reduce_mean(priorities),
-        'keys': sample.info.key,
-        'priorities': priorities,
-    }
-
-  def step(self):
-    """One update, then counts and, every `log_every` seconds, a log row."""
-    while True:
-      try:
-        result = self._step(self._iterator)
-        break
-      except tf.errors.OutOfRangeError:
-        if self._make_iterator is None:
-          raise
-        self._iterator = self._make_iterator()
-    self._last_update = result
-    counts = self._counter.increment(steps=1)
-    now = time.time()
-    if self._log_timestamp is None:
-      self._log_timestamp = now
-      return
-    self._steps_since_log += 1
-    elapsed = now - self._log_timestamp
-    if elapsed >= self._log_every and elapsed > 0:
-      row = {
-          'loss': result['loss'].numpy(),
-          'gradient_norm': result['gradient_norm'].numpy(),
-          'mean_priority': result['mean_priority'].numpy(),
-          'steps_per_second': self._steps_since_log / elapsed,
-      }
-      row.update(counts)
-      self._logger.write(row)
-      self._log_timestamp, self._steps_since_log = now, 0
-
-  @property
-  def last_update(self) -> Dict[str, np.ndarray]:
-    """Keys, new priorities and loss of the most recent update (for tests)."""
-    return {key: value.numpy() for key, value in self._last_update.items()}
-
-  @property
-  def num_steps(self) -> int:
-    return int(self._num_steps.numpy())
-
-  def get_variables(self, names: Sequence[str]) -> List[List[np.ndarray]]:
-    return [tf2_utils.to_numpy(self._variables[name]) for name in names]
+    return td_errors, {'loss': loss, 'gradient_norm': gradient_norm}
 
   @property
   def state(self):

@@ -4,6 +4,8 @@ from typing import Tuple
 
 import tensorflow as tf
 
+from agents.learning import weighted_squared_loss
+
 
 def n_step_double_q_td_error(q_tm1: tf.Tensor, actions: tf.Tensor,
                              n_step_returns: tf.Tensor, discounts: tf.Tensor,
@@ -20,12 +22,6 @@ def n_step_double_q_td_error(q_tm1: tf.Tensor, actions: tf.Tensor,
   targets = tf.stop_gradient(n_step_returns + discounts * bootstrap)
   q_taken = tf.gather(q_tm1, tf.cast(actions, tf.int32), batch_dims=1)
   return targets - q_taken
-
-
-def weighted_squared_loss(td_errors: tf.Tensor,
-                          importance_weights: tf.Tensor) -> tf.Tensor:
-  """Ape-X §3.1: l = 1/2 (G - q)^2, weighted by importance sampling."""
-  return tf.reduce_mean(importance_weights * 0.5 * tf.square(td_errors))
 
 
 def double_q_loss(q_tm1, actions, n_step_returns, discounts, q_t_selector,

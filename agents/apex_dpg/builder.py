@@ -1,0 +1,102 @@
+"""Builds Ape-X DPG's parts (networks, learner, actors) from its config."""
+
+import copy
+from typing import Optional
+
+import acme
+import reverb
+import sonnet as snt
+from acme.tf import utils as tf2_utils
+from acme.tf import variable_utils
+from acme.utils import counting
+from acme.utils import loggers
+
+from agents import builders
+from agents.apex_dpg import actor as actor_lib
+from agents.apex_dpg import learning
+from agents.apex_dpg import networks
+from agents.apex_dpg import priorities
+from agents.apex_dpg.config import ApeXDPGConfig
+from agents.apex_dpg.config import parse_sizes
+
+
+class ApeXDPGBuilder(builders.ApeXBuilder):
+  """Makes the parts of Ape-X DPG for one environment and config."""
+
+  name = 'apex_dpg'
+  config: ApeXDPGConfig
+
+  @property
+  def priority_fn(self):
+    return priorities.initial_priorities
+
+  def make_policy(self) -> snt.Module:
+    """The policy network with its variables created."""
+    spec = self.environment.spec
+    policy = networks.Policy(spec.actions.minimum, spec.actions.maximum,
+                             parse_sizes(self.config.policy_hidden_sizes))
+    tf2_utils.create_variables(policy, [spec.observations])
+    return policy
+
+  def make_critic(self) -> snt.Module:
+    """The critic network with its variables created."""
+    spec = self.environment.spec
+    critic = networks.Critic(parse_sizes(self.config.critic_hidden_sizes))
+    tf2_utils.create_variables(critic, [spec.observations, spec.actions])
+    return critic
+
+  def make_learner(self,
+                   replay_client: reverb.Client,
+                   counter: Optional[counting.Counter] = None,
+                   logger: Optional[loggers.Logger] = None,
+                   log_every: float = 0.0) -> learning.ApeXDPGLearner:
+    """The learner, sampling from the replay server behind `replay_client`."""
+    policy, critic = self.make_policy(), self.make_critic()
+    return learning.ApeXDPGLearner(
+        policy=policy,
+        critic=critic,
+        target_policy=copy.deepcopy(policy),
+        target_critic=copy.deepcopy(critic),
+        iterator=self.make_iterator(replay_client),
+        replay_client=reverb.TFClient(replay_client.server_address),
+        policy_optimizer=snt.optimizers.Adam(self.config.policy_learning_rate),
+        critic_optimizer=snt.optimizers.Adam(self.config.critic_learning_rate),
+        importance_sampling_exponent=self.config.importance_sampling_exponent,
+        target_update_period=self.config.target_update_period,
+        dqda_clip=self.config.dqda_clip,
+        counter=counter,
+        logger=logger,
+        log_every=log_every,
+        make_iterator=lambda: self.make_iterator(replay_client))
+
+  def make_actor(self,
+                 variable_source: acme.VariableSource,
+                 exploration: float,
+                 replay_client: Optional[reverb.Client] = None,
+                 seed: Optional[int] = None) -> actor_lib.ApeXDPGActor:
+    """An actor with noise std `exploration`; with `replay_client` it also
+    pulls the critic and writes prioritised transitions."""
+    policy = self.make_policy()
+    variables = {'policy': policy.trainable_variables}
+    critic, adder = None, None
+    if replay_client is not None:
+      critic = self.make_critic()
+      variables['critic'] = critic.trainable_variables
+      adder = self.make_adder(replay_client)
+    variable_client = variable_utils.VariableClient(
+        variable_source, variables, update_period=self.variable_update_period)
+    variable_client.update_and_wait()
+    spec = self.environment.spec
+    return actor_lib.ApeXDPGActor(policy, critic, spec.observations,
+                                  spec.actions, exploration, adder,
+                                  variable_client, seed)
+
+  def actor_exploration(self, actor_id: int, num_actors: int) -> float:
+    """Ape-X App. D: every actor explores with the same sigma."""
+    del actor_id, num_actors
+    return self.config.sigma
+
+  @property
+  def evaluation_exploration(self) -> float:
+    """The evaluator runs the noiseless policy."""
+    return 0.0

@@ -1,0 +1,108 @@
+"""The Ape-X DPG learner (Ape-X §3.2, App. D)."""
+
+from typing import Callable, Dict, Iterator, Optional, Tuple
+
+import reverb
+import sonnet as snt
+import tensorflow as tf
+from acme.utils import counting
+from acme.utils import loggers
+
+from agents import adders
+from agents import learning
+from agents import replay
+from agents.apex_dpg import losses
+
+
+class ApeXDPGLearner(learning.ApeXLearner):
+  """Deterministic policy gradients on prioritised n-step transitions.
+
+  On top of the shared Ape-X loop (`agents.learning.ApeXLearner`), each update
+  (i) moves the critic toward R + Gamma q'(s_{t+n}, pi'(s_{t+n})) with the
+  importance-weighted squared TD error, and (ii) moves the policy along the
+  critic's action gradient at a = pi(s_t), clipped element-wise. Both
+  gradients are taken before either network changes; Adam applies them.
+  The policy loss is not importance weighted (the paper weights the TD loss).
+  """
+
+  def __init__(self,
+               policy: snt.Module,
+               critic: snt.Module,
+               target_policy: snt.Module,
+               target_critic: snt.Module,
+               iterator: Iterator[reverb.ReplaySample],
+               replay_client: Optional[reverb.TFClient],
+               policy_optimizer: snt.Optimizer,
+               critic_optimizer: snt.Optimizer,
+               importance_sampling_exponent: float,
+               target_update_period: int,
+               dqda_clip: float,
+               table: str = replay.TABLE,
+               counter: Optional[counting.Counter] = None,
+               logger: Optional[loggers.Logger] = None,
+               log_every: float = 0.0,
+               make_iterator: Optional[Callable[[], Iterator[
+                   reverb.ReplaySample]]] = None):
+    super().__init__(
+        variables={'policy': policy.trainable_variables,
+                   'critic': critic.trainable_variables},
+        target_pairs=[(policy, target_policy), (critic, target_critic)],
+        iterator=iterator, replay_client=replay_client,
+        importance_sampling_exponent=importance_sampling_exponent,
+        target_update_period=target_update_period, table=table,
+        counter=counter, logger=logger, log_every=log_every,
+        make_iterator=make_iterator)
+    self._policy = policy
+    self._critic = critic
+    self._target_policy = target_policy
+    self._target_critic = target_critic
+    self._policy_optimizer = policy_optimizer
+    self._critic_optimizer = critic_optimizer
+    self._dqda_clip = dqda_clip
+
+  def _update(self, transitions: Dict[str, tf.Tensor],
+              weights: tf.Tensor) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+    o_tm1 = transitions[adders.OBSERVATION]
+    o_t = transitions[adders.NEXT_OBSERVATION]
+    q_t = self._target_critic(o_t, self._target_policy(o_t))
+    with tf.GradientTape() as critic_tape:
+      q_tm1 = self._critic(o_tm1, transitions[adders.ACTION])
+      td_errors = losses.n_step_td_error(
+          q_tm1, transitions[adders.N_STEP_RETURN],
+          transitions[adders.DISCOUNT], q_t)
+      critic_loss = learning.weighted_squared_loss(td_errors, weights)
+    critic_variables = self._critic.trainable_variables
+    critic_gradients = critic_tape.gradient(critic_loss, critic_variables)
+
+    with tf.GradientTape() as policy_tape:
+      actions = self._policy(o_tm1)
+      with tf.GradientTape() as action_tape:
+        action_tape.watch(actions)
+        q_policy = self._critic(o_tm1, actions)
+      # Each q(s_i, a_i) depends on a_i alone, so the gradient of the batch
+      # (which the tape sums) is the per-transition dq/da.
+      dqda = action_tape.gradient(q_policy, actions)
+      policy_loss = losses.dpg_policy_loss(dqda, actions, self._dqda_clip)
+    policy_variables = self._policy.trainable_variables
+    policy_gradients = policy_tape.gradient(policy_loss, policy_variables)
+
+    self._critic_optimizer.apply(critic_gradients, critic_variables)
+    self._policy_optimizer.apply(policy_gradients, policy_variables)
+    return td_errors, {
+        'loss': critic_loss,
+        'policy_loss': policy_loss,
+        'mean_q': tf.reduce_mean(q_policy),
+    }
+
+  @property
+  def state(self):
+    """What a checkpoint of this learner holds."""
+    return {
+        'policy': self._policy,
+        'critic': self._critic,
+        'target_policy': self._target_policy,
+        'target_critic': self._target_critic,
+        'policy_optimizer': self._policy_optimizer,
+        'critic_optimizer': self._critic_optimizer,
+        'num_steps': self._num_steps,
+    }

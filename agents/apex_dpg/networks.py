@@ -1,0 +1,66 @@
+"""Ape-X DPG's networks (App. D): a critic q(s, a) and a deterministic policy.
+
+Critic: [s, a] -> 400 -> tanh -> 300 -> ReLU -> 1. Policy: s -> 300 -> tanh
+-> 200 -> ReLU -> |A| -> tanh, rescaled into the action bounds. The paper gives
+the layer sizes and the first tanh; the later ReLU and the small uniform
+initialisation of the output layers (as in DDPG, Lillicrap et al. 2016) are
+this implementation's choices.
+"""
+
+from typing import Sequence
+
+import numpy as np
+import sonnet as snt
+import tensorflow as tf
+
+FINAL_INIT_SCALE = 3e-3
+
+
+def _torso(hidden_sizes: Sequence[int]) -> list:
+  layers = []
+  for index, size in enumerate(hidden_sizes):
+    layers.append(snt.Linear(size))
+    layers.append(tf.tanh if index == 0 else tf.nn.relu)
+  return layers
+
+
+def _final_linear(size: int) -> snt.Linear:
+  scale = FINAL_INIT_SCALE
+  return snt.Linear(size,
+                    w_init=snt.initializers.RandomUniform(-scale, scale),
+                    b_init=snt.initializers.RandomUniform(-scale, scale))
+
+
+class Critic(snt.Module):
+  """q(s, a): one value per (observation, action) pair."""
+
+  def __init__(self, hidden_sizes: Sequence[int] = (400, 300),
+               name: str = 'critic'):
+    super().__init__(name=name)
+    self._network = snt.Sequential(
+        _torso(hidden_sizes) + [_final_linear(1)])
+
+  def __call__(self, observations: tf.Tensor,
+               actions: tf.Tensor) -> tf.Tensor:
+    inputs = tf.concat([tf.cast(observations, tf.float32),
+                        tf.cast(actions, tf.float32)], axis=-1)
+    return tf.squeeze(self._network(inputs), axis=-1)
+
+
+class Policy(snt.Module):
+  """pi(s): a deterministic action inside [minimum, maximum]."""
+
+  def __init__(self, minimum: np.ndarray, maximum: np.ndarray,
+               hidden_sizes: Sequence[int] = (300, 200),
+               name: str = 'policy'):
+    super().__init__(name=name)
+    minimum = np.asarray(minimum, np.float32)
+    maximum = np.asarray(maximum, np.float32)
+    self._network = snt.Sequential(
+        _torso(hidden_sizes) + [_final_linear(minimum.shape[-1]), tf.tanh])
+    self._center = tf.constant((maximum + minimum) / 2)
+    self._half_range = tf.constant((maximum - minimum) / 2)
+
+  def __call__(self, observations: tf.Tensor) -> tf.Tensor:
+    squashed = self._network(tf.cast(observations, tf.float32))
+    return self._center + self._half_range * squashed

@@ -1,0 +1,64 @@
+"""What every Ape-X builder shares: the replay table, the learner's dataset,
+the actors' n-step adder and their parameter-pull period.
+
+`agents.distributed` expects of a builder: `name`, `environment`,
+`make_replay_tables()`, `make_learner(replay_client, counter, logger,
+log_every)`, `make_actor(variable_source, exploration, replay_client, seed)`,
+`actor_exploration(actor_id, num_actors)` and `evaluation_exploration`.
+"""
+
+from typing import List, Optional
+
+import reverb
+
+from agents import adders
+from agents import replay
+from agents.config import ApeXConfig
+from agents.environments import EnvironmentSpec
+
+
+class ApeXBuilder:
+  """Base of the agents' builders; see the module docstring."""
+
+  name = 'apex'
+
+  def __init__(self, config: ApeXConfig, environment: EnvironmentSpec):
+    self.config = config
+    self.environment = environment
+
+  def make_replay_tables(self) -> List[reverb.Table]:
+    return [replay.make_replay_table(self.config, self.environment.spec)]
+
+  def make_iterator(self, replay_client: reverb.Client):
+    """A new iterator over prefetched batches of the replay table."""
+    return iter(replay.make_dataset(replay_client.server_address,
+                                    self.config.batch_size,
+                                    self.config.prefetch_size))
+
+  @property
+  def priority_fn(self) -> adders.PriorityFn:
+    """The agent's initial priorities (see `adders.NStepPrioritizedAdder`)."""
+    raise NotImplementedError
+
+  @property
+  def max_abs_reward(self) -> Optional[float]:
+    """Rewards are clipped to [-x, x] on the actor side; None: no clipping."""
+    return None
+
+  def make_adder(self, replay_client: reverb.Client
+                 ) -> adders.NStepPrioritizedAdder:
+    """The actors' local buffer of n-step transitions (Ape-X §3)."""
+    return adders.NStepPrioritizedAdder(
+        client=replay_client,
+        table=replay.TABLE,
+        n_step=self.config.n_step,
+        discount=self.config.discount,
+        priority_fn=self.priority_fn,
+        flush_size=self.config.actor_flush_size,
+        max_abs_reward=self.max_abs_reward)
+
+  @property
+  def variable_update_period(self) -> int:
+    """Actor steps between two parameter pulls (the config counts frames)."""
+    return max(1, self.config.variable_update_period //
+               self.environment.frames_per_step)

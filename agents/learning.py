@@ -1,0 +1,149 @@
+"""The Ape-X learner loop shared by every Ape-X agent (Ape-X §3, Algorithm 2).
+
+Each step samples a prioritised batch from the shared replay, weights the
+agent's loss by importance sampling, applies the agent's update, writes the
+batch's new |TD| priorities back to Reverb and, every `target_update_period`
+steps, copies the online networks into their targets. An agent supplies only
+`_update`: its loss and optimiser step.
+"""
+
+import abc
+import time
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import acme
+import numpy as np
+import reverb
+import sonnet as snt
+import tensorflow as tf
+from acme.tf import utils as tf2_utils
+from acme.utils import counting
+from acme.utils import loggers
+
+from agents import replay
+
+
+def weighted_squared_loss(td_errors: tf.Tensor,
+                          importance_weights: tf.Tensor) -> tf.Tensor:
+  """Ape-X §3.1: l = 1/2 (G - q)^2, weighted by importance sampling."""
+  return tf.reduce_mean(importance_weights * 0.5 * tf.square(td_errors))
+
+
+class ApeXLearner(acme.Learner, abc.ABC):
+  """Prioritised replay learning; subclasses define `_update`.
+
+  `iterator` must be a `tf.data` iterator (as from `replay.make_dataset`): the
+  update is a `tf.function`, in which a plain Python iterator would be read
+  once, at tracing time. A Reverb dataset ends when replay lets no sample
+  through for a while (too little data, or a rate limiter holding the learner
+  back); `step` then continues on a new iterator from `make_iterator`.
+  """
+
+  def __init__(self,
+               variables: Dict[str, Sequence[tf.Variable]],
+               target_pairs: Sequence[Tuple[snt.Module, snt.Module]],
+               iterator: Iterator[reverb.ReplaySample],
+               replay_client: Optional[reverb.TFClient],
+               importance_sampling_exponent: float,
+               target_update_period: int,
+               table: str = replay.TABLE,
+               counter: Optional[counting.Counter] = None,
+               logger: Optional[loggers.Logger] = None,
+               log_every: float = 0.0,
+               make_iterator: Optional[Callable[[], Iterator[
+                   reverb.ReplaySample]]] = None):
+    """Args:
+      variables: what `get_variables` serves to actors, by name.
+      target_pairs: (online, target) modules; each target becomes a copy of
+        its online module every `target_update_period` steps.
+      (the rest as described in the class docstring)
+    """
+    self._variables = dict(variables)
+    self._target_pairs = list(target_pairs)
+    self._iterator = iterator
+    self._make_iterator = make_iterator
+    self._replay_client = replay_client
+    self._importance_sampling_exponent = importance_sampling_exponent
+    self._target_update_period = target_update_period
+    self._table = table
+    self._counter = counter or counting.Counter()
+    self._logger = logger or loggers.NoOpLogger()
+    self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
+    self._log_every = log_every
+    self._last_update = None
+    self._log_timestamp = None
+    self._steps_since_log = 0
+
+  @abc.abstractmethod
+  def _update(self, transitions: Dict[str, tf.Tensor],
+              weights: tf.Tensor) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+    """One optimiser step on a batch (traced inside a `tf.function`).
+
+    Args:
+      transitions: the batch, keyed as in `agents.adders`.
+      weights: importance-sampling weights, one per transition.
+
+    Returns:
+      The batch's TD errors (their absolute values become its new
+      priorities) and scalar metrics to log, which must include 'loss'.
+    """
+
+  @tf.function
+  def _step(self, iterator) -> Dict[str, tf.Tensor]:
+    sample = next(iterator)
+    weights = replay.importance_sampling_weights(
+        sample.info.probability, sample.info.table_size,
+        self._importance_sampling_exponent)
+    td_errors, metrics = self._update(sample.data, weights)
+
+    priorities = tf.abs(td_errors)
+    if self._replay_client is not None:
+      self._replay_client.update_priorities(
+          self._table, keys=sample.info.key,
+          priorities=tf.cast(priorities, tf.float64))
+
+    self._num_steps.assign_add(1)
+    if tf.math.mod(self._num_steps, self._target_update_period) == 0:
+      for online, target in self._target_pairs:
+        for source, destination in zip(online.variables, target.variables):
+          destination.assign(source)
+    return dict(metrics, mean_priority=tf.reduce_mean(priorities),
+                keys=sample.info.key, priorities=priorities)
+
+  def step(self):
+    """One update, then counts and, every `log_every` seconds, a log row."""
+    while True:
+      try:
+        result = self._step(self._iterator)
+        break
+      except tf.errors.OutOfRangeError:
+        if self._make_iterator is None:
+          raise
+        self._iterator = self._make_iterator()
+    self._last_update = result
+    counts = self._counter.increment(steps=1)
+    now = time.time()
+    if self._log_timestamp is None:
+      self._log_timestamp = now
+      return
+    self._steps_since_log += 1
+    elapsed = now - self._log_timestamp
+    if elapsed >= self._log_every and elapsed > 0:
+      row = {key: value.numpy() for key, value in result.items()
+             if key not in ('keys', 'priorities')}
+      row['steps_per_second'] = self._steps_since_log / elapsed
+      row.update(counts)
+      self._logger.write(row)
+      self._log_timestamp, self._steps_since_log = now, 0
+
+  @property
+  def last_update(self) -> Dict[str, np.ndarray]:
+    """Keys, new priorities and metrics of the most recent update."""
+    return {key: value.numpy() for key, value in self._last_update.items()}
+
+  @property
+  def num_steps(self) -> int:
+    return int(self._num_steps.numpy())
+
+  def get_variables(self, names: Sequence[str]) -> List[List[np.ndarray]]:
+    return [tf2_utils.to_numpy(self._variables[name]) for name in names]
