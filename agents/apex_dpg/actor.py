@@ -3,17 +3,17 @@ with actor-side priorities (Ape-X §3.2, App. D)."""
 
 from typing import Optional
 
-import acme
 import dm_env
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
 from acme.tf import variable_utils
 
+from agents import actors
 from agents import adders as adders_lib
 
 
-class ApeXDPGActor(acme.Actor):
+class ApeXDPGActor(actors.ApeXActor):
   """An `acme.Actor` acting with a = clip(pi(s) + noise, bounds).
 
   The noise is drawn independently at every step from N(0, sigma^2) per
@@ -39,8 +39,7 @@ class ApeXDPGActor(acme.Actor):
     self._policy = policy
     self._critic = critic
     self._sigma = float(sigma)
-    self._adder = adder
-    self._variable_client = variable_client
+    super().__init__(adder, variable_client)
     self._rng = np.random.default_rng(seed)
     self._minimum = np.asarray(action_spec.minimum, np.float32)
     self._maximum = np.asarray(action_spec.maximum, np.float32)
@@ -79,10 +78,6 @@ class ApeXDPGActor(acme.Actor):
     action, self._values = self.act_and_evaluate(observation, noise)
     return action.astype(np.float32)
 
-  def observe_first(self, timestep: dm_env.TimeStep):
-    if self._adder is not None:
-      self._adder.add_first(timestep)
-
   def observe(self, action, next_timestep: dm_env.TimeStep):
     if self._adder is None:
       return
@@ -93,13 +88,3 @@ class ApeXDPGActor(acme.Actor):
       _, final_values = self.act_and_evaluate(
           next_timestep.observation, np.zeros_like(self._minimum))
     self._adder.add(action, next_timestep, self._values, final_values)
-
-  def update(self, wait: bool = False):
-    """Pulls the learner's parameters every `update_period` calls; with
-    `wait`, pulls them now and blocks until they are copied."""
-    if self._variable_client is None:
-      return
-    if wait:
-      self._variable_client.update_and_wait()
-    else:
-      self._variable_client.update()

@@ -2,13 +2,13 @@
 
 from typing import Optional
 
-import acme
 import dm_env
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
 from acme.tf import variable_utils
 
+from agents import actors
 from agents import adders as adders_lib
 
 
@@ -26,7 +26,7 @@ def apex_epsilons(num_actors: int, base: float = 0.4,
   return np.power(base, exponents)
 
 
-class ApeXDQNActor(acme.Actor):
+class ApeXDQNActor(actors.ApeXActor):
   """An `acme.Actor` choosing epsilon-greedy actions from a Q-network.
 
   The Q-values computed to choose each action are kept and handed to the
@@ -44,8 +44,7 @@ class ApeXDQNActor(acme.Actor):
                seed: Optional[int] = None):
     self._network = network
     self._epsilon = float(epsilon)
-    self._adder = adder
-    self._variable_client = variable_client
+    super().__init__(adder, variable_client)
     self._rng = np.random.default_rng(seed)
     self._q_values: Optional[np.ndarray] = None
     self._q_function = tf.function(
@@ -65,10 +64,6 @@ class ApeXDQNActor(acme.Actor):
       return np.int32(self._rng.integers(len(self._q_values)))
     return np.int32(np.argmax(self._q_values))
 
-  def observe_first(self, timestep: dm_env.TimeStep):
-    if self._adder is not None:
-      self._adder.add_first(timestep)
-
   def observe(self, action, next_timestep: dm_env.TimeStep):
     if self._adder is None:
       return
@@ -78,13 +73,3 @@ class ApeXDQNActor(acme.Actor):
       # action was chosen from: its Q-values are computed here, once.
       final_values = self.q_values(next_timestep.observation)
     self._adder.add(action, next_timestep, self._q_values, final_values)
-
-  def update(self, wait: bool = False):
-    """Pulls the learner's parameters every `update_period` calls; with
-    `wait`, pulls them now and blocks until they are copied."""
-    if self._variable_client is None:
-      return
-    if wait:
-      self._variable_client.update_and_wait()
-    else:
-      self._variable_client.update()
