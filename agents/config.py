@@ -49,6 +49,12 @@ class ApeXConfig:
   prefetch_size: int = 4
   """Batches the learner's Reverb dataset keeps ready in memory."""
 
+  # Fields that a run's checkpoints depend on (network shapes, what replay
+  # holds): a run cannot be resumed with other values.
+  CHECKPOINT_FIELDS = ('n_step', 'discount', 'replay_capacity',
+                       'min_replay_size', 'priority_exponent',
+                       'replay_remover', 'samples_per_insert')
+
   def validate(self):
     """Raises ValueError naming the first flag whose value is out of range."""
     positive = ('n_step', 'replay_capacity', 'actor_flush_size',

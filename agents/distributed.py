@@ -27,6 +27,7 @@ from absl import logging
 from acme.utils import counting
 from acme.utils import signals
 
+from agents import checkpointing
 from agents import loggers as loggers_lib
 
 
@@ -47,6 +48,11 @@ class RunOptions:
   """Episodes in one round of evaluation."""
   launch_type: str = 'local_mp'
   """Launchpad launch type; under local_mp every node is its own process."""
+  checkpoint_every: float = 600.0
+  """Seconds between two checkpoints of the learner (and of the counter,
+  saved right after it); 0: no checkpoints."""
+  replay_checkpoint_every: float = 3600.0
+  """Seconds between two checkpoints of the replay table; 0: none."""
 
 
 # Launchpad kills a program whose nodes outlive its 10 s stop notice, and the
@@ -99,18 +105,27 @@ def _seed(options: RunOptions, offset: int) -> int:
 
 
 class LearnerNode(acme.Learner, acme.VariableSource):
-  """Runs the agent's learner and serves its parameters to actors."""
+  """Runs the agent's learner, serves its parameters to actors, and saves
+  its checkpoints (then asks the counter to save its own)."""
 
   def __init__(self, builder, replay_client: reverb.Client,
                counter: counting.Counter, options: RunOptions):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     tf.random.set_seed(_seed(options, 0))
+    self._counter = counter
+    # Synced at every step, so that the counter's learner_steps is the
+    # learner's own count whenever either is saved.
+    self._learner_counter = counting.Counter(counter, prefix='learner',
+                                             time_delta=0.0)
     self._learner = builder.make_learner(
         replay_client,
-        counter=counting.Counter(counter, prefix='learner'),
+        counter=self._learner_counter,
         logger=loggers_lib.make_logger(options.workdir, 'learner',
                                        steps_key='learner_steps'),
         log_every=options.log_every)
+    self._checkpointer = checkpointing.make_checkpointer(
+        self._learner.state, options.workdir, 'learner',
+        options.checkpoint_every)
     self._options = options
 
   def step(self):
@@ -119,11 +134,27 @@ class LearnerNode(acme.Learner, acme.VariableSource):
   def get_variables(self, names: Sequence[str]) -> List[Any]:
     return self._learner.get_variables(names)
 
+  def _align_counter(self):
+    """After a restore, the counts claim the checkpoint's learner steps."""
+    counted = self._counter.get_counts().get('learner_steps', 0)
+    if self._learner.num_steps > counted:
+      self._learner_counter.increment(steps=self._learner.num_steps - counted)
+
+  def _save(self, force: bool = False):
+    if self._checkpointer is not None and self._checkpointer.save(force):
+      self._counter.save_checkpoint()
+
   def run(self):
     exit_soon_after_stop(self._options.launch_type)
+    self._align_counter()
     with signals.runtime_terminator():
       while True:
         self._learner.step()
+        self._save()
+    # The stop request ended the loop: a final checkpoint. Only the learner's
+    # own: the counter saves itself when it stops.
+    if self._checkpointer is not None:
+      self._checkpointer.save(force=True)
 
 
 class ActorNode:
@@ -221,9 +252,13 @@ def make_program(builder, options: RunOptions) -> lp.Program:
   """The Ape-X program: replay, counter, learner, actors, evaluator."""
   program = lp.Program(name=builder.name)
   with program.group('replay'):
-    replay = program.add_node(lp.ReverbNode(builder.make_replay_tables))
+    replay = program.add_node(checkpointing.CheckpointingReverbNode(
+        builder.make_replay_tables, options.workdir,
+        options.replay_checkpoint_every))
   with program.group('counter'):
-    counter = program.add_node(lp.CourierNode(counting.Counter))
+    counter = program.add_node(lp.CourierNode(
+        checkpointing.CheckpointedCounter, options.workdir,
+        options.checkpoint_every > 0))
   if options.max_actor_steps:
     with program.group('coordinator'):
       program.add_node(

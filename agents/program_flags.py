@@ -18,6 +18,7 @@ from typing import Dict, Optional
 import launchpad as lp
 from absl import flags
 
+from agents import checkpointing
 from agents import config as config_lib
 from agents import distributed
 
@@ -81,6 +82,12 @@ def define_run_flags(program_name: str, default_env: str):
                        'rounds of evaluation; 0: the evaluator never pauses.')
   flags.DEFINE_integer('evaluation_episodes', 10, 'Episodes per round of '
                        'evaluation (with --evaluation_period > 0).')
+  flags.DEFINE_float('checkpoint_every', 600.0, 'Seconds between two '
+                     'checkpoints of the learner and the counter, under '
+                     '<workdir>/checkpoints/; 0: none. A program launched '
+                     'again with the same --workdir resumes from them.')
+  flags.DEFINE_float('replay_checkpoint_every', 3600.0, 'Seconds between two '
+                     'checkpoints of the replay table (Reverb); 0: none.')
 
 
 def run_options_from_flags(program_name: str) -> distributed.RunOptions:
@@ -97,6 +104,9 @@ def run_options_from_flags(program_name: str) -> distributed.RunOptions:
       ('log_every', FLAGS.log_every >= 0, '>= 0'),
       ('evaluation_period', FLAGS.evaluation_period >= 0, '>= 0'),
       ('evaluation_episodes', FLAGS.evaluation_episodes >= 1, '>= 1'),
+      ('checkpoint_every', FLAGS.checkpoint_every >= 0, '>= 0 (0: none)'),
+      ('replay_checkpoint_every', FLAGS.replay_checkpoint_every >= 0,
+       '>= 0 (0: none)'),
   ]
   for name, ok, allowed in checks:
     config_lib.check_flag(name, ok, FLAGS[name].value, allowed)
@@ -120,7 +130,9 @@ def run_options_from_flags(program_name: str) -> distributed.RunOptions:
       log_every=FLAGS.log_every,
       evaluation_period=FLAGS.evaluation_period,
       evaluation_episodes=FLAGS.evaluation_episodes,
-      launch_type=FLAGS.lp_launch_type)
+      launch_type=FLAGS.lp_launch_type,
+      checkpoint_every=FLAGS.checkpoint_every,
+      replay_checkpoint_every=FLAGS.replay_checkpoint_every)
 
 
 def build_program(program_name: str, config_class, builder_class,
@@ -135,8 +147,13 @@ def build_program(program_name: str, config_class, builder_class,
     config.validate()
     options = run_options_from_flags(program_name)
     environment = resolve_environment(FLAGS.env)
+    resuming = checkpointing.check_or_write_manifest(
+        options.workdir, program_name, environment.name, config,
+        config.CHECKPOINT_FIELDS)
   except ValueError as error:
     fail(str(error))
+  if resuming:
+    print(f'Resuming the run in {options.workdir} from its checkpoints.')
   builder = builder_class(config, environment)
   return distributed.make_program(builder, options), options, environment
 

@@ -43,6 +43,9 @@ class ApeXDPGConfig(ApeXConfig):
   policy_hidden_sizes: str = '300,200'
   """Ape-X App. D: policy layers (the first followed by tanh)."""
 
+  CHECKPOINT_FIELDS = ApeXConfig.CHECKPOINT_FIELDS + (
+      'critic_hidden_sizes', 'policy_hidden_sizes')
+
   def validate(self):
     super().validate()
     for name in ('policy_learning_rate', 'critic_learning_rate',

@@ -35,6 +35,9 @@ class ApeXDQNConfig(ApeXConfig):
   dueling_hidden_size: int = 512
   """Wang et al. 2016: hidden units of each dueling stream."""
 
+  CHECKPOINT_FIELDS = ApeXConfig.CHECKPOINT_FIELDS + (
+      'max_abs_reward', 'mlp_hidden_sizes', 'dueling_hidden_size')
+
   def validate(self):
     super().validate()
     for name in ('learning_rate', 'max_gradient_norm', 'target_update_period',

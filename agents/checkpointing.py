@@ -1,0 +1,167 @@
+"""Checkpoints and resumption (Ape-X App. F, "Failure tolerance").
+
+Every stateful node saves its work periodically and when the program stops,
+and resumes from its newest checkpoint when a program is launched again with
+the same `--workdir`:
+
+  <workdir>/run.json             what runs here: program, environment and the
+                                 config values the checkpoints depend on
+  <workdir>/checkpoints/learner/ networks, target networks, optimiser state,
+                                 learner step count (TensorFlow checkpoints)
+  <workdir>/checkpoints/counter/ the counter's counts
+  <workdir>/checkpoints/replay/  the replay table (Reverb's own checkpoints)
+
+Saves are atomic: TensorFlow writes a checkpoint's files before it updates
+the `checkpoint` index that names the newest one, and a Reverb checkpoint
+counts only once its DONE marker is written. A process killed while saving
+leaves the previous checkpoint as the newest usable one.
+"""
+
+import json
+import os
+import threading
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+import launchpad as lp
+import reverb
+from absl import logging
+from acme.tf import savers
+from acme.utils import counting
+from launchpad import address as lp_address
+from launchpad.launch import worker_manager
+
+MANIFEST = 'run.json'
+CHECKPOINTS = 'checkpoints'
+
+
+def checkpoint_directory(workdir: str, name: str) -> str:
+  return os.path.join(workdir, CHECKPOINTS, name)
+
+
+def _manifest(program: str, env_name: str, config,
+              fields: Sequence[str]) -> Dict[str, Any]:
+  return {'program': program, 'env': env_name,
+          'config': {name: getattr(config, name) for name in fields}}
+
+
+def check_or_write_manifest(workdir: str, program: str, env_name: str, config,
+                            fields: Sequence[str]) -> bool:
+  """Refuses a workdir holding another run; records this run in a new one.
+
+  Returns True when the workdir holds a compatible run to resume.
+
+  Raises:
+    ValueError: the workdir holds a run of another program or environment,
+      or one whose config differs in a value its checkpoints depend on
+      (`fields`), or checkpoints without a record of what made them.
+  """
+  path = os.path.join(workdir, MANIFEST)
+  wanted = _manifest(program, env_name, config, fields)
+  if os.path.exists(path):
+    with open(path) as f:
+      found = json.load(f)
+    differences = []
+    for key in ('program', 'env'):
+      if found.get(key) != wanted[key]:
+        differences.append(f'{key} {found.get(key)!r} (now {wanted[key]!r})')
+    for name, value in wanted['config'].items():
+      if found.get('config', {}).get(name, value) != value:
+        differences.append(
+            f'--{name}={found["config"][name]!r} (now {value!r})')
+    if differences:
+      raise ValueError(
+          f'--workdir={workdir} holds a run that differs from this one in '
+          f'{", ".join(differences)}; its checkpoints cannot be resumed with '
+          'these flags. Pass the same values to resume it, or choose a new '
+          '--workdir.')
+    return True
+  if os.path.isdir(os.path.join(workdir, CHECKPOINTS)) and os.listdir(
+      os.path.join(workdir, CHECKPOINTS)):
+    raise ValueError(
+        f'--workdir={workdir} holds checkpoints but no {MANIFEST} saying what '
+        'made them; choose a new --workdir.')
+  temporary = f'{path}.tmp'
+  with open(temporary, 'w') as f:
+    json.dump(wanted, f, indent=2, sort_keys=True)
+  os.replace(temporary, path)
+  return False
+
+
+def make_checkpointer(objects: Mapping[str, Any], workdir: str, name: str,
+                      period_seconds: float) -> Optional[savers.Checkpointer]:
+  """Acme's checkpointer on <workdir>/checkpoints/<name>; restores the newest
+  checkpoint there, if any. None when `period_seconds` is 0 (disabled)."""
+  if period_seconds <= 0:
+    return None
+  checkpointer = savers.Checkpointer(
+      objects_to_save=dict(objects),
+      directory=workdir,
+      subdirectory=name,
+      time_delta_minutes=period_seconds / 60.0,
+      add_uid=False,
+      max_to_keep=2)
+  return checkpointer
+
+
+class CheckpointedCounter(counting.Counter):
+  """The program's counter; restores its newest checkpoint when it starts.
+
+  It saves when asked (`save_checkpoint`, called by the learner right after
+  each learner checkpoint, so that the counts never claim learner steps that
+  the learner's checkpoint does not hold) and when the program stops.
+  """
+
+  def __init__(self, workdir: str, enabled: bool):
+    super().__init__()
+    self._checkpointer = None
+    if enabled:
+      # The period is the learner's business: `save_checkpoint` forces.
+      self._checkpointer = make_checkpointer({'counter': self}, workdir,
+                                             'counter', period_seconds=1.0)
+      logging.info('Counter starts from %s', self.get_counts())
+
+  def save(self):
+    with self._lock:
+      return {'counts': dict(self._counts), 'cache': dict(self._cache)}
+
+  def save_checkpoint(self) -> bool:
+    if self._checkpointer is None:
+      return False
+    return self._checkpointer.save(force=True)
+
+  def run(self):
+    stopping = threading.Event()
+    lp.register_stop_handler(stopping.set)
+    stopping.wait()
+    self.save_checkpoint()
+
+
+class CheckpointingReverbNode(lp.ReverbNode):
+  """A Reverb replay node that checkpoints its tables through Reverb's own
+  checkpointer every `period_seconds` and at stop, and loads the newest
+  checkpoint when it starts."""
+
+  def __init__(self, priority_tables_fn, workdir: str, period_seconds: float):
+    self._directory = checkpoint_directory(workdir, 'replay')
+    self._period_seconds = period_seconds
+    checkpoint_ctor = None
+    if period_seconds > 0:
+      checkpoint_ctor = self._make_checkpointer
+    super().__init__(priority_tables_fn, checkpoint_ctor)
+
+  def _make_checkpointer(self):
+    return reverb.checkpointers.DefaultCheckpointer(self._directory)
+
+  def run(self):
+    checkpointer = self._checkpoint_ctor() if self._checkpoint_ctor else None
+    port = lp_address.get_port_from_address(self._address.resolve())
+    server = reverb.Server(tables=self._priority_tables_fn(), port=port,
+                           checkpointer=checkpointer)
+    if checkpointer is None:
+      worker_manager.wait_for_stop()
+      return
+    client = reverb.Client(f'localhost:{port}')
+    while not worker_manager.wait_for_stop(self._period_seconds):
+      logging.info('Replay checkpoint: %s', client.checkpoint())
+    logging.info('Final replay checkpoint: %s', client.checkpoint())
+    server.stop()
