@@ -17,13 +17,17 @@ counts only once its DONE marker is written. A process killed while saving
 leaves the previous checkpoint as the newest usable one.
 """
 
+import hashlib
 import json
 import os
 import threading
+import time
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 import launchpad as lp
+import numpy as np
 import reverb
+import tree
 from absl import logging
 from acme.tf import savers
 from acme.utils import counting
@@ -31,6 +35,10 @@ from launchpad import address as lp_address
 from launchpad.launch import worker_manager
 
 MANIFEST = 'run.json'
+# Seconds the replay server keeps serving after its final checkpoint, so that
+# a learner step in flight at the stop request can finish (and the learner
+# write its final checkpoint) before the server goes away.
+REPLAY_LINGER_SECONDS = 2.0
 CHECKPOINTS = 'checkpoints'
 
 
@@ -85,6 +93,15 @@ def check_or_write_manifest(workdir: str, program: str, env_name: str, config,
     json.dump(wanted, f, indent=2, sort_keys=True)
   os.replace(temporary, path)
   return False
+
+
+def parameters_checksum(variables) -> str:
+  """A short digest of variables' values, to compare parameters across
+  processes (e.g. a checkpoint and the learner that restored it)."""
+  digest = hashlib.sha256()
+  for variable in tree.flatten(variables):
+    digest.update(np.ascontiguousarray(np.asarray(variable)).tobytes())
+  return digest.hexdigest()[:16]
 
 
 def make_checkpointer(objects: Mapping[str, Any], workdir: str, name: str,
@@ -157,6 +174,9 @@ class CheckpointingReverbNode(lp.ReverbNode):
     port = lp_address.get_port_from_address(self._address.resolve())
     server = reverb.Server(tables=self._priority_tables_fn(), port=port,
                            checkpointer=checkpointer)
+    sizes = {name: info.current_size for name, info in
+             reverb.Client(f'localhost:{port}').server_info().items()}
+    logging.info('Replay starts with %s items.', sizes)
     if checkpointer is None:
       worker_manager.wait_for_stop()
       return
@@ -164,4 +184,6 @@ class CheckpointingReverbNode(lp.ReverbNode):
     while not worker_manager.wait_for_stop(self._period_seconds):
       logging.info('Replay checkpoint: %s', client.checkpoint())
     logging.info('Final replay checkpoint: %s', client.checkpoint())
+    # The learner may be in the middle of a step that needs the server.
+    time.sleep(REPLAY_LINGER_SECONDS)
     server.stop()

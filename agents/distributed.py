@@ -29,6 +29,7 @@ from acme.utils import signals
 
 from agents import checkpointing
 from agents import loggers as loggers_lib
+from agents import resilience
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +54,8 @@ class RunOptions:
   saved right after it); 0: no checkpoints."""
   replay_checkpoint_every: float = 3600.0
   """Seconds between two checkpoints of the replay table; 0: none."""
+  actor_max_failures: int = 5
+  """Environment failures within a minute after which an actor stops."""
 
 
 # Launchpad kills a program whose nodes outlive its 10 s stop notice, and the
@@ -100,6 +103,24 @@ def exit_soon_after_stop(launch_type: str):
   threading.Thread(target=watch, name='stop_watchdog', daemon=True).start()
 
 
+NODES = 'nodes'
+
+
+def setup_node_process(options: RunOptions, label: str):
+  """Under local_mp: installs the stop watchdog and writes this process's
+  PID to <workdir>/nodes/<label>.pid (for operators, and for tests that
+  kill a node)."""
+  if options.launch_type != 'local_mp':
+    return
+  exit_soon_after_stop(options.launch_type)
+  directory = os.path.join(options.workdir, NODES)
+  os.makedirs(directory, exist_ok=True)
+  path = os.path.join(directory, f'{label}.pid')
+  with open(f'{path}.tmp', 'w') as f:
+    f.write(f'{os.getpid()}\n')
+  os.replace(f'{path}.tmp', path)
+
+
 def _seed(options: RunOptions, offset: int) -> int:
   return int(np.random.SeedSequence([options.seed, offset]).generate_state(1)[0])
 
@@ -134,6 +155,10 @@ class LearnerNode(acme.Learner, acme.VariableSource):
   def get_variables(self, names: Sequence[str]) -> List[Any]:
     return self._learner.get_variables(names)
 
+  @property
+  def variable_names(self) -> List[str]:
+    return self._learner.variable_names
+
   def _align_counter(self):
     """After a restore, the counts claim the checkpoint's learner steps."""
     counted = self._counter.get_counts().get('learner_steps', 0)
@@ -145,7 +170,11 @@ class LearnerNode(acme.Learner, acme.VariableSource):
       self._counter.save_checkpoint()
 
   def run(self):
-    exit_soon_after_stop(self._options.launch_type)
+    setup_node_process(self._options, 'learner')
+    logging.info('Learner starts at step %d (parameters checksum %s).',
+                 self._learner.num_steps,
+                 checkpointing.parameters_checksum(
+                     self._learner.get_variables(self.variable_names)))
     self._align_counter()
     with signals.runtime_terminator():
       while True:
@@ -158,73 +187,143 @@ class LearnerNode(acme.Learner, acme.VariableSource):
 
 
 class ActorNode:
-  """One actor: its own environment, epsilon and replay writer."""
+  """One actor: its own environment, exploration and replay writer.
+
+  A failing environment (an exception, or a NaN/inf observation or reward)
+  costs the current episode, not the actor: the failure is logged and
+  counted (`actor_environment_errors`, `actor_nonfinite_steps`), the
+  environment is rebuilt after a back-off, and acting goes on. After
+  `actor_max_failures` failures within a minute the actor stops and says why;
+  the rest of the program keeps training.
+  """
 
   def __init__(self, builder, replay_client: reverb.Client,
                variable_source: acme.VariableSource,
                counter: counting.Counter, actor_id: int, options: RunOptions):
-    environment = builder.environment.make_environment(
-        seed=_seed(options, 1 + actor_id))
-    actor = builder.make_actor(
+    self._builder = builder
+    self._actor_id = actor_id
+    self._options = options
+    self._num_environments = 0
+    self._actor = builder.make_actor(
         variable_source,
         exploration=builder.actor_exploration(actor_id, options.num_actors),
         replay_client=replay_client,
         seed=_seed(options, 100_000 + actor_id))
     # Acme's convention: the first actor writes `logs/actor/`.
-    label = 'actor' if actor_id == 0 else f'actor_{actor_id}'
-    logger = loggers_lib.make_logger(options.workdir, label,
-                                     time_delta=options.log_every,
-                                     steps_key='actor_steps')
-    self._options = options
-    self._loop = acme.EnvironmentLoop(
-        environment, actor, counter=counting.Counter(counter, prefix='actor'),
-        logger=logger)
+    self._label = 'actor' if actor_id == 0 else f'actor_{actor_id}'
+    self._logger = loggers_lib.make_logger(options.workdir, self._label,
+                                           time_delta=options.log_every,
+                                           steps_key='actor_steps')
+    self._counter = counting.Counter(counter, prefix='actor')
+    self._loop = self._make_loop()
+
+  def _make_loop(self) -> acme.EnvironmentLoop:
+    # A rebuilt environment gets a new seed: the old one may lead back into
+    # the state that broke it.
+    seed = _seed(self._options, 1 + self._actor_id + 1_000 *
+                 self._num_environments)
+    self._num_environments += 1
+    self._environment = resilience.GuardedEnvironment(
+        self._builder.environment.make_environment(seed=seed))
+    return acme.EnvironmentLoop(self._environment, self._actor,
+                                counter=self._counter, logger=self._logger)
 
   def run(self):
-    exit_soon_after_stop(self._options.launch_type)
-    self._loop.run()
+    setup_node_process(self._options, self._label)
+    stopping = threading.Event()
+    lp.register_stop_handler(stopping.set)
+    budget = resilience.RetryBudget(self._options.actor_max_failures)
+    while not stopping.is_set():
+      try:
+        self._loop.run()
+      except resilience.NonFiniteStep as error:
+        logging.warning('Actor %d: %s; the step is dropped and the episode '
+                        'restarted.', self._actor_id, error)
+        # The abandoned episode's steps were taken (and its complete
+        # transitions written): count them as the loop would have.
+        self._counter.increment(nonfinite_steps=1,
+                                steps=self._environment.episode_steps)
+      except resilience.EnvironmentFailure as error:
+        logging.exception('Actor %d: the environment failed: %s',
+                          self._actor_id, error)
+        self._counter.increment(environment_errors=1,
+                                steps=self._environment.episode_steps)
+        if not budget.record_failure():
+          logging.error(
+              'Actor %d stops: %d environment failures within %.0f s, the '
+              'last: %s. The rest of the program keeps training.',
+              self._actor_id, budget.max_failures, budget.window_seconds,
+              error)
+          self._counter.get_counts()  # Send the counts before leaving.
+          return
+        if stopping.wait(budget.backoff_seconds):
+          return
+        self._loop = self._make_loop()
 
 
 class EvaluatorNode:
-  """Runs the near-greedy policy and reports every episode's return."""
+  """Runs the near-greedy policy and reports every episode's return.
+
+  A failing environment costs the episode: it is logged, the environment is
+  rebuilt after a pause, and evaluation goes on.
+  """
 
   def __init__(self, builder, variable_source: acme.VariableSource,
                counter: counting.Counter, options: RunOptions):
-    environment = builder.environment.make_environment(
-        seed=_seed(options, 200_000), evaluation=True)
-    actor = builder.make_actor(variable_source,
-                               exploration=builder.evaluation_exploration,
-                               seed=_seed(options, 300_000))
-    logger = loggers_lib.make_logger(options.workdir, 'evaluator',
-                                     steps_key='actor_steps')
-    self._actor = actor
+    self._builder = builder
+    self._num_environments = 0
+    self._actor = builder.make_actor(
+        variable_source, exploration=builder.evaluation_exploration,
+        seed=_seed(options, 300_000))
+    self._logger = loggers_lib.make_logger(options.workdir, 'evaluator',
+                                           steps_key='actor_steps')
     self._counter = counter
+    self._evaluator_counter = counting.Counter(counter, prefix='evaluator')
     self._options = options
-    self._loop = acme.EnvironmentLoop(
-        environment, actor,
-        counter=counting.Counter(counter, prefix='evaluator'), logger=logger)
+    self._loop = self._make_loop()
+
+  def _make_loop(self) -> acme.EnvironmentLoop:
+    seed = _seed(self._options, 200_000 + 1_000 * self._num_environments)
+    self._num_environments += 1
+    environment = resilience.GuardedEnvironment(
+        self._builder.environment.make_environment(seed=seed,
+                                                   evaluation=True))
+    return acme.EnvironmentLoop(environment, self._actor,
+                                counter=self._evaluator_counter,
+                                logger=self._logger)
 
   def _learner_steps(self) -> int:
     return self._counter.get_counts().get('learner_steps', 0)
 
+  def _evaluate(self, stopping: threading.Event,
+                num_episodes: Optional[int] = None):
+    """Runs episodes; a failing environment is rebuilt and skipped."""
+    try:
+      self._loop.run(num_episodes=num_episodes)
+    except resilience.EnvironmentFailure as error:
+      logging.warning('Evaluator: the environment failed (%s); it is '
+                      'rebuilt and the episode skipped.', error)
+      if not stopping.wait(1.0):
+        self._loop = self._make_loop()
+
   def run(self):
-    exit_soon_after_stop(self._options.launch_type)
-    if not self._options.evaluation_period:
-      self._loop.run()
-      return
-    next_round = 0
+    setup_node_process(self._options, 'evaluator')
     stopping = threading.Event()
-    with signals.runtime_terminator(stopping.set):
-      while not stopping.is_set():
-        if self._learner_steps() < next_round:
-          stopping.wait(1.0)
-          continue
-        # Evaluate the newest parameters, whatever the variable client's period.
-        self._actor.update(wait=True)
-        self._loop.run(num_episodes=self._options.evaluation_episodes)
-        if stopping.is_set():
-          break  # The other nodes may be gone: make no more calls.
-        next_round = self._learner_steps() + self._options.evaluation_period
+    lp.register_stop_handler(stopping.set)
+    next_round = 0
+    while not stopping.is_set():
+      if not self._options.evaluation_period:
+        self._evaluate(stopping)
+        continue
+      if self._learner_steps() < next_round:
+        stopping.wait(1.0)
+        continue
+      # Evaluate the newest parameters, whatever the variable client's period.
+      self._actor.update(wait=True)
+      self._evaluate(stopping, self._options.evaluation_episodes)
+      if stopping.is_set():
+        break  # The other nodes may be gone: make no more calls.
+      next_round = self._learner_steps() + self._options.evaluation_period
 
 
 class StepLimiter:

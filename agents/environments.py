@@ -282,6 +282,20 @@ class EnvironmentSpec:
     return self.make(seed=seed, evaluation=evaluation)
 
 
+def _registered(name: str) -> bool:
+  """Whether gymnasium knows `name`; `module:EnvId` imports `module` first
+  (gymnasium's convention for environments registered by a user's module)."""
+  module, sep, env_id = name.rpartition(':')
+  if sep:
+    import importlib  # pylint: disable=g-import-not-at-top
+    try:
+      importlib.import_module(module)
+    except ImportError:
+      return False
+    name = env_id
+  return name in gymnasium.registry
+
+
 def _check_discrete_vector_env(env_name: str, environment: gymnasium.Env):
   if not isinstance(environment.action_space, gymnasium.spaces.Discrete):
     raise _fail(env_name, 'the action space is '
@@ -316,7 +330,7 @@ def resolve_discrete(env_name: str) -> EnvironmentSpec:
     make = functools.partial(_make_atari, name)
     pixels, frames_per_step = True, ATARI_FRAME_SKIP
   elif kind == 'gym':
-    if name not in gymnasium.registry:
+    if not _registered(name):
       raise _fail(env_name, f'gymnasium has no environment registered as '
                   f'{name!r}')
     probe = gymnasium.make(name)
@@ -385,7 +399,7 @@ def resolve_continuous(env_name: str) -> EnvironmentSpec:
       raise fail(f'the dm_control suite has no task {domain}:{task}')
     make = functools.partial(_make_control, domain, task)
   elif kind == 'gym':
-    if name not in gymnasium.registry:
+    if not _registered(name):
       raise fail(f'gymnasium has no environment registered as {name!r}')
     probe = gymnasium.make(name)
     try:

@@ -145,5 +145,10 @@ class ApeXLearner(acme.Learner, abc.ABC):
   def num_steps(self) -> int:
     return int(self._num_steps.numpy())
 
+  @property
+  def variable_names(self) -> List[str]:
+    """The names `get_variables` serves."""
+    return sorted(self._variables)
+
   def get_variables(self, names: Sequence[str]) -> List[List[np.ndarray]]:
     return [tf2_utils.to_numpy(self._variables[name]) for name in names]

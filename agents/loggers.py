@@ -14,7 +14,8 @@ from acme.utils.loggers import tf_summary
 # Every row carries these counts, so that each CSV file has all of them as
 # columns (a CSV file's columns are fixed by its first row).
 COUNT_KEYS = ('actor_steps', 'actor_episodes', 'learner_steps',
-              'evaluator_steps', 'evaluator_episodes')
+              'evaluator_steps', 'evaluator_episodes',
+              'actor_environment_errors', 'actor_nonfinite_steps')
 
 
 class _WithCounts(loggers.Logger):

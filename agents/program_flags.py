@@ -88,6 +88,9 @@ def define_run_flags(program_name: str, default_env: str):
                      'again with the same --workdir resumes from them.')
   flags.DEFINE_float('replay_checkpoint_every', 3600.0, 'Seconds between two '
                      'checkpoints of the replay table (Reverb); 0: none.')
+  flags.DEFINE_integer('actor_max_failures', 5, 'Environment failures within '
+                       'a minute after which an actor gives up (the others '
+                       'go on).')
 
 
 def run_options_from_flags(program_name: str) -> distributed.RunOptions:
@@ -107,6 +110,7 @@ def run_options_from_flags(program_name: str) -> distributed.RunOptions:
       ('checkpoint_every', FLAGS.checkpoint_every >= 0, '>= 0 (0: none)'),
       ('replay_checkpoint_every', FLAGS.replay_checkpoint_every >= 0,
        '>= 0 (0: none)'),
+      ('actor_max_failures', FLAGS.actor_max_failures >= 1, '>= 1'),
   ]
   for name, ok, allowed in checks:
     config_lib.check_flag(name, ok, FLAGS[name].value, allowed)
@@ -132,7 +136,8 @@ def run_options_from_flags(program_name: str) -> distributed.RunOptions:
       evaluation_episodes=FLAGS.evaluation_episodes,
       launch_type=FLAGS.lp_launch_type,
       checkpoint_every=FLAGS.checkpoint_every,
-      replay_checkpoint_every=FLAGS.replay_checkpoint_every)
+      replay_checkpoint_every=FLAGS.replay_checkpoint_every,
+      actor_max_failures=FLAGS.actor_max_failures)
 
 
 def build_program(program_name: str, config_class, builder_class,
