@@ -353,7 +353,8 @@ def make_program(builder, options: RunOptions) -> lp.Program:
   with program.group('replay'):
     replay = program.add_node(checkpointing.CheckpointingReverbNode(
         builder.make_replay_tables, options.workdir,
-        options.replay_checkpoint_every))
+        options.replay_checkpoint_every,
+        supervise=options.launch_type == 'local_mp'))
   with program.group('counter'):
     counter = program.add_node(lp.CourierNode(
         checkpointing.CheckpointedCounter, options.workdir,
