@@ -150,8 +150,8 @@ def build_program(program_name: str, config_class, builder_class,
   config = config_from_flags(config_class)
   try:
     config.validate()
-    options = run_options_from_flags(program_name)
     environment = resolve_environment(FLAGS.env)
+    options = run_options_from_flags(program_name)  # Creates the workdir.
     resuming = checkpointing.check_or_write_manifest(
         options.workdir, program_name, environment.name, config,
         config.CHECKPOINT_FIELDS)

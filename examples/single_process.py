@@ -1,15 +1,20 @@
-"""Ape-X DQN in one process: acme.EnvironmentLoop, a real Reverb server, no Launchpad.
+"""Ape-X in one process: acme.EnvironmentLoop, a real Reverb server, no Launchpad.
 
   python examples/single_process.py --num_steps=3000
+  python examples/single_process.py --agent=apex_dpg --num_steps=5000
 
-One actor and the learner share this process through `acme.agents.agent.Agent`,
-which steps the learner once every `observations_per_step` observations after
-`min_observations`. The actor writes prioritised n-step transitions to an
-in-process `reverb.Server`, from which the learner samples.
+`--agent=apex_dqn` (default, on gym:CartPole-v1) or `--agent=apex_dpg`
+(default control:cartpole:balance). One actor and the learner share this
+process through `acme.agents.agent.Agent`, which steps the learner once every
+`observations_per_step` observations after `min_observations`. The actor writes
+prioritised n-step transitions to an in-process `reverb.Server`, from which the
+learner samples.
 """
 
+import dataclasses
 import os
 import sys
+from typing import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -23,53 +28,98 @@ from acme.agents import agent as agent_lib
 from acme.utils import loggers
 
 from agents import replay
+from agents.apex_dpg import ApeXDPGBuilder, ApeXDPGConfig
 from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig
-from agents.environments import resolve_discrete
+from agents.environments import resolve_continuous, resolve_discrete
 
-flags.DEFINE_string('env', 'gym:CartPole-v1', 'Environment, <kind>:<name>.')
+
+@dataclasses.dataclass(frozen=True)
+class AgentSetup:
+  """What `run` needs to know of one agent."""
+  builder: Callable
+  make_config: Callable
+  resolve: Callable
+  exploration: float
+  """The single actor's exploration: epsilon (DQN) or noise sigma (DPG)."""
+  default_env: str
+
+
+AGENTS = {
+    'apex_dqn': AgentSetup(
+        builder=ApeXDQNBuilder,
+        make_config=lambda: ApeXDQNConfig(
+            batch_size=32, min_replay_size=200, replay_capacity=10_000,
+            mlp_hidden_sizes='64', dueling_hidden_size=64,
+            target_update_period=100, learning_rate=1e-3,
+            variable_update_period=100),
+        resolve=resolve_discrete,
+        exploration=0.1,
+        default_env='gym:CartPole-v1'),
+    'apex_dpg': AgentSetup(
+        builder=ApeXDPGBuilder,
+        make_config=lambda: ApeXDPGConfig(
+            batch_size=64, min_replay_size=500, replay_capacity=20_000,
+            critic_hidden_sizes='64,64', policy_hidden_sizes='64,64',
+            critic_learning_rate=1e-3, policy_learning_rate=1e-3,
+            target_update_period=100, variable_update_period=100),
+        resolve=resolve_continuous,
+        exploration=0.3,
+        default_env='control:cartpole:balance'),
+}
+
+flags.DEFINE_enum('agent', 'apex_dqn', sorted(AGENTS), 'Which Ape-X agent.')
+flags.DEFINE_string('env', None, 'Environment, <kind>:<name>; default: '
+                    + ', '.join(f'{setup.default_env} for {name}'
+                                for name, setup in AGENTS.items()) + '.')
 flags.DEFINE_integer('num_steps', 3000, 'Environment steps to run.')
 flags.DEFINE_integer('seed', 0, 'Seed of the environment, network and actor.')
 
-EPSILON = 0.1  # The single actor's exploration.
+EPSILON = AGENTS['apex_dqn'].exploration  # The DQN actor's epsilon.
+SIGMA = AGENTS['apex_dpg'].exploration  # The DPG actor's noise std.
 OBSERVATIONS_PER_STEP = 4  # Environment steps per learner step.
 
 
-def run(env_name: str, num_steps: int, seed: int = 0) -> dict:
-  """Trains for at least `num_steps` steps; returns the parts and counts.
+def run(env_name: str, num_steps: int, seed: int = 0,
+        agent: str = 'apex_dqn') -> dict:
+  """Trains `agent` for at least `num_steps` steps; returns the parts and
+  counts.
 
   The caller owns the returned Reverb `server` and should `stop()` it.
   """
+  if agent not in AGENTS:
+    raise ValueError(f'agent={agent!r}: choose one of {sorted(AGENTS)}.')
+  setup = AGENTS[agent]
   tf.random.set_seed(seed)
-  environment = resolve_discrete(env_name)
-  config = ApeXDQNConfig(
-      batch_size=32, min_replay_size=200, replay_capacity=10_000,
-      mlp_hidden_sizes='64', dueling_hidden_size=64, target_update_period=100,
-      learning_rate=1e-3, variable_update_period=100)
+  environment = setup.resolve(env_name)
+  config = setup.make_config()
   config.validate()
-  builder = ApeXDQNBuilder(config, environment)
+  builder = setup.builder(config, environment)
 
   server = reverb.Server(builder.make_replay_tables())
   client = reverb.Client(f'localhost:{server.port}')
   learner = builder.make_learner(client)
-  actor = builder.make_actor(learner, exploration=EPSILON, replay_client=client,
-                             seed=seed)
+  actor = builder.make_actor(learner, exploration=setup.exploration,
+                             replay_client=client, seed=seed)
   # The adder writes to Reverb in batches of `actor_flush_size` completed
   # transitions, each n steps behind its observation: wait for both, so that
   # the table holds `min_replay_size` items when the learner first samples.
   min_observations = config.min_replay_size + config.actor_flush_size + config.n_step
-  agent = agent_lib.Agent(actor, learner, min_observations=min_observations,
-                          observations_per_step=OBSERVATIONS_PER_STEP)
+  acme_agent = agent_lib.Agent(actor, learner,
+                               min_observations=min_observations,
+                               observations_per_step=OBSERVATIONS_PER_STEP)
 
   episodes = loggers.InMemoryLogger()
   terminal = loggers.TimeFilter(loggers.TerminalLogger('environment_loop'), 5.0)
   loop = acme.EnvironmentLoop(
-      environment.make_environment(seed=seed), agent,
+      environment.make_environment(seed=seed), acme_agent,
       logger=loggers.Dispatcher([episodes, terminal]))
   loop.run(num_steps=num_steps)
 
   return {
-      'config': config, 'server': server, 'client': client,
-      'actor': actor, 'learner': learner,
+      'agent': agent, 'config': config, 'environment': environment,
+      'exploration': setup.exploration,
+      'server': server, 'client': client,
+      'actor': actor, 'learner': learner, 'loop': loop,
       'min_observations': min_observations,
       'observations_per_step': OBSERVATIONS_PER_STEP,
       'learner_steps': learner.num_steps,
@@ -81,9 +131,12 @@ def run(env_name: str, num_steps: int, seed: int = 0) -> dict:
 
 def main(argv):
   del argv
-  result = run(flags.FLAGS.env, flags.FLAGS.num_steps, flags.FLAGS.seed)
+  agent = flags.FLAGS.agent
+  env_name = flags.FLAGS.env or AGENTS[agent].default_env
+  result = run(env_name, flags.FLAGS.num_steps, flags.FLAGS.seed, agent=agent)
   returns = result['episode_returns']
-  print(f'{len(returns)} episodes, {sum(result["episode_lengths"])} steps, '
+  print(f'{agent} on {env_name}: {len(returns)} episodes, '
+        f'{sum(result["episode_lengths"])} steps, '
         f'{result["learner_steps"]} learner steps, '
         f'{result["table_size"]} items in replay; mean return of the last 10 '
         f'episodes: {sum(returns[-10:]) / len(returns[-10:]):.1f}')

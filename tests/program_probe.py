@@ -1,11 +1,16 @@
-"""Runs programs/apex_dqn.py's program under a Launchpad launch type and
-watches its replay table from outside while it trains.
+"""Runs an Ape-X program's Launchpad program under a launch type and watches
+its replay table from outside while it trains.
 
-Used by test_program.py as a subprocess (Launchpad stops a program by
-signalling its launcher process). Takes the program's own flags and prints
-one JSON line: what was seen in the replay table and the counter.
+  python tests/program_probe.py [--program=apex_dqn|apex_dpg] <program flags>
+
+`--program` picks programs/apex_dqn.py (the default) or programs/apex_dpg.py;
+every other flag is the program's own. Used by test_program.py and
+test_dpg_program.py as a subprocess (Launchpad stops a program by signalling
+its launcher process). Prints one JSON line: what was seen in the replay
+table and the counter.
 """
 
+import importlib
 import json
 import os
 import sys
@@ -16,13 +21,36 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, 'programs'))
 sys.path.insert(0, ROOT)
 
-import apex_dqn  # pylint: disable=g-import-not-at-top,wrong-import-position
-import launchpad as lp  # pylint: disable=wrong-import-position
-from absl import app  # pylint: disable=wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
+PROGRAMS = ('apex_dqn', 'apex_dpg')
 
-from agents import replay  # pylint: disable=wrong-import-position
 
+def _program_name(argv) -> str:
+  """The value of --program in `argv` (read before absl parses the flags,
+  since the program's module defines them when it is imported)."""
+  name = PROGRAMS[0]
+  for index, arg in enumerate(argv[1:], start=1):
+    if arg.startswith('--program='):
+      name = arg[len('--program='):]
+    elif arg == '--program' and index + 1 < len(argv):
+      name = argv[index + 1]
+  if name not in PROGRAMS:
+    sys.stderr.write(f'error: --program={name} is not one of '
+                     f'{", ".join(PROGRAMS)}.\n')
+    sys.exit(2)
+  return name
+
+
+program_module = importlib.import_module(_program_name(sys.argv))
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import launchpad as lp
+from absl import app
+from absl import flags
+
+from agents import replay
+
+flags.DEFINE_enum('program', PROGRAMS[0], PROGRAMS, 'Which Ape-X program to '
+                  'run: programs/<program>.py.')
 flags.DEFINE_integer('probe_learner_steps', 30, 'Learner steps between the '
                      'two looks at the replay table.')
 FLAGS = flags.FLAGS
@@ -39,10 +67,10 @@ def _priorities(client, num_samples):
 
 
 def main(_):
-  program, _, _ = apex_dqn.build()
+  program, _, _ = program_module.build()
   replay_handle = program.groups['replay'][0].create_handle()
   counter_handle = program.groups['counter'][0].create_handle()
-  report = {}
+  report = {'program': FLAGS.program}
 
   def watch():
     replay_client = replay_handle.dereference()
@@ -51,7 +79,8 @@ def main(_):
     while learner_steps() < 5:
       time.sleep(0.2)
     first = _priorities(replay_client, 300)
-    target = learner_steps() + FLAGS.probe_learner_steps
+    first_learner_steps = learner_steps()
+    target = first_learner_steps + FLAGS.probe_learner_steps
     while learner_steps() < target:
       time.sleep(0.2)
     second = _priorities(replay_client, 300)
@@ -61,6 +90,7 @@ def main(_):
         sampled_items=len(second),
         common_keys=len(common),
         changed_keys=sum(first[k] != second[k] for k in common),
+        learner_steps_between=learner_steps() - first_learner_steps,
         table_size=replay_client.server_info()[replay.TABLE].current_size)
 
   watcher = threading.Thread(target=watch, daemon=True)

@@ -326,3 +326,209 @@ def test_invalid_config_message_gives_value_and_range():
     ApeXDQNConfig(discount=1.5).validate()
   assert re.search(r'--discount=1\.5\b', str(info.value))
   assert 'in [0, 1]' in str(info.value)
+
+
+# --------------------------------------------------------------------------
+# resolve_continuous
+# --------------------------------------------------------------------------
+
+
+def _load_dm_control(domain, task, seed):
+  """dm_control's own task, independently of agents.environments."""
+  from dm_control import suite  # pylint: disable=g-import-not-at-top
+  return suite.load(domain, task, task_kwargs={'random': seed})
+
+
+def _flatten(observation_dict):
+  return np.concatenate([np.asarray(value).ravel()
+                         for value in observation_dict.values()])
+
+
+# (domain, task, observation size counted by hand from dm_control's
+# observation dicts, action dimension).
+CONTROL_TASKS = [
+    # position (3: cart x, cos/sin pole) + velocity (2).
+    ('cartpole', 'balance', 5, 1),
+    # arm_pos 8x2 + arm_vel 8 + touch 5 + hand_pos 4 + object_pos 4
+    # + object_vel 3 + target_pos 4.
+    ('manipulator', 'bring_ball', 44, 5),
+    # joint_angles 21 + head_height (scalar) 1 + extremities 12
+    # + torso_vertical 3 + com_velocity 3 + velocity 27.
+    ('humanoid', 'stand', 67, 21),
+    ('humanoid', 'walk', 67, 21),
+    ('humanoid', 'run', 67, 21),
+]
+
+
+@pytest.mark.parametrize('domain, task, size, action_size', CONTROL_TASKS)
+def test_resolve_control_specs(domain, task, size, action_size):
+  name = f'control:{domain}:{task}'
+  spec = environments.resolve_continuous(name)
+  assert spec.name == name
+  assert spec.kind == 'control'
+  assert spec.frames_per_step == 1
+  assert not spec.pixels
+
+  reference = _load_dm_control(domain, task, seed=0)
+  observation = reference.reset().observation
+  # The flat size is the number of values in dm_control's observation dict.
+  assert sum(np.asarray(value).size for value in observation.values()) == size
+  assert spec.spec.observations.shape == (size,)
+  assert spec.spec.observations.dtype == np.float32
+
+  actions = spec.spec.actions
+  assert isinstance(actions, dm_env.specs.BoundedArray)
+  assert actions.dtype == np.float32
+  assert actions.shape == (action_size,) == reference.action_spec().shape
+  np.testing.assert_array_equal(actions.minimum,
+                                reference.action_spec().minimum)
+  np.testing.assert_array_equal(actions.maximum,
+                                reference.action_spec().maximum)
+  assert spec.spec.rewards.dtype == np.float32
+  assert spec.spec.discounts.dtype == np.float32
+  reference.close()
+
+
+@pytest.mark.parametrize('domain, task, size, action_size', CONTROL_TASKS)
+def test_control_observation_is_the_concatenated_dict(domain, task, size,
+                                                      action_size):
+  """Stepped side by side with dm_control's own task (same seed, same
+  actions), every observation is its dict's values concatenated in order."""
+  spec = environments.resolve_continuous(f'control:{domain}:{task}')
+  env = spec.make_environment(seed=3)
+  reference = _load_dm_control(domain, task, seed=3)
+  timestep, expected = env.reset(), reference.reset()
+  assert timestep.first()
+  assert timestep.reward is None and timestep.discount is None
+  rng = np.random.default_rng(0)
+  for t in range(5):
+    assert timestep.observation.dtype == np.float32
+    assert timestep.observation.shape == (size,)
+    np.testing.assert_array_equal(
+        timestep.observation, _flatten(expected.observation).astype(np.float32))
+    spec.spec.observations.validate(timestep.observation)
+    if t:
+      assert timestep.mid()
+      assert timestep.reward.dtype == np.float32
+      assert timestep.reward == np.float32(expected.reward)
+      assert timestep.discount == 1.0
+    action = rng.uniform(-1, 1, size=action_size)
+    timestep = env.step(action.astype(np.float32))
+    expected = reference.step(action.astype(np.float32).astype(np.float64))
+  env.close()
+  reference.close()
+
+
+@pytest.mark.parametrize('name', ['control:cartpole:balance',
+                                  'control:manipulator:bring_ball'])
+def test_control_episodes_are_truncated_after_1000_steps(name):
+  spec = environments.resolve_continuous(name)
+  env = spec.make_environment(seed=0)
+  env.reset()
+  action = np.zeros(spec.spec.actions.shape, np.float32)
+  for t in range(1, 1001):
+    timestep = env.step(action)
+    if t < 1000:
+      assert timestep.mid(), t
+  # A time limit: the last step bootstraps (discount 1), unlike a termination.
+  assert timestep.last()
+  assert timestep.discount == 1.0
+  assert timestep.discount.dtype == np.float32
+  # The next step starts a new episode.
+  timestep = env.step(action)
+  assert timestep.first()
+  assert timestep.reward is None and timestep.discount is None
+  env.close()
+
+
+def test_resolve_gym_pendulum():
+  spec = environments.resolve_continuous('gym:Pendulum-v1')
+  assert spec.kind == 'gym'
+  assert spec.frames_per_step == 1
+  assert not spec.pixels
+  assert spec.spec.observations.shape == (3,)  # cos, sin, angular velocity.
+  assert spec.spec.observations.dtype == np.float32
+  actions = spec.spec.actions
+  assert isinstance(actions, dm_env.specs.BoundedArray)
+  assert actions.shape == (1,)
+  assert actions.dtype == np.float32
+  np.testing.assert_array_equal(actions.minimum, [-2.0])
+  np.testing.assert_array_equal(actions.maximum, [2.0])
+
+
+def test_pendulum_is_truncated_after_200_steps():
+  spec = environments.resolve_continuous('gym:Pendulum-v1')
+  env = spec.make_environment(seed=0)
+  timestep = env.reset()
+  spec.spec.observations.validate(timestep.observation)
+  for t in range(1, 201):
+    timestep = env.step(np.array([2.0], np.float32))
+    if t < 200:
+      assert timestep.mid(), t
+    # Pendulum's reward is -(theta^2 + 0.1 thetadot^2 + 0.001 u^2) <= 0.
+    assert timestep.reward <= 0.0
+  assert timestep.last()
+  assert timestep.discount == 1.0
+  assert env.step(np.array([0.0], np.float32)).first()
+  env.close()
+
+
+def test_pendulum_actions_reach_gymnasium_unchanged():
+  """The adapter passes a float32 action to gymnasium as it is: stepped side
+  by side with gymnasium's own Pendulum, the observations agree."""
+  spec = environments.resolve_continuous('gym:Pendulum-v1')
+  env = spec.make_environment(seed=4)
+  reference = gymnasium.make('Pendulum-v1')
+  expected, _ = reference.reset(seed=4)
+  np.testing.assert_array_equal(env.reset().observation, expected)
+  for action in (-2.0, 1.5, 0.25):
+    timestep = env.step(np.array([action], np.float32))
+    expected, reward, _, _, _ = reference.step(np.array([action], np.float32))
+    np.testing.assert_array_equal(timestep.observation,
+                                  expected.astype(np.float32))
+    assert timestep.reward == pytest.approx(reward, rel=1e-6)
+  env.close()
+  reference.close()
+
+
+@pytest.mark.parametrize('name', ['control:cartpole:balance',
+                                  'control:humanoid:run', 'gym:Pendulum-v1'])
+def test_continuous_seeding(name):
+  spec = environments.resolve_continuous(name)
+
+  def first_observation(seed):
+    env = spec.make_environment(seed=seed)
+    observation = env.reset().observation
+    env.close()
+    return observation
+
+  np.testing.assert_array_equal(first_observation(1), first_observation(1))
+  assert not np.array_equal(first_observation(1), first_observation(2))
+
+
+@pytest.mark.parametrize('name, why', [
+    ('gym:CartPole-v1', 'continuous'),  # Discrete actions.
+    ('atari:Pong', 'apex_dqn'),
+    ('minatar:breakout', 'apex_dqn'),
+    ('control:cartpole', 'control:<domain>:<task>'),  # No task.
+    ('control:cartpole:', 'control:<domain>:<task>'),
+    ('control:cartpole:balance:extra', 'control:<domain>:<task>'),
+    ('control:nope:x', 'no task nope:x'),
+    ('control:cartpole:nope', 'no task cartpole:nope'),
+    ('gym:NoSuchEnv-v0', 'no environment registered'),
+    ('cartpole', 'prefix'),  # No prefix.
+    ('Pendulum-v1', 'prefix'),
+    ('foo:bar', 'unknown kind'),
+])
+def test_bad_continuous_names_are_refused_with_accepted_forms(name, why):
+  with pytest.raises(UnknownEnvironmentError) as info:
+    environments.resolve_continuous(name)
+  assert isinstance(info.value, ValueError)
+  message = str(info.value)
+  assert repr(name) in message
+  assert why in message
+  assert 'Accepted forms' in message
+  for form in ('control:<domain>:<task>', 'gym:<id>'):
+    assert form in message
+  # The discrete agent's forms are not offered as valid here.
+  assert 'minatar:<game>' not in message
