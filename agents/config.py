@@ -61,6 +61,9 @@ class ApeXConfig:
                 'variable_update_period', 'batch_size', 'prefetch_size')
     for name in positive:
       check_flag(name, getattr(self, name) >= 1, getattr(self, name), '>= 1')
+    check_flag('batch_size', self.batch_size <= self.replay_capacity,
+               self.batch_size,
+               f'at most --replay_capacity ({self.replay_capacity})')
     check_flag('min_replay_size',
            self.batch_size <= self.min_replay_size <= self.replay_capacity,
            self.min_replay_size,

@@ -96,6 +96,14 @@ def test_program_stops_cleanly_at_max_actor_steps(tmp_path, launch_type):
     ('--batch_size=0', '--batch_size=0'),
     ('--discount=1.5', '--discount=1.5'),
     ('--min_replay_size=50000', '--min_replay_size=50000'),
+    ('--n_step=0', '--n_step=0'),
+    ('--importance_sampling_exponent=1.5', '--importance_sampling_exponent'),
+    ('--priority_exponent=-1', '--priority_exponent=-1'),
+    ('--batch_size=30000', '--batch_size=30000'),
+    ('--checkpoint_every=-1', '--checkpoint_every=-1'),
+    ('--actor_max_failures=0', '--actor_max_failures=0'),
+    ('--replay_remover=lifo', '--replay_remover'),
+    ('--workdir=/proc/apex_run', '--workdir=/proc/apex_run'),
 ])
 def test_bad_flags_are_refused_before_launch(tmp_path, flag, message):
   result = _run(PROGRAM, tmp_path, 'local_mp', extra=[flag], timeout=120)
