@@ -154,6 +154,11 @@ class CheckpointedCounter(counting.Counter):
     self.save_checkpoint()
 
 
+def _table_sizes(server: reverb.Server) -> Dict[str, int]:
+  return {name: info.current_size
+          for name, info in server.localhost_client().server_info().items()}
+
+
 def _serve_replay(priority_tables_fn, port: int, directory: Optional[str]):
   """The replay server process: serves until killed, or until its parent
   (the replay node) is gone."""
@@ -172,6 +177,8 @@ def _serve_replay(priority_tables_fn, port: int, directory: Optional[str]):
     checkpointer = reverb.checkpointers.DefaultCheckpointer(directory)
   server = reverb.Server(tables=priority_tables_fn(), port=port,
                          checkpointer=checkpointer)
+  # Read at once, before actors (waiting to reconnect) write to it.
+  print(f'Replay starts with {_table_sizes(server)} items.', flush=True)
   while os.getppid() == parent:
     time.sleep(1.0)
   server.stop()
@@ -238,21 +245,6 @@ class CheckpointingReverbNode(lp.ReverbNode):
                     'its newest checkpoint' if self._checkpoint_ctor
                     else 'empty tables (replay checkpoints are off)')
       self._process = self._start_server_process(port)
-      self._log_sizes(port, stopping)
-
-  @staticmethod
-  def _log_sizes(port: int, stopping: Optional[threading.Event] = None):
-    """Waits for the server to answer, then logs its tables' sizes."""
-    client = reverb.Client(f'localhost:{port}')
-    while True:
-      try:
-        info = client.server_info(timeout=5)
-        break
-      except (RuntimeError, reverb.errors.DeadlineExceededError):
-        if stopping is not None and stopping.wait(0.5):
-          return
-    sizes = {name: table.current_size for name, table in info.items()}
-    logging.info('Replay starts with %s items.', sizes)
 
   @staticmethod
   def _checkpoint(client: reverb.Client, final: bool = False):
@@ -278,7 +270,7 @@ class CheckpointingReverbNode(lp.ReverbNode):
       checkpointer = self._checkpoint_ctor() if self._checkpoint_ctor else None
       server = reverb.Server(tables=self._priority_tables_fn(), port=port,
                              checkpointer=checkpointer)
-    self._log_sizes(port)
+      logging.info('Replay starts with %s items.', _table_sizes(server))
     client = reverb.Client(f'localhost:{port}')
     period = self._period_seconds if self._checkpoint_ctor else None
     while not worker_manager.wait_for_stop(period):

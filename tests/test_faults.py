@@ -1,0 +1,595 @@
+"""Fault tolerance of the Ape-X DQN program (Ape-X App. F), with real faults.
+
+Each program is launched the way users launch it (`python
+programs/apex_dqn.py --lp_launch_type=local_mp ...`) in its own session, so
+that its whole process group can be signalled, as a terminal does on Ctrl-C,
+and is always killed when a test ends. The faults are real: SIGKILL of one
+actor process or of the whole program, SIGINT, and environments that raise or
+return NaN/inf (tests/faulty_envs.py).
+"""
+
+import ast
+import csv
+import io
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from typing import Dict, List
+
+import numpy as np
+import psutil
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import reverb
+import tensorflow as tf
+from acme.utils import counting
+
+from agents import adders
+from agents import checkpointing
+from agents import distributed
+from agents import environments
+from agents import replay
+from agents.apex_dqn import ApeXDQNBuilder
+from agents.apex_dqn import ApeXDQNConfig
+
+PROGRAM = os.path.join(ROOT, 'programs', 'apex_dqn.py')
+DPG_PROGRAM = os.path.join(ROOT, 'programs', 'apex_dpg.py')
+ENV = 'gym:CartPole-v1'
+CRASHING_ENV = 'gym:tests.faulty_envs:CrashingCartPole-v0'
+NONFINITE_ENV = 'gym:tests.faulty_envs:NonFiniteCartPole-v0'
+ALWAYS_CRASHING_ENV = 'gym:tests.faulty_envs:AlwaysCrashingCartPole-v0'
+
+# The small CartPole run of test_program.py, without its step limit. Each
+# value is passed as a flag and used for the in-process builders that read
+# the runs' checkpoints.
+CONFIG = dict(batch_size=32, min_replay_size=300, replay_capacity=20000,
+              mlp_hidden_sizes='32', dueling_hidden_size=32,
+              target_update_period=50)
+RUN_FLAGS = ['--num_actors=2', '--log_every=1', '--evaluation_period=50',
+             '--evaluation_episodes=2']
+NODE_LABELS = ('learner', 'actor', 'actor_1', 'evaluator')
+COUNT_KEYS = ('actor_steps', 'actor_episodes', 'learner_steps',
+              'evaluator_steps', 'evaluator_episodes')
+
+START_TIMEOUT = 300  # Seconds until the nodes run and the learner trains
+# (a loaded 2-core machine can take minutes to start a dozen TF processes).
+STOP_BOUND = 30  # Seconds a stopped program may take to exit.
+
+
+def _command(workdir, env=ENV, extra=(), script=PROGRAM, config=None):
+  config = dict(CONFIG, **(config or {}))
+  return [sys.executable, script, '--lp_launch_type=local_mp',
+          f'--workdir={workdir}', f'--env={env}',
+          *[f'--{name}={value}' for name, value in config.items()],
+          *RUN_FLAGS, *extra]
+
+
+class Launched:
+  """A program started in its own session; `close` kills what is left."""
+
+  def __init__(self, tmp_path, name: str, workdir, env=ENV, extra=()):
+    self.workdir = str(workdir)
+    self.output_path = os.path.join(str(tmp_path), f'{name}.out')
+    self._output = open(self.output_path, 'w')
+    self.process = subprocess.Popen(
+        _command(self.workdir, env, extra), stdout=self._output,
+        stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+    self.pgid = self.process.pid
+    self.seen: Dict[int, psutil.Process] = {}
+
+  def output(self) -> str:
+    with open(self.output_path, errors='replace') as f:
+      return f.read()
+
+  def tail(self, characters: int = 4000) -> str:
+    return self.output()[-characters:]
+
+  def note_processes(self):
+    """Records the launcher and all its descendants (node processes)."""
+    try:
+      launcher = psutil.Process(self.process.pid)
+      processes = [launcher] + launcher.children(recursive=True)
+    except psutil.NoSuchProcess:
+      return
+    for process in processes:
+      self.seen.setdefault(process.pid, process)
+
+  def alive(self) -> List[psutil.Process]:
+    """Processes seen so far that still run (zombies count as ended)."""
+    alive = []
+    for process in self.seen.values():
+      try:
+        if (process.is_running() and
+            process.status() != psutil.STATUS_ZOMBIE):
+          alive.append(process)
+      except psutil.NoSuchProcess:
+        pass
+    return alive
+
+  def wait_until(self, condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while True:
+      self.note_processes()
+      value = condition()
+      if value:
+        return value
+      if self.process.poll() is not None:
+        pytest.fail(f'The program exited ({self.process.returncode}) while '
+                    f'waiting for {what}:\n{self.tail()}')
+      if time.monotonic() > deadline:
+        pytest.fail(f'No {what} within {timeout} s:\n{self.tail()}')
+      time.sleep(0.5)
+
+  def signal_group(self, number: int):
+    os.killpg(self.pgid, number)
+
+  def close(self):
+    """Kills the whole process group and every process seen in it."""
+    try:
+      os.killpg(self.pgid, signal.SIGKILL)
+    except ProcessLookupError:
+      pass
+    for process in self.seen.values():
+      try:
+        process.kill()
+      except psutil.NoSuchProcess:
+        pass
+    try:
+      self.process.wait(timeout=30)
+    finally:
+      self._output.close()
+
+
+def _rows(workdir, label) -> List[Dict[str, str]]:
+  """The complete rows of a node's CSV log ([] before it exists)."""
+  path = os.path.join(str(workdir), 'logs', label, 'logs.csv')
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    return _rows_from(f.read())
+
+
+def _rows_from(text: str) -> List[Dict[str, str]]:
+  """The complete rows of a CSV log's text."""
+  if not text.endswith('\n'):  # A row being written.
+    text = text[:text.rfind('\n') + 1]
+  return [row for row in csv.DictReader(io.StringIO(text))
+          if None not in row.values() and '' not in row.values()]
+
+
+def _last(workdir, label: str, key: str) -> int:
+  rows = _rows(workdir, label)
+  return int(float(rows[-1][key])) if rows else 0
+
+
+def _max_logged(workdir) -> Dict[str, int]:
+  """The largest count any node has logged, per count."""
+  logged = {key: 0 for key in COUNT_KEYS}
+  for label in NODE_LABELS:
+    for row in _rows(workdir, label):
+      for key in COUNT_KEYS:
+        if key in row:
+          logged[key] = max(logged[key], int(float(row[key])))
+  return logged
+
+
+def _max_count(workdir, key: str) -> int:
+  return max((int(float(row[key])) for label in NODE_LABELS
+              for row in _rows(workdir, label)), default=0)
+
+
+def _pid(workdir, label: str):
+  path = os.path.join(str(workdir), distributed.NODES, f'{label}.pid')
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    text = f.read().strip()
+  return int(text) if text else None
+
+
+def _all_nodes_running(workdir) -> bool:
+  return (all(_pid(workdir, label) for label in NODE_LABELS) and
+          _last(workdir, 'learner', 'learner_steps') > 0)
+
+
+def _builder(env=ENV) -> ApeXDQNBuilder:
+  return ApeXDQNBuilder(ApeXDQNConfig(**CONFIG),
+                        environments.resolve_discrete(env))
+
+
+def _learner_checkpoint_steps(workdir) -> int:
+  """The step count in the newest learner checkpoint, read from its files
+  (-1 without one)."""
+  path = tf.train.latest_checkpoint(
+      checkpointing.checkpoint_directory(str(workdir), 'learner'))
+  if path is None:
+    return -1
+  return int(tf.train.load_checkpoint(path).get_tensor(
+      'num_steps/.ATTRIBUTES/VARIABLE_VALUE'))
+
+
+def _read_learner_checkpoint(workdir, builder: ApeXDQNBuilder):
+  """(steps, parameters checksum) of a learner restored from the newest
+  checkpoint, as the program's learner restores it."""
+  assert tf.train.latest_checkpoint(checkpointing.checkpoint_directory(
+      str(workdir), 'learner')), 'no learner checkpoint'
+  server = reverb.Server(builder.make_replay_tables())
+  try:
+    learner = builder.make_learner(reverb.Client(f'localhost:{server.port}'))
+    checkpointing.make_checkpointer(learner.state, str(workdir), 'learner',
+                                    1.0)
+    return learner.num_steps, checkpointing.parameters_checksum(
+        learner.get_variables(learner.variable_names))
+  finally:
+    server.stop()
+
+
+def _read_counter_checkpoint(workdir) -> Dict[str, int]:
+  assert tf.train.latest_checkpoint(checkpointing.checkpoint_directory(
+      str(workdir), 'counter')), 'no counter checkpoint'
+  counter = counting.Counter()
+  checkpointing.make_checkpointer({'counter': counter}, str(workdir),
+                                  'counter', 1.0)
+  return counter.get_counts()
+
+
+def _replay_checkpoints(workdir) -> List[str]:
+  """Complete Reverb checkpoints (those with their DONE marker)."""
+  directory = checkpointing.checkpoint_directory(str(workdir), 'replay')
+  if not os.path.isdir(directory):
+    return []
+  return sorted(name for name in os.listdir(directory)
+                if os.path.exists(os.path.join(directory, name, 'DONE')))
+
+
+class _ReplayCheckpoint:
+  """The newest replay checkpoint, loaded into an in-process server."""
+
+  def __init__(self, workdir, builder: ApeXDQNBuilder):
+    assert _replay_checkpoints(workdir), 'no replay checkpoint'
+    self._server = reverb.Server(
+        builder.make_replay_tables(),
+        checkpointer=reverb.checkpointers.DefaultCheckpointer(
+            checkpointing.checkpoint_directory(str(workdir), 'replay')))
+    self.client = reverb.Client(f'localhost:{self._server.port}')
+
+  def size(self) -> int:
+    return self.client.server_info()[replay.TABLE].current_size
+
+  def read_all_items(self, max_rounds: int = 2000):
+    """key -> transition, for every item. Each item read gets priority 0,
+    so that the prioritised sampler picks items not read yet while any is
+    left (and samples uniformly once all are 0); the table keeps its size,
+    so its MinSize rate limiter never blocks."""
+    size = self.size()
+    items = {}
+    for _ in range(max_rounds):
+      if len(items) == size:
+        break
+      new = {}
+      for sample in self.client.sample(replay.TABLE, 500,
+                                       emit_timesteps=False,
+                                       unpack_as_table_signature=True):
+        key = int(sample.info.key)
+        if key not in items:
+          new[key] = {name: np.asarray(value)
+                      for name, value in sample.data.items()}
+      items.update(new)
+      if new:
+        self.client.mutate_priorities(replay.TABLE,
+                                      updates={key: 0.0 for key in new})
+    assert len(items) == size, (len(items), size)
+    return items
+
+  def stop(self):
+    self._server.stop()
+
+
+def _parse_dict(pattern: str, output: str):
+  matches = re.findall(pattern, output)
+  assert len(matches) == 1, (pattern, matches)
+  return ast.literal_eval(matches[0])
+
+
+def _interrupt(program: Launched) -> str:
+  """Ctrl-C: SIGINT to the program's process group. Checks that it exits
+  0 within STOP_BOUND seconds and leaves no process; returns its output."""
+  program.note_processes()
+  assert len(program.seen) > len(NODE_LABELS), 'node processes not seen'
+  started = time.monotonic()
+  program.signal_group(signal.SIGINT)
+  try:
+    returncode = program.process.wait(timeout=STOP_BOUND)
+  except subprocess.TimeoutExpired:
+    pytest.fail(f'Still running {STOP_BOUND} s after SIGINT:\n'
+                f'{program.tail()}')
+  took = time.monotonic() - started
+  output = program.output()
+  assert returncode == 0, (returncode, output[-4000:])
+  assert 'did not terminate in time' not in output, output[-4000:]
+  left = program.alive()
+  assert not left, [(p.pid, p.cmdline()) for p in left]
+  print(f'stopped by SIGINT in {took:.1f} s')
+  return output
+
+
+def test_killing_one_actor_leaves_the_program_training(tmp_path):
+  workdir = tmp_path / 'run'
+  program = Launched(tmp_path, 'run', workdir)
+  try:
+    program.wait_until(lambda: _all_nodes_running(workdir), START_TIMEOUT,
+                       'learner steps and node pid files')
+    victim = _pid(workdir, 'actor_1')
+    program.note_processes()
+    assert victim in program.seen, 'actor_1.pid is not a process of the run'
+    actor_rows = len(_rows(workdir, 'actor'))
+    os.kill(victim, signal.SIGKILL)
+    _, left = psutil.wait_procs([program.seen[victim]], timeout=10)
+    assert not left, 'actor_1 survived SIGKILL'
+    killed_rows = len(_rows(workdir, 'actor_1'))
+    learner_steps = _last(workdir, 'learner', 'learner_steps')
+    actor_steps = _last(workdir, 'actor', 'actor_steps')
+
+    program.wait_until(
+        lambda: _last(workdir, 'learner', 'learner_steps') >
+        learner_steps + 300, 120, 'learner progress after the kill')
+    # Actor 0 goes on acting and writing: the actors' step count (now its
+    # own steps only) grows in its log.
+    program.wait_until(
+        lambda: (len(_rows(workdir, 'actor')) > actor_rows + 3 and
+                 _last(workdir, 'actor', 'actor_steps') > actor_steps + 500),
+        120, 'actor 0 progress after the kill')
+    # The pid file named actor 1: its log stopped with it (nothing restarts
+    # an actor).
+    assert len(_rows(workdir, 'actor_1')) == killed_rows
+    _interrupt(program)
+  finally:
+    program.close()
+
+
+def test_sigint_stops_the_program_with_a_final_checkpoint(tmp_path):
+  workdir = tmp_path / 'run'
+  # The periodic checkpoints are far apart: the learner saves at its first
+  # step, then only at the stop.
+  program = Launched(tmp_path, 'run', workdir,
+                     extra=['--checkpoint_every=600'])
+  try:
+    program.wait_until(
+        lambda: (_all_nodes_running(workdir) and
+                 _last(workdir, 'learner', 'learner_steps') > 100),
+        START_TIMEOUT, 'learner steps and node pid files')
+    logged = _last(workdir, 'learner', 'learner_steps')
+    output = _interrupt(program)
+  finally:
+    program.close()
+  assert 'Final replay checkpoint' in output
+  steps, _ = _read_learner_checkpoint(workdir, _builder())
+  assert steps >= logged, (steps, logged)
+
+
+def _kill_right_after_a_log_row(program: Launched, attempts: int = 60):
+  """SIGKILLs the program's group at a moment when the learner has logged a
+  step newer than its newest checkpoint, so that the logs hold counts at
+  least as new as every checkpoint. The group is frozen (SIGSTOP) while this
+  is checked, and killed frozen."""
+  workdir = program.workdir
+  for attempt in range(attempts):
+    program.note_processes()
+    program.signal_group(signal.SIGSTOP)
+    saved = _learner_checkpoint_steps(workdir)
+    if 0 < saved < _last(workdir, 'learner', 'learner_steps'):
+      program.signal_group(signal.SIGKILL)
+      return
+    program.signal_group(signal.SIGCONT)
+    time.sleep(0.3 + 0.05 * attempt)
+  pytest.fail('The learner never logged a step after its newest checkpoint')
+
+
+def test_kill_9_then_relaunch_resumes_from_the_checkpoints(tmp_path):
+  workdir = tmp_path / 'run'
+  periods = ['--checkpoint_every=2', '--replay_checkpoint_every=2']
+  program = Launched(tmp_path, 'first', workdir, extra=periods)
+  try:
+    program.wait_until(
+        lambda: (_all_nodes_running(workdir) and
+                 _learner_checkpoint_steps(workdir) > 200 and
+                 _replay_checkpoints(workdir)),
+        START_TIMEOUT, 'learner and replay checkpoints')
+    _kill_right_after_a_log_row(program)
+    program.process.wait(timeout=30)
+    _, left = psutil.wait_procs(list(program.seen.values()), timeout=10)
+    assert not left, [p.pid for p in left]
+  finally:
+    program.close()
+
+  # What the checkpoints hold, read independently of the program.
+  logged = _max_logged(workdir)
+  builder = _builder()
+  steps, checksum = _read_learner_checkpoint(workdir, builder)
+  counts = _read_counter_checkpoint(workdir)
+  stored = _ReplayCheckpoint(workdir, builder)
+  replay_size = stored.size()
+  stored.stop()
+  assert steps > 0 and replay_size > 0, (steps, replay_size)
+  # The counter is saved right after the learner: it claims its steps.
+  assert counts['learner_steps'] <= steps, (counts, steps)
+
+  logs_before = {}
+  for label in ('learner', 'actor'):
+    with open(os.path.join(workdir, 'logs', label, 'logs.csv')) as f:
+      logs_before[label] = f.read()
+  with open(os.path.join(workdir, checkpointing.MANIFEST)) as f:
+    manifest = f.read()
+
+  # A relaunch that differs in what the checkpoints depend on is refused
+  # before anything starts.
+  refusals = [
+      (_command(workdir, config={'mlp_hidden_sizes': '64'}),
+       ["--mlp_hidden_sizes='32'", "'64'"]),
+      (_command(workdir, env='gym:Acrobot-v1'),
+       ["'gym:CartPole-v1'", "'gym:Acrobot-v1'"]),
+      ([sys.executable, DPG_PROGRAM, '--lp_launch_type=local_mp',
+        f'--workdir={workdir}', '--env=gym:Pendulum-v1', '--num_actors=2'],
+       ["'apex_dqn'", "'apex_dpg'"]),
+  ]
+  refused = [subprocess.Popen(command, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                              start_new_session=True)
+             for command, _ in refusals]
+  try:
+    for process, (command, expected) in zip(refused, refusals):
+      output, _ = process.communicate(timeout=120)
+      assert process.returncode == 2, (command, output[-3000:])
+      assert 'Traceback' not in output, output[-3000:]
+      assert all(text in output for text in expected), (expected, output)
+  finally:
+    for process in refused:
+      if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+  with open(os.path.join(workdir, checkpointing.MANIFEST)) as f:
+    assert f.read() == manifest
+  with open(os.path.join(workdir, 'logs', 'learner', 'logs.csv')) as f:
+    assert f.read() == logs_before['learner']
+
+  # The relaunch runs until its learner and first actor have logged, then
+  # is stopped as a user stops it.
+  learner_rows = len(_rows_from(logs_before['learner']))
+  actor_rows = len(_rows_from(logs_before['actor']))
+  relaunched = Launched(tmp_path, 'relaunch', workdir, extra=periods)
+  try:
+    relaunched.wait_until(
+        lambda: (len(_rows(workdir, 'learner')) > learner_rows + 1 and
+                 len(_rows(workdir, 'actor')) > actor_rows),
+        START_TIMEOUT, 'log rows of the relaunched learner and actor')
+    output = _interrupt(relaunched)
+  finally:
+    relaunched.close()
+  assert 'Resuming the run in' in output
+
+  starts = re.findall(
+      r'Learner starts at step (\d+) \(parameters checksum (\w+)\)', output)
+  assert starts == [(str(steps), checksum)], (starts, steps, checksum)
+  sizes = _parse_dict(r'Replay starts with (\{[^}]*\}) items', output)
+  assert sizes == {replay.TABLE: replay_size}, (sizes, replay_size)
+  # The counts start from the counter's checkpoint: nothing newer than the
+  # checkpoints, nothing newer than what the killed run had logged.
+  started = _parse_dict(r'Counter starts from (\{[^}]*\})', output)
+  assert started == counts, (started, counts)
+  for key, value in started.items():
+    if key in logged:
+      assert value <= logged[key], (key, value, logged)
+
+  # The logs go on in the same files.
+  for label, before in logs_before.items():
+    with open(os.path.join(workdir, 'logs', label, 'logs.csv')) as f:
+      after = f.read()
+    assert after.startswith(before), label
+    header = before.splitlines()[0]
+    assert after.splitlines().count(header) == 1, label
+    assert len(after) > len(before), label
+  new_rows = _rows(workdir, 'learner')[learner_rows:]
+  assert new_rows
+  assert int(new_rows[0]['learner_steps']) > steps, (new_rows[0], steps)
+
+
+def _run_to_end(tmp_path, name, workdir, env, extra, timeout=300):
+  program = Launched(tmp_path, name, workdir, env=env, extra=extra)
+  try:
+    returncode = program.process.wait(timeout=timeout)
+  except subprocess.TimeoutExpired:
+    pytest.fail(f'The run did not end within {timeout} s:\n{program.tail()}')
+  finally:
+    program.close()
+  return returncode, program.output()
+
+
+def test_crashing_environment_costs_episodes_not_the_run(tmp_path):
+  workdir = tmp_path / 'run'
+  # The rate limit keeps the learner in step with the actors: it trains
+  # throughout the run, before and after the environments' crashes.
+  returncode, output = _run_to_end(tmp_path, 'run', workdir, CRASHING_ENV,
+                                   ['--max_actor_steps=5000',
+                                    '--samples_per_insert=4'])
+  assert returncode == 0, output[-4000:]
+  assert 'simulated simulator crash' in output
+  for label in ('actor', 'actor_1'):
+    assert int(_rows(workdir, label)[-1]['actor_environment_errors']) > 0, (
+        label)
+  learner = _rows(workdir, 'learner')
+  first_error = next(index for index, row in enumerate(learner)
+                     if int(row['actor_environment_errors']) > 0)
+  assert (int(learner[-1]['learner_steps']) >
+          int(learner[first_error]['learner_steps']) + 100), (
+              learner[first_error], learner[-1])
+
+
+def test_non_finite_steps_never_reach_the_replay(tmp_path):
+  workdir = tmp_path / 'run'
+  # The replay's only checkpoint is the final one, taken at the stop.
+  returncode, output = _run_to_end(tmp_path, 'run', workdir, NONFINITE_ENV,
+                                   ['--max_actor_steps=4000',
+                                    '--replay_checkpoint_every=600'])
+  assert returncode == 0, output[-4000:]
+  # Every node logs the program's counts (the learner may not have logged
+  # yet in so short a run).
+  assert _max_count(workdir, 'actor_nonfinite_steps') > 0
+  assert len(_replay_checkpoints(workdir)) == 1, _replay_checkpoints(workdir)
+  stored = _ReplayCheckpoint(workdir, _builder(NONFINITE_ENV))
+  try:
+    items = stored.read_all_items()
+  finally:
+    stored.stop()
+  assert len(items) > 1000, len(items)
+  for key, item in items.items():
+    for name in (adders.OBSERVATION, adders.NEXT_OBSERVATION,
+                 adders.N_STEP_RETURN, adders.DISCOUNT):
+      assert np.all(np.isfinite(item[name])), (key, name, item)
+
+
+class _Timeout(Exception):
+  pass
+
+
+def test_actor_with_an_always_failing_environment_gives_up(tmp_path, caplog):
+  caplog.set_level(logging.INFO)
+  builder = _builder(ALWAYS_CRASHING_ENV)
+  server = reverb.Server(builder.make_replay_tables())
+  client = reverb.Client(f'localhost:{server.port}')
+  counter = counting.Counter()
+  options = distributed.RunOptions(workdir=str(tmp_path), num_actors=1,
+                                   launch_type='local_mt',
+                                   actor_max_failures=3, log_every=0.0)
+  learner = builder.make_learner(client)
+  actor = distributed.ActorNode(builder, client, learner, counter, 0, options)
+
+  def on_alarm(signum, frame):
+    del signum, frame
+    raise _Timeout()
+
+  previous = signal.signal(signal.SIGALRM, on_alarm)
+  signal.alarm(60)
+  try:
+    actor.run()
+  except _Timeout:
+    pytest.fail('The actor still runs 60 s after its environment first '
+                'failed')
+  finally:
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+    server.stop()
+  assert counter.get_counts().get('actor_environment_errors') == 3, (
+      counter.get_counts())
+  stops = [record.getMessage() for record in caplog.records
+           if 'stops' in record.getMessage()]
+  assert len(stops) == 1, [r.getMessage() for r in caplog.records]
+  assert '3 environment failures' in stops[0], stops
+  assert 'simulated simulator crash' in stops[0], stops
