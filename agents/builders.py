@@ -7,7 +7,7 @@ log_every)`, `make_actor(variable_source, exploration, replay_client, seed)`,
 `actor_exploration(actor_id, num_actors)` and `evaluation_exploration`.
 """
 
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import reverb
 
@@ -44,6 +44,20 @@ class ApeXBuilder:
   def max_abs_reward(self) -> Optional[float]:
     """Rewards are clipped to [-x, x] on the actor side; None: no clipping."""
     return None
+
+  def replay_learner_arguments(self, replay_client: reverb.Client,
+                               counter=None, logger=None,
+                               log_every: float = 0.0) -> Dict[str, Any]:
+    """What every agent's learner takes to learn from replay (the arguments
+    of `agents.learning.ApeXLearner` that do not depend on the agent)."""
+    return dict(
+        iterator=self.make_iterator(replay_client),
+        replay_client=reverb.TFClient(replay_client.server_address),
+        importance_sampling_exponent=self.config.importance_sampling_exponent,
+        counter=counter,
+        logger=logger,
+        log_every=log_every,
+        make_iterator=lambda: self.make_iterator(replay_client))
 
   def make_adder(self, replay_client: reverb.Client
                  ) -> adders.NStepPrioritizedAdder:

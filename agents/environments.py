@@ -28,7 +28,7 @@ time limits but not through true terminations.
 import dataclasses
 import functools
 import os
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import dm_env
 import gymnasium
@@ -67,7 +67,31 @@ def _fail(env_name: str, why: str,
       f'--env={env_name!r}: {why}. Accepted forms: {accepted}.')
 
 
-class GymnasiumToDmEnv(dm_env.Environment):
+class _Float32Adapter(dm_env.Environment):
+  """Base of the adapters below: `_observation_spec` and `_action_spec` set
+  by the subclass, float32 rewards and discounts, `close` passed on."""
+
+  _environment: Any
+  _observation_spec: dm_specs.Array
+  _action_spec: dm_specs.Array
+
+  def observation_spec(self):
+    return self._observation_spec
+
+  def action_spec(self):
+    return self._action_spec
+
+  def reward_spec(self):
+    return dm_specs.Array((), np.float32, name='reward')
+
+  def discount_spec(self):
+    return dm_specs.BoundedArray((), np.float32, 0.0, 1.0, name='discount')
+
+  def close(self):
+    self._environment.close()
+
+
+class GymnasiumToDmEnv(_Float32Adapter):
   """Adapts a gymnasium environment to the `dm_env.Environment` interface.
 
   `terminated` ends the episode with discount 0; `truncated` (a time limit)
@@ -130,23 +154,9 @@ class GymnasiumToDmEnv(dm_env.Environment):
       return dm_env.truncation(reward, observation)
     return dm_env.transition(reward, observation)
 
-  def observation_spec(self):
-    return self._observation_spec
-
-  def action_spec(self):
-    return self._action_spec
-
-  def reward_spec(self):
-    return dm_specs.Array((), np.float32, name='reward')
-
-  def discount_spec(self):
-    return dm_specs.BoundedArray((), np.float32, 0.0, 1.0, name='discount')
-
-  def close(self):
-    self._environment.close()
 
 
-class FlatControlEnvironment(dm_env.Environment):
+class FlatControlEnvironment(_Float32Adapter):
   """A dm_control task with its observation dict flattened to one float32
   vector (in the order of the task's observation spec) and float32 actions,
   rewards and discounts."""
@@ -179,25 +189,10 @@ class FlatControlEnvironment(dm_env.Environment):
     return self._convert(
         self._environment.step(np.asarray(action, np.float64)))
 
-  def observation_spec(self):
-    return self._observation_spec
-
-  def action_spec(self):
-    return self._action_spec
-
-  def reward_spec(self):
-    return dm_specs.Array((), np.float32, name='reward')
-
-  def discount_spec(self):
-    return dm_specs.BoundedArray((), np.float32, 0.0, 1.0, name='discount')
-
   @property
   def physics(self):
     """The MuJoCo physics, for rendering."""
     return self._environment.physics
-
-  def close(self):
-    self._environment.close()
 
 
 def _import_suite():

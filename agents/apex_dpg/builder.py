@@ -57,17 +57,12 @@ class ApeXDPGBuilder(builders.ApeXBuilder):
         critic=critic,
         target_policy=copy.deepcopy(policy),
         target_critic=copy.deepcopy(critic),
-        iterator=self.make_iterator(replay_client),
-        replay_client=reverb.TFClient(replay_client.server_address),
         policy_optimizer=snt.optimizers.Adam(self.config.policy_learning_rate),
         critic_optimizer=snt.optimizers.Adam(self.config.critic_learning_rate),
-        importance_sampling_exponent=self.config.importance_sampling_exponent,
         target_update_period=self.config.target_update_period,
         dqda_clip=self.config.dqda_clip,
-        counter=counter,
-        logger=logger,
-        log_every=log_every,
-        make_iterator=lambda: self.make_iterator(replay_client))
+        **self.replay_learner_arguments(replay_client, counter, logger,
+                                        log_every))
 
   def make_actor(self,
                  variable_source: acme.VariableSource,

@@ -66,16 +66,11 @@ class ApeXDQNBuilder(builders.ApeXBuilder):
     return learning.ApeXDQNLearner(
         network=network,
         target_network=target_network,
-        iterator=self.make_iterator(replay_client),
-        replay_client=reverb.TFClient(replay_client.server_address),
         optimizer=optimizer,
-        importance_sampling_exponent=self.config.importance_sampling_exponent,
         target_update_period=self.config.target_update_period,
         max_gradient_norm=self.config.max_gradient_norm,
-        counter=counter,
-        logger=logger,
-        log_every=log_every,
-        make_iterator=lambda: self.make_iterator(replay_client))
+        **self.replay_learner_arguments(replay_client, counter, logger,
+                                        log_every))
 
   def make_actor(self,
                  variable_source: acme.VariableSource,
