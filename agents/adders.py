@@ -5,12 +5,15 @@ and, when it holds B of them, computes their initial priorities in one batch
 from the values it already computed while acting, then writes the batch to the
 shared replay. New data never enters with a constant or "max so far" priority.
 
-Storage layout in Reverb (one `TrajectoryWriter` per actor). Every observation
-is appended once, as its own row; every transition appends one small row with
-its action, n-step return and n-step discount. An item references the rows of
-`s_t` and `s_{t+n}`, so an n-step transition costs no copy of its
-observations, and consecutive (stacked Atari) frames sit in the same compressed
-chunk.
+Storage layout in Reverb (one `TrajectoryWriter` per environment). Every
+environment step appends one row: its observation and, in the same row, the
+action, n-step return and n-step discount of the transition that this step
+completed (none during an episode's first n steps; at an episode's end the
+remaining transitions take extra rows). An item references the rows of `s_t`,
+of its scalars and of `s_{t+n}`, so an n-step transition costs no copy of its
+observations, consecutive (stacked Atari) frames sit in the same compressed
+chunk, and each step costs one append (Reverb's per-append cost is most of an
+actor's overhead).
 
 n-step targets (Ape-X §3.1, n = 3):
   R_t = sum_{k=0}^{m-1} (prod_{j=1}^{k} gamma d_{t+j}) r_{t+k+1}
@@ -53,6 +56,7 @@ class PendingTransition:
   discount: float
   values: Any  # What the actor computed at s_t while acting.
   bootstrap_values: Any  # What the actor computed at s_{t+n}.
+  scalars_row: int = -1  # The row holding action, return and discount.
 
 
 @dataclasses.dataclass
@@ -100,9 +104,9 @@ class NStepPrioritizedAdder:
     self._priority_fn = priority_fn
     self._flush_size = flush_size
     self._max_abs_reward = max_abs_reward
-    # Rows that a pending item may still reference: observations of the
-    # pending transitions and of the open n-step window, at most one extra
-    # (final) observation per episode, and the transition rows of one flush.
+    # Rows that a pending item may still reference: those of the pending
+    # transitions and of the open n-step window, and at most n extra rows per
+    # episode ending among them.
     self._keep_alive = 3 * flush_size + 2 * n_step + 16
     self._writer = None
     self._num_rows = 0
@@ -123,17 +127,31 @@ class NStepPrioritizedAdder:
     self._num_rows += 1
     return self._num_rows - 1
 
-  def _append_observation(self, observation) -> int:
-    return self._append({OBSERVATION: observation, ACTION: None,
-                         N_STEP_RETURN: None, DISCOUNT: None})
+  def _append_rows(self, observation, completed: List[PendingTransition]
+                   ) -> int:
+    """Appends `observation` with the scalars of the first transition of
+    `completed` in one row, and the others' scalars in rows of their own;
+    returns the observation's row."""
+    rows = [{OBSERVATION: observation}]
+    rows.extend({} for _ in completed[1:])
+    for row, transition in zip(rows, completed):
+      row.update({ACTION: transition.action,
+                  N_STEP_RETURN: np.float32(transition.n_step_return),
+                  DISCOUNT: np.float32(transition.discount)})
+    observation_row = self._num_rows
+    for index, row in enumerate(rows):
+      row_index = self._append(row)
+      if index < len(completed):
+        completed[index].scalars_row = row_index
+    self._pending.extend(completed)
+    return observation_row
 
   def add_first(self, timestep: dm_env.TimeStep):
     """Starts an episode at `timestep.observation`."""
     if not timestep.first():
       raise ValueError('add_first needs the first timestep of an episode.')
     self._window.clear()
-    self._last_observation_row = self._append_observation(
-        timestep.observation)
+    self._last_observation_row = self._append_rows(timestep.observation, [])
 
   def add(self,
           action,
@@ -153,10 +171,11 @@ class NStepPrioritizedAdder:
     """
     if self._last_observation_row is None:
       raise ValueError('add called before add_first.')
+    completed = []
     # Values at s_k complete the transition that started n steps earlier.
     if len(self._window) == self._n_step:
-      self._complete(self._window.popleft(), self._last_observation_row,
-                     values)
+      completed.append(self._complete(self._window.popleft(),
+                                      self._last_observation_row, values))
     reward = float(next_timestep.reward)
     if self._max_abs_reward is not None:
       reward = float(np.clip(reward, -self._max_abs_reward,
@@ -165,8 +184,6 @@ class NStepPrioritizedAdder:
         _Step(observation_row=self._last_observation_row, action=action,
               values=values, reward=reward,
               discount=float(next_timestep.discount)))
-    self._last_observation_row = self._append_observation(
-        next_timestep.observation)
 
     if next_timestep.last():
       if final_values is None:
@@ -175,15 +192,20 @@ class NStepPrioritizedAdder:
               'The episode ended by truncation (discount > 0): pass the '
               'values at the final observation as final_values.')
         final_values = tree.map_structure(np.zeros_like, values)
+      final_row = self._num_rows  # Where the final observation goes.
       while self._window:
-        self._complete(self._window.popleft(), self._last_observation_row,
-                       final_values)
+        completed.append(self._complete(self._window.popleft(), final_row,
+                                        final_values))
+      self._append_rows(next_timestep.observation, completed)
       self._last_observation_row = None
+    else:
+      self._last_observation_row = self._append_rows(
+          next_timestep.observation, completed)
     if len(self._pending) >= self._flush_size:
       self.flush()
 
   def _complete(self, first: _Step, next_observation_row: int,
-                bootstrap_values):
+                bootstrap_values) -> PendingTransition:
     """Closes the transition starting at `first` over the whole window."""
     n_step_return, discount = 0.0, 1.0
     for step in [first, *self._window]:
@@ -191,18 +213,18 @@ class NStepPrioritizedAdder:
       discount *= self._discount * step.discount
       if step.discount == 0.0:
         break
-    self._pending.append(
-        PendingTransition(
-            observation_row=first.observation_row,
-            next_observation_row=next_observation_row,
-            action=first.action,
-            n_step_return=n_step_return,
-            discount=discount,
-            values=first.values,
-            bootstrap_values=bootstrap_values))
+    return PendingTransition(
+        observation_row=first.observation_row,
+        next_observation_row=next_observation_row,
+        action=first.action,
+        n_step_return=n_step_return,
+        discount=discount,
+        values=first.values,
+        bootstrap_values=bootstrap_values)
 
   def flush(self):
-    """Computes the pending transitions' priorities in one batch and writes."""
+    """Computes the pending transitions' priorities in one batch and writes
+    them; returns once replay has confirmed them."""
     if not self._pending:
       return
     batch = self._pending
@@ -220,12 +242,7 @@ class NStepPrioritizedAdder:
     for index, (transition, priority) in enumerate(zip(batch, priorities)):
       if index and index % MAX_ITEMS_PER_FLUSH == 0:
         self._flush_writer()
-      row = self._append({
-          OBSERVATION: None,
-          ACTION: transition.action,
-          N_STEP_RETURN: np.float32(transition.n_step_return),
-          DISCOUNT: np.float32(transition.discount),
-      })
+      row = transition.scalars_row
       self._writer.create_item(
           self._table, float(priority), {
               OBSERVATION: history[OBSERVATION][transition.observation_row],

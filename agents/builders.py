@@ -3,12 +3,15 @@ the actors' n-step adder and their parameter-pull period.
 
 `agents.distributed` expects of a builder: `name`, `environment`,
 `make_replay_tables()`, `make_learner(replay_client, counter, logger,
-log_every)`, `make_actor(variable_source, exploration, replay_client, seed)`,
-`actor_exploration(actor_id, num_actors)` and `evaluation_exploration`.
+log_every)`, `make_actor(variable_source, exploration, replay_client, seed)`
+(`exploration`: one value per environment of the actor),
+`actor_exploration(actor_id, num_actors, envs_per_actor)` and
+`evaluation_exploration`.
 """
 
 from typing import Any, Dict, List, Optional
 
+import numpy as np
 import reverb
 
 from agents import adders
@@ -71,8 +74,21 @@ class ApeXBuilder:
         flush_size=self.config.actor_flush_size,
         max_abs_reward=self.max_abs_reward)
 
+  def make_adders(self, replay_client: Optional[reverb.Client],
+                  exploration) -> List[adders.NStepPrioritizedAdder]:
+    """One adder per environment of an actor (`exploration` has one value
+    per environment); none without a replay client."""
+    if replay_client is None:
+      return []
+    return [self.make_adder(replay_client)
+            for _ in range(len(np.atleast_1d(exploration)))]
+
   @property
   def variable_update_period(self) -> int:
-    """Actor steps between two parameter pulls (the config counts frames)."""
+    """Actor steps between two parameter pulls (the config counts frames).
+
+    An actor of K environments counts one step per batch of K: each of its
+    environments takes this many frames between pulls, as one of the
+    paper's single-environment actors does."""
     return max(1, self.config.variable_update_period //
                self.environment.frames_per_step)

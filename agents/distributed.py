@@ -30,6 +30,7 @@ from acme.utils import signals
 from agents import checkpointing
 from agents import loggers as loggers_lib
 from agents import resilience
+from agents import vector_loop
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +57,10 @@ class RunOptions:
   """Seconds between two checkpoints of the replay table; 0: none."""
   actor_max_failures: int = 5
   """Environment failures within a minute after which an actor stops."""
+  envs_per_actor: int = 1
+  """Environments per actor process, acted in with one batched forward pass."""
+  num_evaluators: int = 1
+  """Evaluator processes (0 or 1)."""
 
 
 # Launchpad kills a program whose nodes outlive its 10 s stop notice, and the
@@ -187,14 +192,16 @@ class LearnerNode(acme.Learner, acme.VariableSource):
 
 
 class ActorNode:
-  """One actor: its own environment, exploration and replay writer.
+  """One actor: K environments (`envs_per_actor`) acted in by one batched
+  policy, each with its own exploration, n-step window and replay writer.
 
   A failing environment (an exception, or a NaN/inf observation or reward)
-  costs the current episode, not the actor: the failure is logged and
+  costs its current episode, not the actor: the failure is logged and
   counted (`actor_environment_errors`, `actor_nonfinite_steps`), the
-  environment is rebuilt after a back-off, and acting goes on. After
-  `actor_max_failures` failures within a minute the actor stops and says why;
-  the rest of the program keeps training.
+  environment is rebuilt after a back-off (a non-finite step only restarts
+  the episode), and acting goes on. After `actor_max_failures` environment
+  errors within a minute the actor stops and says why; the rest of the
+  program keeps training.
   """
 
   def __init__(self, builder, replay_client: reverb.Client,
@@ -203,62 +210,59 @@ class ActorNode:
     self._builder = builder
     self._actor_id = actor_id
     self._options = options
-    self._num_environments = 0
+    self._num_built = 0
     self._actor = builder.make_actor(
         variable_source,
-        exploration=builder.actor_exploration(actor_id, options.num_actors),
+        exploration=builder.actor_exploration(actor_id, options.num_actors,
+                                              options.envs_per_actor),
         replay_client=replay_client,
         seed=_seed(options, 100_000 + actor_id))
     # Acme's convention: the first actor writes `logs/actor/`.
     self._label = 'actor' if actor_id == 0 else f'actor_{actor_id}'
     self._logger = loggers_lib.make_logger(options.workdir, self._label,
-                                           time_delta=options.log_every,
                                            steps_key='actor_steps')
     self._counter = counting.Counter(counter, prefix='actor')
-    self._loop = self._make_loop()
+    self._stopping = threading.Event()
+    self._budget = resilience.RetryBudget(options.actor_max_failures)
+    self._loop = vector_loop.VectorEnvironmentLoop(
+        [self._make_environment() for _ in range(options.envs_per_actor)],
+        self._actor, counter=self._counter, logger=self._logger,
+        log_every=options.log_every, on_failure=self._on_failure)
 
-  def _make_loop(self) -> acme.EnvironmentLoop:
-    # A rebuilt environment gets a new seed: the old one may lead back into
-    # the state that broke it.
-    seed = _seed(self._options, 1 + self._actor_id + 1_000 *
-                 self._num_environments)
-    self._num_environments += 1
-    self._environment = resilience.GuardedEnvironment(
+  def _make_environment(self) -> resilience.GuardedEnvironment:
+    # Every environment ever built by this actor gets its own seed: a rebuilt
+    # one must not lead back into the state that broke its predecessor.
+    seed = _seed(self._options, 1 + self._actor_id + 1_000 * self._num_built)
+    self._num_built += 1
+    return resilience.GuardedEnvironment(
         self._builder.environment.make_environment(seed=seed))
-    return acme.EnvironmentLoop(self._environment, self._actor,
-                                counter=self._counter, logger=self._logger)
+
+  def _on_failure(self, index: int, error: Exception):
+    """The environment to go on with, or None when the actor gives up."""
+    if isinstance(error, resilience.NonFiniteStep):
+      logging.warning('Actor %d: %s; the step is dropped and the episode '
+                      'restarted.', self._actor_id, error)
+      self._counter.increment(nonfinite_steps=1)
+      return self._loop.environments[index]
+    logging.error('Actor %d: environment %d failed: %s', self._actor_id,
+                  index, error, exc_info=error)
+    self._counter.increment(environment_errors=1)
+    if not self._budget.record_failure():
+      logging.error(
+          'Actor %d stops: %d environment failures within %.0f s, the last: '
+          '%s. The rest of the program keeps training.', self._actor_id,
+          self._budget.max_failures, self._budget.window_seconds, error)
+      self._counter.get_counts()  # Send the counts before leaving.
+      return None
+    if self._stopping.wait(self._budget.backoff_seconds):
+      return None
+    self._loop.environments[index].close()
+    return self._make_environment()
 
   def run(self):
     setup_node_process(self._options, self._label)
-    stopping = threading.Event()
-    lp.register_stop_handler(stopping.set)
-    budget = resilience.RetryBudget(self._options.actor_max_failures)
-    while not stopping.is_set():
-      try:
-        self._loop.run()
-      except resilience.NonFiniteStep as error:
-        logging.warning('Actor %d: %s; the step is dropped and the episode '
-                        'restarted.', self._actor_id, error)
-        # The abandoned episode's steps were taken (and its complete
-        # transitions written): count them as the loop would have.
-        self._counter.increment(nonfinite_steps=1,
-                                steps=self._environment.episode_steps)
-      except resilience.EnvironmentFailure as error:
-        logging.exception('Actor %d: the environment failed: %s',
-                          self._actor_id, error)
-        self._counter.increment(environment_errors=1,
-                                steps=self._environment.episode_steps)
-        if not budget.record_failure():
-          logging.error(
-              'Actor %d stops: %d environment failures within %.0f s, the '
-              'last: %s. The rest of the program keeps training.',
-              self._actor_id, budget.max_failures, budget.window_seconds,
-              error)
-          self._counter.get_counts()  # Send the counts before leaving.
-          return
-        if stopping.wait(budget.backoff_seconds):
-          return
-        self._loop = self._make_loop()
+    lp.register_stop_handler(self._stopping.set)
+    self._loop.run(should_stop=self._stopping.is_set)
 
 
 class EvaluatorNode:
@@ -371,7 +375,8 @@ def make_program(builder, options: RunOptions) -> lp.Program:
       program.add_node(
           lp.CourierNode(ActorNode, builder, replay, learner, counter,
                          actor_id, options))
-  with program.group('evaluator'):
-    program.add_node(
-        lp.CourierNode(EvaluatorNode, builder, learner, counter, options))
+  if options.num_evaluators:
+    with program.group('evaluator'):
+      program.add_node(
+          lp.CourierNode(EvaluatorNode, builder, learner, counter, options))
   return program

@@ -70,6 +70,13 @@ def define_run_flags(program_name: str, default_env: str):
                       f'(default {default_env}); a bad name is answered with '
                       'the accepted forms.')
   flags.DEFINE_integer('num_actors', 4, 'Number of actor processes.')
+  flags.DEFINE_integer('envs_per_actor', 1, 'Environments per actor process, '
+                       'acted in with one batched forward pass; each keeps '
+                       'its own exploration (an epsilon of the Ape-X '
+                       'schedule over all num_actors x envs_per_actor '
+                       'environments), n-step window and priorities.')
+  flags.DEFINE_integer('num_evaluators', 1, 'Evaluator processes: 1, or 0 '
+                       'for none (benchmarks; training without evaluation).')
   flags.DEFINE_integer('max_actor_steps', None, 'Stop the whole program once '
                        'actors have taken this many environment steps.')
   flags.DEFINE_string('workdir', None, 'Directory for logs and TensorBoard; '
@@ -101,6 +108,8 @@ def run_options_from_flags(program_name: str) -> distributed.RunOptions:
   """
   checks = [
       ('num_actors', FLAGS.num_actors >= 1, '>= 1'),
+      ('envs_per_actor', FLAGS.envs_per_actor >= 1, '>= 1'),
+      ('num_evaluators', FLAGS.num_evaluators in (0, 1), '0 or 1'),
       ('max_actor_steps',
        FLAGS.max_actor_steps is None or FLAGS.max_actor_steps >= 1,
        '>= 1 (or unset to run until stopped)'),
@@ -137,7 +146,9 @@ def run_options_from_flags(program_name: str) -> distributed.RunOptions:
       launch_type=FLAGS.lp_launch_type,
       checkpoint_every=FLAGS.checkpoint_every,
       replay_checkpoint_every=FLAGS.replay_checkpoint_every,
-      actor_max_failures=FLAGS.actor_max_failures)
+      actor_max_failures=FLAGS.actor_max_failures,
+      envs_per_actor=FLAGS.envs_per_actor,
+      num_evaluators=FLAGS.num_evaluators)
 
 
 def build_program(program_name: str, config_class, builder_class,

@@ -407,7 +407,7 @@ def test_actor_feeds_adder_with_its_q_values(client):
   adder = adders.NStepPrioritizedAdder(
       client, replay.TABLE, n_step=n_step, discount=gamma,
       priority_fn=initial_priorities, flush_size=3)
-  actor = ApeXDQNActor(network, SPEC.observations, epsilon=0.5, adder=adder,
+  actor = ApeXDQNActor(network, SPEC.observations, epsilon=0.5, adders=[adder],
                        seed=0)
   rng = np.random.default_rng(11)
   q = lambda obs: network(obs[None]).numpy()[0]

@@ -431,8 +431,8 @@ def test_pendulum_actor_priorities_match_reference(pendulum, server):
   expected = reference_transitions(episodes, nets, N_STEP, GAMMA)
   assert len(expected) == 400
   assert table_size(client) == 400
-  assert not actor._adder.pending  # pylint: disable=protected-access
-  actor._adder.close()  # pylint: disable=protected-access
+  assert not actor._adders[0].pending  # pylint: disable=protected-access
+  actor._adders[0].close()  # pylint: disable=protected-access
   check_episode_ends(episodes, expected, episode_length=200)
   clipped = check_exploration(episodes, nets, spec.minimum, spec.maximum,
                               SIGMA)
@@ -455,7 +455,7 @@ def test_cartpole_actor_priorities_match_reference(cartpole, server):
   spec = cartpole.spec
   adder = builder.make_adder(client)
   actor = ApeXDPGActor(policy, critic, spec.observations, spec.actions,
-                       sigma=SIGMA, adder=adder, seed=13)
+                       sigma=SIGMA, adders=[adder], seed=13)
   before = snapshot(policy, critic)
 
   environment = Recorder(short_cartpole(seed=17, time_limit=1.5))
@@ -507,7 +507,7 @@ def test_full_length_cartpole_episode_prefix(cartpole, server):
     timestep = environment.step(action)
     actor.observe(action, timestep)
     assert not timestep.last()
-  actor._adder.close()  # pylint: disable=protected-access
+  actor._adders[0].close()  # pylint: disable=protected-access
   (episode,) = environment.episodes
   assert not episode.ended
   # pylint: disable=protected-access

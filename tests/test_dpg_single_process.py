@@ -80,7 +80,7 @@ def _num_observations(result) -> int:
 def test_uses_the_dpg_parts(result):
   assert result['agent'] == 'apex_dpg'
   assert result['exploration'] == 0.3  # The actor's noise sigma.
-  assert result['actor']._sigma == 0.3  # pylint: disable=protected-access
+  np.testing.assert_array_equal(result['actor']._sigmas, [0.3])  # pylint: disable=protected-access
   assert result['environment'].name == ENV
 
 
@@ -114,7 +114,7 @@ def test_table_holds_one_item_per_step(result):
   assert n < config.replay_capacity
   assert result['table_size'] == n == 3000
   assert len(result['initial']) == n
-  assert not result['actor']._adder.pending  # pylint: disable=protected-access
+  assert not result['actor']._adders[0].pending  # pylint: disable=protected-access
   info = result['client'].server_info()[replay.TABLE]
   assert info.current_size == n
 

@@ -73,7 +73,7 @@ def test_table_holds_every_transition_but_the_unflushed_ones(result):
   size = result['table_size']
   assert n - (config.actor_flush_size - 1) <= size <= n
   assert len(result['initial_priorities']) == size
-  pending = result['actor']._adder.pending  # pylint: disable=protected-access
+  pending = result['actor']._adders[0].pending  # pylint: disable=protected-access
   assert size == n - len(pending)
 
 

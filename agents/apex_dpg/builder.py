@@ -1,9 +1,10 @@
 """Builds Ape-X DPG's parts (networks, learner, actors) from its config."""
 
 import copy
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 import acme
+import numpy as np
 import reverb
 import sonnet as snt
 from acme.tf import utils as tf2_utils
@@ -66,30 +67,32 @@ class ApeXDPGBuilder(builders.ApeXBuilder):
 
   def make_actor(self,
                  variable_source: acme.VariableSource,
-                 exploration: float,
+                 exploration: Union[float, Sequence[float]],
                  replay_client: Optional[reverb.Client] = None,
                  seed: Optional[int] = None) -> actor_lib.ApeXDPGActor:
-    """An actor with noise std `exploration`; with `replay_client` it also
-    pulls the critic and writes prioritised transitions."""
+    """An actor with noise std `exploration` (one per environment for an
+    actor of several); with `replay_client` it also pulls the critic and
+    writes prioritised transitions, through one adder per environment."""
     policy = self.make_policy()
     variables = {'policy': policy.trainable_variables}
-    critic, adder = None, None
+    critic = None
     if replay_client is not None:
       critic = self.make_critic()
       variables['critic'] = critic.trainable_variables
-      adder = self.make_adder(replay_client)
     variable_client = variable_utils.VariableClient(
         variable_source, variables, update_period=self.variable_update_period)
     variable_client.update_and_wait()
     spec = self.environment.spec
     return actor_lib.ApeXDPGActor(policy, critic, spec.observations,
-                                  spec.actions, exploration, adder,
+                                  spec.actions, exploration,
+                                  self.make_adders(replay_client, exploration),
                                   variable_client, seed)
 
-  def actor_exploration(self, actor_id: int, num_actors: int) -> float:
-    """Ape-X App. D: every actor explores with the same sigma."""
+  def actor_exploration(self, actor_id: int, num_actors: int,
+                        envs_per_actor: int = 1) -> np.ndarray:
+    """Ape-X App. D: every environment explores with the same sigma."""
     del actor_id, num_actors
-    return self.config.sigma
+    return np.full(envs_per_actor, self.config.sigma)
 
   @property
   def evaluation_exploration(self) -> float:

@@ -1,8 +1,7 @@
 """The Ape-X DQN actor: epsilon-greedy acting with actor-side priorities."""
 
-from typing import Optional
+from typing import Optional, Sequence, Union
 
-import dm_env
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
@@ -27,26 +26,26 @@ def apex_epsilons(num_actors: int, base: float = 0.4,
 
 
 class ApeXDQNActor(actors.ApeXActor):
-  """An `acme.Actor` choosing epsilon-greedy actions from a Q-network.
+  """Epsilon-greedy actions from a Q-network, for one or K environments.
 
-  The Q-values computed to choose each action are kept and handed to the
-  adder, which uses them for the transitions' initial priorities, so no
-  observation goes through the network twice. With no adder (the evaluator),
-  the actor only acts.
+  `epsilon` is one float, or one per environment. The Q-values computed to
+  choose each action are kept and handed to the environment's adder, which
+  uses them for the transitions' initial priorities, so no observation goes
+  through the network twice. Without adders (the evaluator), the actor only
+  acts.
   """
 
   def __init__(self,
                network: snt.Module,
                observation_spec,
-               epsilon: float,
-               adder: Optional[adders_lib.NStepPrioritizedAdder] = None,
+               epsilon: Union[float, Sequence[float]],
+               adders: Sequence[adders_lib.NStepPrioritizedAdder] = (),
                variable_client: Optional[variable_utils.VariableClient] = None,
                seed: Optional[int] = None):
+    self._epsilons = actors.per_environment(epsilon, 'epsilon')
+    super().__init__(len(self._epsilons), adders, variable_client)
     self._network = network
-    self._epsilon = float(epsilon)
-    super().__init__(adder, variable_client)
     self._rng = np.random.default_rng(seed)
-    self._q_values: Optional[np.ndarray] = None
     self._q_function = tf.function(
         network,
         input_signature=[
@@ -58,18 +57,13 @@ class ApeXDQNActor(actors.ApeXActor):
     """The network's Q-values for one observation."""
     return self._q_function(observation[None])[0].numpy()
 
-  def select_action(self, observation: np.ndarray) -> np.int32:
-    self._q_values = self.q_values(observation)
-    if self._rng.random() < self._epsilon:
-      return np.int32(self._rng.integers(len(self._q_values)))
-    return np.int32(np.argmax(self._q_values))
+  def _act(self, observations: np.ndarray):
+    q_values = self._q_function(observations).numpy()
+    count, num_actions = q_values.shape
+    explore = self._rng.random(count) < self._epsilons[:count]
+    actions = np.where(explore, self._rng.integers(num_actions, size=count),
+                       np.argmax(q_values, axis=-1)).astype(np.int32)
+    return actions, q_values
 
-  def observe(self, action, next_timestep: dm_env.TimeStep):
-    if self._adder is None:
-      return
-    final_values = None
-    if next_timestep.last() and next_timestep.discount > 0:
-      # A truncated episode bootstraps from its final observation, which no
-      # action was chosen from: its Q-values are computed here, once.
-      final_values = self.q_values(next_timestep.observation)
-    self._adder.add(action, next_timestep, self._q_values, final_values)
+  def _final_values(self, observation: np.ndarray) -> np.ndarray:
+    return self.q_values(observation)

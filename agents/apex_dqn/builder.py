@@ -1,9 +1,10 @@
 """Builds Ape-X DQN's parts (networks, learner, actors) from its config."""
 
 import copy
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 import acme
+import numpy as np
 import reverb
 import sonnet as snt
 from acme.tf import utils as tf2_utils
@@ -74,26 +75,33 @@ class ApeXDQNBuilder(builders.ApeXBuilder):
 
   def make_actor(self,
                  variable_source: acme.VariableSource,
-                 exploration: float,
+                 exploration: Union[float, Sequence[float]],
                  replay_client: Optional[reverb.Client] = None,
                  seed: Optional[int] = None) -> actor_lib.ApeXDQNActor:
-    """An actor with epsilon = `exploration`; with `replay_client` it writes
-    prioritised transitions."""
+    """An actor with epsilon = `exploration` (one per environment for an
+    actor of several); with `replay_client` it writes prioritised
+    transitions, through one adder per environment."""
     network = self.make_network()
     variable_client = variable_utils.VariableClient(
         variable_source, {'network': network.trainable_variables},
         update_period=self.variable_update_period)
     variable_client.update_and_wait()
-    adder = None
-    if replay_client is not None:
-      adder = self.make_adder(replay_client)
-    return actor_lib.ApeXDQNActor(network, self.environment.spec.observations,
-                                  exploration, adder, variable_client, seed)
+    return actor_lib.ApeXDQNActor(
+        network, self.environment.spec.observations, exploration,
+        self.make_adders(replay_client, exploration), variable_client, seed)
 
-  def actor_exploration(self, actor_id: int, num_actors: int) -> float:
-    """Ape-X §4.1: actor i's epsilon."""
-    return float(actor_lib.apex_epsilons(num_actors, self.config.epsilon_base,
-                                         self.config.epsilon_alpha)[actor_id])
+  def actor_exploration(self, actor_id: int, num_actors: int,
+                        envs_per_actor: int = 1) -> np.ndarray:
+    """Ape-X §4.1: the epsilons of actor `actor_id`'s environments.
+
+    Every environment of the program is one of the paper's actors: with N
+    actors of K environments each, environment k of actor i gets the
+    schedule's epsilon number i K + k of N K.
+    """
+    epsilons = actor_lib.apex_epsilons(num_actors * envs_per_actor,
+                                       self.config.epsilon_base,
+                                       self.config.epsilon_alpha)
+    return epsilons[actor_id * envs_per_actor:(actor_id + 1) * envs_per_actor]
 
   @property
   def evaluation_exploration(self) -> float:

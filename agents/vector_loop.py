@@ -1,0 +1,132 @@
+"""An environment loop for an actor of K environments.
+
+Each iteration stacks the K current observations, asks the actor for K
+actions in one batched forward pass, then steps every environment and hands
+its transition to the actor, which keeps exploration, n-step windows and
+priorities per environment. An environment whose episode ends is reset on its
+own; the others go on. With K = 1 this is `acme.EnvironmentLoop` with the
+failure handling of `ActorNode`.
+
+A failing environment (`resilience.EnvironmentFailure`, of which
+`NonFiniteStep` is one kind) costs only its own episode: the loop asks
+`on_failure(index, error)` for a replacement (or the same environment) and
+starts a new episode in it; `on_failure` returns None to stop the loop.
+"""
+
+import time
+from typing import Callable, List, Optional, Sequence
+
+import dm_env
+import numpy as np
+from acme.utils import counting
+from acme.utils import loggers
+
+from agents import actors as actors_lib
+from agents import resilience
+
+FailureHandler = Callable[[int, Exception], Optional[dm_env.Environment]]
+
+
+class VectorEnvironmentLoop:
+  """Runs one `ApeXActor` over K environments until told to stop.
+
+  Counts (`steps`, `episodes`) go to `counter` at the end of every episode,
+  as `acme.EnvironmentLoop` does. Every `log_every` seconds (checked at the
+  end of an episode) the logger gets a row: the last episode's return and
+  length, and `steps_per_second`, this actor's environment steps per second
+  over all its environments since the previous row.
+  """
+
+  def __init__(self,
+               environments: Sequence[dm_env.Environment],
+               actor: actors_lib.ApeXActor,
+               counter: Optional[counting.Counter] = None,
+               logger: Optional[loggers.Logger] = None,
+               log_every: float = 0.0,
+               on_failure: Optional[FailureHandler] = None,
+               should_update: bool = True):
+    if len(environments) != actor.num_environments:
+      raise ValueError(f'{len(environments)} environments for an actor of '
+                       f'{actor.num_environments}.')
+    self._environments = list(environments)
+    self._actor = actor
+    self._counter = counter or counting.Counter()
+    self._logger = logger or loggers.NoOpLogger()
+    self._log_every = log_every
+    self._on_failure = on_failure
+    self._should_update = should_update
+    count = len(self._environments)
+    self._timesteps: List[Optional[dm_env.TimeStep]] = [None] * count
+    self._returns = [0.0] * count
+    self._lengths = [0] * count
+    self._steps_since_log = 0
+    self._log_time = None
+
+  @property
+  def environments(self) -> List[dm_env.Environment]:
+    return list(self._environments)
+
+  def _fail(self, index: int, error: Exception) -> bool:
+    """Counts the abandoned episode's steps; False: stop the loop."""
+    self._counter.increment(steps=self._lengths[index])
+    if self._on_failure is None:
+      raise error
+    replacement = self._on_failure(index, error)
+    if replacement is None:
+      return False
+    self._environments[index] = replacement
+    self._timesteps[index] = None
+    return True
+
+  def _reset(self, index: int) -> bool:
+    try:
+      timestep = self._environments[index].reset()
+    except resilience.EnvironmentFailure as error:
+      self._lengths[index] = 0
+      return self._fail(index, error) and self._reset(index)
+    self._timesteps[index] = timestep
+    self._returns[index], self._lengths[index] = 0.0, 0
+    self._actor.observe_first_at(index, timestep)
+    return True
+
+  def _end_episode(self, index: int):
+    counts = self._counter.increment(episodes=1, steps=self._lengths[index])
+    now = time.time()
+    elapsed = now - self._log_time
+    if elapsed >= self._log_every and elapsed > 0:
+      self._logger.write({
+          'episode_length': self._lengths[index],
+          'episode_return': self._returns[index],
+          'steps_per_second': self._steps_since_log / elapsed,
+          **counts,
+      })
+      self._log_time, self._steps_since_log = now, 0
+
+  def run(self, should_stop: Callable[[], bool] = lambda: False):
+    """Acts until `should_stop()` or until `on_failure` gives up."""
+    self._log_time = time.time()
+    for index in range(len(self._environments)):
+      if self._timesteps[index] is None and not self._reset(index):
+        return
+    while not should_stop():
+      observations = np.stack([t.observation for t in self._timesteps])
+      actions = self._actor.select_actions(observations)
+      for index, environment in enumerate(self._environments):
+        try:
+          timestep = environment.step(actions[index])
+        except resilience.EnvironmentFailure as error:
+          if not (self._fail(index, error) and self._reset(index)):
+            return
+          continue
+        self._actor.observe_at(index, actions[index], timestep)
+        self._returns[index] += float(timestep.reward)
+        self._lengths[index] += 1
+        self._steps_since_log += 1
+        if timestep.last():
+          self._end_episode(index)
+          if not self._reset(index):
+            return
+        else:
+          self._timesteps[index] = timestep
+      if self._should_update:
+        self._actor.update()
