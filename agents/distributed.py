@@ -160,6 +160,9 @@ class LearnerNode(acme.Learner, acme.VariableSource):
   def get_variables(self, names: Sequence[str]) -> List[Any]:
     return self._learner.get_variables(names)
 
+  def get_variables_if_newer(self, names: Sequence[str], version):
+    return self._learner.get_variables_if_newer(names, version)
+
   @property
   def variable_names(self) -> List[str]:
     return self._learner.variable_names
@@ -262,7 +265,11 @@ class ActorNode:
   def run(self):
     setup_node_process(self._options, self._label)
     lp.register_stop_handler(self._stopping.set)
-    self._loop.run(should_stop=self._stopping.is_set)
+    # As in acme.EnvironmentLoop: under local_mt / test_mt the stop request
+    # also raises in this thread, so that it cannot stay blocked in a call
+    # (a rate-limited insert, a Courier call) to a node that has stopped.
+    with signals.runtime_terminator():
+      self._loop.run(should_stop=self._stopping.is_set)
 
 
 class EvaluatorNode:

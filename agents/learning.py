@@ -21,6 +21,7 @@ from acme.utils import counting
 from acme.utils import loggers
 
 from agents import replay
+from agents import variables as variables_lib
 
 
 def weighted_squared_loss(td_errors: tf.Tensor,
@@ -152,3 +153,8 @@ class ApeXLearner(acme.Learner, abc.ABC):
 
   def get_variables(self, names: Sequence[str]) -> List[List[np.ndarray]]:
     return [tf2_utils.to_numpy(self._variables[name]) for name in names]
+
+  def get_variables_if_newer(self, names: Sequence[str], version):
+    """(version, variables), variables None if `version` is current (see
+    `agents.variables.NewestVariableClient`); the version is the step."""
+    return variables_lib.newer_variables(self, names, version, self.num_steps)

@@ -1,11 +1,12 @@
 """Loggers for every node: terminal, CSV and TensorBoard.
 
 Layout under a run's workdir:
-  <workdir>/logs/<label>/logs.csv
+  <workdir>/logs/<label>/logs.csv      (every row with its `walltime`)
   <workdir>/tensorboard/<label>/
 """
 
 import os
+import time
 from typing import Optional
 
 from acme.utils import loggers
@@ -31,6 +32,20 @@ class _WithCounts(loggers.Logger):
     self._to.close()
 
 
+class _WithWalltime(loggers.Logger):
+  """Adds `walltime` (seconds since the epoch) to every row: rates and
+  curves against wall-clock time are read from the CSV files."""
+
+  def __init__(self, to: loggers.Logger):
+    self._to = to
+
+  def write(self, data: loggers.LoggingData):
+    self._to.write({'walltime': time.time(), **data})
+
+  def close(self):
+    self._to.close()
+
+
 def make_logger(workdir: str,
                 label: str,
                 time_delta: float = 0.0,
@@ -46,7 +61,8 @@ def make_logger(workdir: str,
     terminal: whether to print rows to the terminal.
   """
   outputs = [
-      loggers.CSVLogger(workdir, label=label, add_uid=False, flush_every=1),
+      _WithWalltime(loggers.CSVLogger(workdir, label=label, add_uid=False,
+                                      flush_every=1)),
       tf_summary.TFSummaryLogger(
           os.path.join(workdir, 'tensorboard', label), label=label,
           steps_key=steps_key),

@@ -27,8 +27,17 @@ class NonFiniteStep(EnvironmentFailure):
 
 
 def _finite(value) -> bool:
-  return all(np.all(np.isfinite(np.asarray(leaf, np.float64)))
-             for leaf in tree.flatten(value) if leaf is not None)
+  for leaf in tree.flatten(value):
+    if leaf is None:
+      continue
+    leaf = np.asarray(leaf)
+    # Integers (Atari frames) are always finite: no per-step conversion.
+    if leaf.dtype.kind in 'fc' and not np.isfinite(leaf).all():
+      return False
+    if leaf.dtype.kind == 'O' and not np.isfinite(
+        leaf.astype(np.float64)).all():
+      return False
+  return True
 
 
 class GuardedEnvironment(dm_env.Environment):

@@ -79,11 +79,15 @@ class VectorEnvironmentLoop:
     return True
 
   def _reset(self, index: int) -> bool:
-    try:
-      timestep = self._environments[index].reset()
-    except resilience.EnvironmentFailure as error:
-      self._lengths[index] = 0
-      return self._fail(index, error) and self._reset(index)
+    """Starts a new episode in environment `index`; False: stop the loop."""
+    while True:  # Until a reset succeeds or `on_failure` gives up.
+      try:
+        timestep = self._environments[index].reset()
+        break
+      except resilience.EnvironmentFailure as error:
+        self._lengths[index] = 0
+        if not self._fail(index, error):
+          return False
     self._timesteps[index] = timestep
     self._returns[index], self._lengths[index] = 0.0, 0
     self._actor.observe_first_at(index, timestep)

@@ -8,11 +8,11 @@ import numpy as np
 import reverb
 import sonnet as snt
 from acme.tf import utils as tf2_utils
-from acme.tf import variable_utils
 from acme.utils import counting
 from acme.utils import loggers
 
 from agents import builders
+from agents import variables as variables_lib
 from agents.apex_dpg import actor as actor_lib
 from agents.apex_dpg import learning
 from agents.apex_dpg import networks
@@ -79,7 +79,7 @@ class ApeXDPGBuilder(builders.ApeXBuilder):
     if replay_client is not None:
       critic = self.make_critic()
       variables['critic'] = critic.trainable_variables
-    variable_client = variable_utils.VariableClient(
+    variable_client = variables_lib.NewestVariableClient(
         variable_source, variables, update_period=self.variable_update_period)
     variable_client.update_and_wait()
     spec = self.environment.spec

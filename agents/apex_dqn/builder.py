@@ -8,11 +8,11 @@ import numpy as np
 import reverb
 import sonnet as snt
 from acme.tf import utils as tf2_utils
-from acme.tf import variable_utils
 from acme.utils import counting
 from acme.utils import loggers
 
 from agents import builders
+from agents import variables as variables_lib
 from agents.apex_dqn import actor as actor_lib
 from agents.apex_dqn import learning
 from agents.apex_dqn import networks
@@ -82,7 +82,7 @@ class ApeXDQNBuilder(builders.ApeXBuilder):
     actor of several); with `replay_client` it writes prioritised
     transitions, through one adder per environment."""
     network = self.make_network()
-    variable_client = variable_utils.VariableClient(
+    variable_client = variables_lib.NewestVariableClient(
         variable_source, {'network': network.trainable_variables},
         update_period=self.variable_update_period)
     variable_client.update_and_wait()

@@ -1,0 +1,103 @@
+"""What every benchmark shares: the machine's description, medians of
+repeated measurements, CPU pinning and writing results.
+
+Every benchmark prints a table and writes `benchmarks/results/<name>.json`
+with the machine it ran on, its settings and its measured figures.
+"""
+
+import json
+import os
+import platform
+import statistics
+import sys
+from typing import Any, Dict, Iterable, List, Sequence
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, 'benchmarks', 'results')
+PYTHON = sys.executable
+
+if ROOT not in sys.path:
+  sys.path.insert(0, ROOT)
+
+
+def machine() -> Dict[str, Any]:
+  """Cores, CPU model, memory and software of this machine."""
+  model = platform.processor() or 'unknown'
+  try:
+    with open('/proc/cpuinfo') as f:
+      for line in f:
+        if line.startswith('model name'):
+          model = line.split(':', 1)[1].strip()
+          break
+  except OSError:
+    pass
+  memory_gib = None
+  try:
+    with open('/proc/meminfo') as f:
+      for line in f:
+        if line.startswith('MemTotal'):
+          memory_gib = round(int(line.split()[1]) / 2**20, 1)
+          break
+  except OSError:
+    pass
+  return {
+      'cores': os.cpu_count(),
+      'cpu_model': model,
+      'memory_gib': memory_gib,
+      'python': platform.python_version(),
+      'platform': platform.platform(),
+  }
+
+
+def median(values: Iterable[float]) -> float:
+  values = list(values)
+  return statistics.median(values) if values else float('nan')
+
+
+def pin_process(pid: int, cpus: Sequence[int]):
+  """Pins every thread of process `pid` to `cpus` (Linux)."""
+  try:
+    threads = os.listdir(f'/proc/{pid}/task')
+  except OSError:
+    threads = [str(pid)]
+  for thread in threads:
+    try:
+      os.sched_setaffinity(int(thread), set(cpus))
+    except OSError:
+      pass  # The thread ended meanwhile.
+
+
+def write_result(name: str, result: Dict[str, Any]) -> str:
+  """Writes `result` (with the machine) to benchmarks/results/<name>.json."""
+  os.makedirs(RESULTS, exist_ok=True)
+  path = os.path.join(RESULTS, f'{name}.json')
+  payload = {'benchmark': name, 'machine': machine(), **result}
+  with open(f'{path}.tmp', 'w') as f:
+    json.dump(payload, f, indent=2, sort_keys=False, default=float)
+    f.write('\n')
+  os.replace(f'{path}.tmp', path)
+  return path
+
+
+def read_result(name: str) -> Dict[str, Any]:
+  """A result written earlier by `write_result`, or {} if there is none."""
+  path = os.path.join(RESULTS, f'{name}.json')
+  if not os.path.exists(path):
+    return {}
+  with open(path) as f:
+    return json.load(f)
+
+
+def print_table(title: str, header: Sequence[str], rows: List[Sequence[Any]]):
+  """A plain fixed-width table on stdout."""
+  cells = [[str(h) for h in header]] + [
+      [f'{c:,.2f}' if isinstance(c, float) else str(c) for c in row]
+      for row in rows
+  ]
+  widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+  print(f'\n{title}')
+  for index, row in enumerate(cells):
+    print('  '.join(cell.rjust(width) for cell, width in zip(row, widths)))
+    if index == 0:
+      print('  '.join('-' * width for width in widths))
+  sys.stdout.flush()

@@ -1,0 +1,922 @@
+"""Actors of K environments: `ApeXActor`'s batched acting, per-environment
+exploration, n-step windows and priorities, `VectorEnvironmentLoop`'s
+counting, logging and failure handling, the builders' per-environment
+exploration, and a real program with `--envs_per_actor=3`.
+
+The environments are small hand-written dm_env environments whose episode
+lengths, endings (termination or truncation) and rewards are scripted, and
+which record every step they take. Transitions go through the actor's real
+adders into a real Reverb server with the project's table; every item is read
+back and matched to a transition recomputed here, one environment and one
+step at a time, from what the environments recorded and from the Q-values of
+a separately held copy of the actor's network.
+"""
+
+import collections
+import csv
+import dataclasses
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import acme
+import dm_env
+import numpy as np
+import pytest
+import reverb
+import tensorflow as tf
+from acme import specs
+from acme.utils import counting
+from acme.utils import loggers
+from dm_env import specs as dm_specs
+
+from agents import adders
+from agents import environments
+from agents import replay
+from agents import resilience
+from agents import vector_loop
+from agents.apex_dpg import priorities as dpg_priorities
+from agents.apex_dpg.actor import ApeXDPGActor
+from agents.apex_dpg.builder import ApeXDPGBuilder
+from agents.apex_dpg.config import ApeXDPGConfig
+from agents.apex_dqn.actor import ApeXDQNActor
+from agents.apex_dqn.actor import apex_epsilons
+from agents.apex_dqn.builder import ApeXDQNBuilder
+from agents.apex_dqn.config import ApeXDQNConfig
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+NUM_ACTIONS = 5
+# observation = [environment id, episode index, step index, noise].
+OBSERVATION_SIZE = 4
+N_STEP = 3
+GAMMA = 0.9
+CAPACITY = 10_000  # More than any test writes: nothing is evicted.
+
+TERMINATES, TRUNCATED = False, True
+
+
+# --------------------------------------------------------------------------
+# Scripted environments that record what they did.
+
+
+@dataclasses.dataclass
+class Episode:
+  env_id: int
+  index: int
+  scripted_length: int
+  truncated: bool
+  observations: list  # s_0 .. s_L (L steps taken so far).
+  actions: list = dataclasses.field(default_factory=list)
+  rewards: list = dataclasses.field(default_factory=list)
+  discounts: list = dataclasses.field(default_factory=list)
+  ended: bool = False  # Reached its scripted end (not abandoned or open).
+
+  @property
+  def length(self) -> int:
+    return len(self.actions)
+
+
+class ScriptedEnvironment(dm_env.Environment):
+  """Episodes of scripted lengths and endings, cycling through `script`.
+
+  Every observation is [env_id, episode index, step index, noise], unique in
+  a test. Rewards depend on the environment, the step and the action. A
+  fault at (episode index, step number) makes that step raise (`'raise'`)
+  or return a NaN observation (`'nan'`), in which case the step is not
+  recorded (the loop drops it); `reset_faults` lists resets (counted from 0)
+  that raise.
+  """
+
+  def __init__(self, env_id: int, script: Sequence[Tuple[int, bool]],
+               faults: Optional[Dict[Tuple[int, int], str]] = None,
+               reset_faults: Sequence[int] = (), step_sleep: float = 0.0):
+    self.env_id = env_id
+    self._script = list(script)
+    self._faults = dict(faults or {})
+    self._reset_faults = set(reset_faults)
+    self._step_sleep = step_sleep
+    self._rng = np.random.default_rng(1000 + env_id)
+    self._num_resets = 0
+    self.episodes: List[Episode] = []
+    self.step_calls = 0  # Every call of `step`, failing ones included.
+    self.total_steps = 0  # Steps recorded (taken and handed to the loop).
+
+  def _observation(self, episode: int, step: int) -> np.ndarray:
+    return np.array([self.env_id, episode, step, self._rng.normal()],
+                    np.float32)
+
+  def reset(self) -> dm_env.TimeStep:
+    reset_number = self._num_resets
+    self._num_resets += 1
+    if reset_number in self._reset_faults:
+      raise RuntimeError(f'env {self.env_id}: reset {reset_number} crashed')
+    index = len(self.episodes)
+    length, truncated = self._script[index % len(self._script)]
+    observation = self._observation(index, 0)
+    self.episodes.append(Episode(self.env_id, index, length, truncated,
+                                 [observation]))
+    return dm_env.restart(observation)
+
+  def step(self, action) -> dm_env.TimeStep:
+    self.step_calls += 1
+    if self._step_sleep:
+      time.sleep(self._step_sleep)
+    assert self.episodes and not self.episodes[-1].ended, (
+        f'env {self.env_id}: step without reset')
+    episode = self.episodes[-1]
+    action = int(action)
+    assert 0 <= action < NUM_ACTIONS, action
+    step = episode.length + 1
+    fault = self._faults.get((episode.index, step))
+    if fault == 'raise':
+      raise RuntimeError(f'env {self.env_id}: step {step} of episode '
+                         f'{episode.index} crashed')
+    observation = self._observation(episode.index, step)
+    reward = np.float32((self.env_id % 7 + 1) * 0.5 - 0.1 * step +
+                        0.3 * action + self._rng.normal())
+    if fault == 'nan':
+      observation[3] = np.nan
+      return dm_env.transition(reward, observation)
+    if step < episode.scripted_length:
+      timestep = dm_env.transition(reward, observation)
+    elif episode.truncated:
+      timestep = dm_env.truncation(reward, observation)
+    else:
+      timestep = dm_env.termination(reward, observation)
+    episode.observations.append(observation)
+    episode.actions.append(action)
+    episode.rewards.append(float(reward))
+    episode.discounts.append(float(timestep.discount))
+    episode.ended = timestep.last()
+    self.total_steps += 1
+    return timestep
+
+  def observation_spec(self):
+    return dm_specs.Array((OBSERVATION_SIZE,), np.float32, name='observation')
+
+  def action_spec(self):
+    return dm_specs.DiscreteArray(NUM_ACTIONS, name='action')
+
+  def reward_spec(self):
+    return dm_specs.Array((), np.float32, name='reward')
+
+  def discount_spec(self):
+    return dm_specs.BoundedArray((), np.float32, 0.0, 1.0, name='discount')
+
+  def finished_episodes(self) -> List[Episode]:
+    return [episode for episode in self.episodes if episode.ended]
+
+
+SPEC = specs.make_environment_spec(ScriptedEnvironment(0, [(1, False)]))
+
+SCRIPTS = [
+    [(5, TERMINATES), (2, TRUNCATED), (7, TRUNCATED), (1, TERMINATES),
+     (4, TERMINATES)],
+    [(3, TRUNCATED), (8, TERMINATES), (1, TRUNCATED), (2, TERMINATES)],
+    [(6, TRUNCATED), (4, TERMINATES), (3, TERMINATES), (2, TRUNCATED),
+     (9, TRUNCATED)],
+]
+
+
+def scripted_spec() -> environments.EnvironmentSpec:
+  """The scripted environments as the builders see an environment."""
+
+  def make(seed=None, evaluation=False):
+    del seed, evaluation
+    return ScriptedEnvironment(0, SCRIPTS[0])
+
+  return environments.EnvironmentSpec(
+      name='scripted', kind='gym', spec=SPEC, frames_per_step=1, pixels=False,
+      make=make)
+
+
+# --------------------------------------------------------------------------
+# Reverb, the DQN actor and its independent twin network.
+
+
+@pytest.fixture(scope='module')
+def server():
+  config = ApeXDQNConfig(replay_capacity=CAPACITY, min_replay_size=1,
+                         batch_size=1)
+  server = reverb.Server([replay.make_replay_table(config, SPEC)])
+  yield server
+  server.stop()
+
+
+@pytest.fixture
+def client(server):
+  client = reverb.Client(f'localhost:{server.port}')
+  client.reset(replay.TABLE)
+  yield client
+  client.reset(replay.TABLE)
+
+
+def table_size(client: reverb.Client) -> int:
+  return client.server_info()[replay.TABLE].current_size
+
+
+@dataclasses.dataclass
+class Item:
+  key: int
+  priority: float
+  observation: np.ndarray
+  action: np.ndarray
+  n_step_return: np.ndarray
+  discount: np.ndarray
+  next_observation: np.ndarray
+
+
+def read_all_items(client: reverb.Client) -> List[Item]:
+  """Every item of the table, exactly once: sample one, delete it, repeat."""
+  items = []
+  for _ in range(table_size(client)):
+    sample = next(client.sample(replay.TABLE, 1, emit_timesteps=False,
+                                unpack_as_table_signature=True))
+    data = sample.data
+    items.append(Item(
+        key=int(sample.info.key),
+        priority=float(sample.info.priority),
+        observation=np.asarray(data[adders.OBSERVATION]),
+        action=np.asarray(data[adders.ACTION]),
+        n_step_return=np.asarray(data[adders.N_STEP_RETURN]),
+        discount=np.asarray(data[adders.DISCOUNT]),
+        next_observation=np.asarray(data[adders.NEXT_OBSERVATION])))
+    client.mutate_priorities(replay.TABLE, deletes=[int(sample.info.key)])
+  assert table_size(client) == 0
+  return items
+
+
+class FixedVariableSource(acme.VariableSource):
+  """Serves the weights of one network (a learner that never learns)."""
+
+  def __init__(self, network):
+    self._network = network
+
+  def get_variables(self, names):
+    return [[v.numpy() for v in self._network.trainable_variables]
+            for _ in names]
+
+
+def dqn_config(**kwargs) -> ApeXDQNConfig:
+  config = ApeXDQNConfig(**{
+      'n_step': N_STEP, 'discount': GAMMA, 'replay_capacity': CAPACITY,
+      'min_replay_size': 1, 'batch_size': 1, 'actor_flush_size': 4,
+      'mlp_hidden_sizes': '16', 'dueling_hidden_size': 8,
+      'variable_update_period': 10**6, **kwargs})
+  config.validate()
+  return config
+
+
+def make_dqn_actor(client, epsilons, seed=0, config=None):
+  """(actor, twin network): the builder's actor with one adder per
+  environment, whose network holds the twin's weights."""
+  builder = ApeXDQNBuilder(config or dqn_config(), scripted_spec())
+  tf.random.set_seed(seed)
+  twin = builder.make_network()
+  actor = builder.make_actor(FixedVariableSource(twin), np.asarray(epsilons),
+                             replay_client=client, seed=seed)
+  return actor, twin
+
+
+# --------------------------------------------------------------------------
+# The slow per-environment reference.
+
+
+@dataclasses.dataclass
+class Reference:
+  observation: np.ndarray
+  action: int
+  n_step_return: float
+  discount: float
+  next_observation: np.ndarray
+  priority: float
+
+
+def q_values(network, observation: np.ndarray) -> np.ndarray:
+  return network(observation[None]).numpy()[0].astype(np.float64)
+
+
+def reference_transitions(episodes: Sequence[Episode], network,
+                          n_step: int = N_STEP, gamma: float = GAMMA
+                          ) -> Dict[Tuple[int, int, int], Reference]:
+  """Every transition the adders must have written, by (env, episode, t).
+
+  An episode that reached its end contributes all its steps; one that was
+  abandoned (a failure) or is still open when the loop stops contributes
+  the transitions whose n steps were all taken and whose bootstrap values
+  were computed (t + n < L): the open window is dropped.
+  """
+  result = {}
+  for episode in episodes:
+    length = episode.length
+    for t in range(length):
+      if not episode.ended and t + n_step >= length:
+        continue
+      m = min(n_step, length - t)
+      n_step_return = 0.0
+      for k in range(m):
+        n_step_return += gamma**k * episode.rewards[t + k]
+      terminal = (episode.ended and t + m == length and
+                  not episode.truncated)
+      discount = 0.0 if terminal else gamma**m
+      q_t = q_values(network, episode.observations[t])
+      q_boot = q_values(network, episode.observations[t + m])
+      best = max(range(NUM_ACTIONS), key=lambda a: q_boot[a])
+      target = n_step_return + discount * q_boot[best]
+      result[(episode.env_id, episode.index, t)] = Reference(
+          observation=episode.observations[t],
+          action=episode.actions[t],
+          n_step_return=n_step_return,
+          discount=discount,
+          next_observation=episode.observations[t + m],
+          priority=abs(target - q_t[episode.actions[t]]))
+  return result
+
+
+def check_items(items: List[Item], expected):
+  """Each item is one expected transition, each transition is there once,
+  and no item joins the steps of two environments or two episodes."""
+  seen = set()
+  for item in items:
+    assert np.all(np.isfinite(item.observation))
+    assert np.all(np.isfinite(item.next_observation))
+    # s_t and s_{t+n} of one environment and one episode.
+    np.testing.assert_array_equal(item.observation[:2],
+                                  item.next_observation[:2])
+    key = tuple(int(x) for x in item.observation[:3])
+    assert key in expected, key
+    assert key not in seen, key
+    seen.add(key)
+    want = expected[key]
+    np.testing.assert_array_equal(item.observation, want.observation)
+    np.testing.assert_array_equal(item.next_observation,
+                                  want.next_observation)
+    assert item.action.dtype == np.int32 and item.action.shape == ()
+    assert int(item.action) == want.action, key
+    np.testing.assert_allclose(item.n_step_return, want.n_step_return,
+                               rtol=1e-5, atol=1e-5, err_msg=str(key))
+    np.testing.assert_allclose(item.discount, want.discount, rtol=1e-6,
+                               atol=1e-7, err_msg=str(key))
+    np.testing.assert_allclose(item.priority, want.priority, rtol=1e-4,
+                               atol=1e-4, err_msg=str(key))
+  assert seen == set(expected), sorted(set(expected) - seen)
+  priorities = np.array([item.priority for item in items])
+  assert len(np.unique(priorities)) > len(priorities) // 2
+
+
+def stop_after(iterations: int):
+  """A `should_stop` that lets the loop run exactly `iterations` times."""
+  calls = [0]
+
+  def should_stop():
+    calls[0] += 1
+    return calls[0] > iterations
+
+  should_stop.calls = calls
+  return should_stop
+
+
+# --------------------------------------------------------------------------
+# 1. One batched forward pass equals one forward pass per observation.
+
+
+def test_batched_greedy_actions_and_kept_q_values_equal_per_row(client):
+  tf.random.set_seed(3)
+  # Nothing is written before the end: what the adders hold is inspected.
+  builder = ApeXDQNBuilder(dqn_config(actor_flush_size=1000), scripted_spec())
+  network = builder.make_network()
+  count = 7
+  rng = np.random.default_rng(0)
+  actor_adders = [builder.make_adder(client) for _ in range(count)]
+  actor = ApeXDQNActor(network, SPEC.observations, epsilon=[0.0] * count,
+                       adders=actor_adders, seed=0)
+  assert actor.num_environments == count
+  greedy = set()
+  for batch in range(20):
+    observations = (3 * rng.normal(size=(count, OBSERVATION_SIZE))).astype(
+        np.float32)
+    for i in range(count):
+      actor.observe_first_at(i, dm_env.restart(observations[i]))
+    actions = actor.select_actions(observations)
+    assert actions.shape == (count,) and actions.dtype == np.int32
+    for i in range(count):
+      q = q_values(network, observations[i])
+      assert actions[i] == np.argmax(q)
+      greedy.add(int(actions[i]))
+      # The single-environment API gives the same action.
+      assert actor.select_action(observations[i]) == actions[i]
+    # What environment i's adder receives: the Q-values of row i.
+    actor.select_actions(observations)
+    for i in reversed(range(count)):  # Any order of the environments.
+      actor.observe_at(i, actions[i],
+                       dm_env.termination(1.0, observations[i] + 1))
+    for i in range(count):
+      pending = actor_adders[i].pending[-1]
+      assert len(actor_adders[i].pending) == batch + 1
+      assert pending.action == actions[i]
+      np.testing.assert_allclose(pending.values,
+                                 q_values(network, observations[i]),
+                                 rtol=1e-5, atol=1e-6)
+  # The network is not trivially constant.
+  assert len(greedy) >= 2
+  actor.close()
+  assert table_size(client) == 20 * count
+
+
+def test_dpg_batched_noiseless_actions_and_kept_values_equal_per_row():
+  continuous = environments.resolve_continuous('gym:Pendulum-v1')
+  config = ApeXDPGConfig(n_step=1, replay_capacity=CAPACITY,
+                         min_replay_size=1, batch_size=1,
+                         actor_flush_size=1000, policy_hidden_sizes='16',
+                         critic_hidden_sizes='16')
+  builder = ApeXDPGBuilder(config, continuous)
+  tf.random.set_seed(4)
+  policy, critic = builder.make_policy(), builder.make_critic()
+  dpg_server = reverb.Server(builder.make_replay_tables(), port=None)
+  try:
+    dpg_client = reverb.Client(f'localhost:{dpg_server.port}')
+    count = 5
+    actor_adders = [builder.make_adder(dpg_client) for _ in range(count)]
+    actor = ApeXDPGActor(policy, critic, continuous.spec.observations,
+                         continuous.spec.actions, sigma=[0.0] * count,
+                         adders=actor_adders, seed=0)
+    rng = np.random.default_rng(1)
+    observations = rng.normal(size=(count, 3)).astype(np.float32)
+    for i in range(count):
+      actor.observe_first_at(i, dm_env.restart(observations[i]))
+    actions = actor.select_actions(observations)
+    for i in range(count):
+      actor.observe_at(i, actions[i],
+                       dm_env.termination(0.5, observations[i]))
+    for i in range(count):
+      pi = policy(observations[i][None]).numpy()[0]
+      np.testing.assert_allclose(actions[i], pi, rtol=1e-6, atol=1e-7)
+      q_taken = critic(observations[i][None], actions[i][None]).numpy()[0]
+      q_policy = critic(observations[i][None], pi[None]).numpy()[0]
+      values = actor_adders[i].pending[-1].values
+      np.testing.assert_allclose(values[dpg_priorities.Q_TAKEN], q_taken,
+                                 rtol=1e-5, atol=1e-6)
+      np.testing.assert_allclose(values[dpg_priorities.Q_POLICY], q_policy,
+                                 rtol=1e-5, atol=1e-6)
+    assert len({float(a[0]) for a in actions}) == count
+    actor.close()
+  finally:
+    dpg_server.stop()
+
+
+# --------------------------------------------------------------------------
+# 2. Exploration is per environment.
+
+
+def test_dqn_epsilon_per_environment(client):
+  tf.random.set_seed(5)
+  network = ApeXDQNBuilder(dqn_config(), scripted_spec()).make_network()
+  epsilons = [0.0, 1.0, 0.3]
+  actor = ApeXDQNActor(network, SPEC.observations, epsilon=epsilons, seed=11)
+  rng = np.random.default_rng(2)
+  observations = (3 * rng.normal(size=(3, OBSERVATION_SIZE))).astype(
+      np.float32)
+  greedy = [int(np.argmax(q_values(network, o))) for o in observations]
+  num_draws = 2000
+  actions = np.array([actor.select_actions(observations)
+                      for _ in range(num_draws)])
+  assert actions.shape == (num_draws, 3)
+  # Environment 0: always greedy.
+  assert np.all(actions[:, 0] == greedy[0])
+  # Environment 1: uniform over the actions (chi-square, 4 degrees of
+  # freedom: P(chi^2 > 18.47) = 0.001).
+  counts = np.bincount(actions[:, 1], minlength=NUM_ACTIONS)
+  assert counts.shape == (NUM_ACTIONS,)
+  expected = num_draws / NUM_ACTIONS
+  assert np.sum((counts - expected)**2 / expected) < 18.47, counts
+  # Environment 2: a random action (non-greedy with probability
+  # (A - 1) / A) at rate 0.3: within 4 standard deviations.
+  p = 0.3 * (NUM_ACTIONS - 1) / NUM_ACTIONS
+  sigma = math.sqrt(p * (1 - p) / num_draws)
+  assert abs(np.mean(actions[:, 2] != greedy[2]) - p) < 4 * sigma
+
+
+def test_dpg_sigma_per_environment():
+  continuous = environments.resolve_continuous('gym:Pendulum-v1')
+  builder = ApeXDPGBuilder(ApeXDPGConfig(policy_hidden_sizes='16',
+                                         critic_hidden_sizes='16'),
+                           continuous)
+  tf.random.set_seed(6)
+  policy, critic = builder.make_policy(), builder.make_critic()
+  sigmas = [0.0, 0.2, 0.05]
+  actor = ApeXDPGActor(policy, critic, continuous.spec.observations,
+                       continuous.spec.actions, sigma=sigmas, seed=12)
+  observations = np.random.default_rng(3).normal(size=(3, 3)).astype(
+      np.float32)
+  pi = policy(observations).numpy()
+  half_range = float(continuous.spec.actions.maximum[0] -
+                     continuous.spec.actions.minimum[0]) / 2
+  assert half_range == 2.0
+  num_draws = 2000
+  actions = np.array([actor.select_actions(observations)
+                      for _ in range(num_draws)])
+  assert actions.shape == (num_draws, 3, 1)
+  # Sigma 0: exactly pi(s), every time.
+  assert np.all(actions[:, 0] == actions[0, 0])
+  np.testing.assert_allclose(actions[0, 0], pi[0], rtol=1e-6, atol=1e-7)
+  # Others: pi(s) + N(0, (sigma * half range)^2); pi(s) is far enough from
+  # the bounds that clipping does not matter at these scales.
+  assert np.all(np.abs(pi) < 0.5)
+  for i in (1, 2):
+    noise = actions[:, i, 0] - pi[i, 0]
+    std = sigmas[i] * half_range
+    assert abs(noise.mean()) < 4 * std / math.sqrt(num_draws)
+    # The sample std's relative error is ~1 / sqrt(2 n) = 1.6%.
+    assert abs(noise.std() / std - 1) < 0.08, (i, noise.std(), std)
+
+
+# --------------------------------------------------------------------------
+# 3. Per-environment n-step windows and priorities, through the loop.
+
+
+def test_vector_loop_writes_each_environments_transitions(client):
+  actor, twin = make_dqn_actor(client, [0.3, 1.0, 0.0], seed=7)
+  assert actor.num_environments == 3
+  envs = [ScriptedEnvironment(i, SCRIPTS[i]) for i in range(3)]
+  loop = vector_loop.VectorEnvironmentLoop(envs, actor)
+  iterations = 51
+  loop.run(should_stop=stop_after(iterations))
+  actor.close()
+  # Lockstep: every environment took one step per iteration. By hand:
+  # env 0 (cycle 19 = 5 + 2 + 7 + 1 + 4): 51 = 2 * 19 + 5 + 2 + 6, 6 steps
+  # into a 7-step episode (3 transitions complete); env 1 (cycle 14):
+  # 51 = 3 * 14 + 3 + 6, 6 steps into an 8-step episode (3 complete);
+  # env 2 (cycle 24): 51 = 2 * 24 + 3, 3 steps into a 6-step episode (none
+  # complete).
+  assert [env.total_steps for env in envs] == [iterations] * 3
+  assert [len(env.finished_episodes()) for env in envs] == [12, 13, 10]
+  assert [env.episodes[-1].length for env in envs] == [6, 6, 3]
+  expected = reference_transitions(
+      [e for env in envs for e in env.episodes], twin)
+  per_env = collections.Counter(key[0] for key in expected)
+  assert per_env == {0: 48, 1: 48, 2: 48}
+  # Truncated and terminated endings, and transitions that reach them.
+  assert {r.discount for r in expected.values()} >= {0.0, GAMMA,
+                                                     GAMMA**2, GAMMA**3}
+  items = read_all_items(client)
+  check_items(items, expected)
+  # Each environment's exploration: env 2 is greedy (epsilon 0).
+  for episode in envs[2].episodes:
+    for t, action in enumerate(episode.actions):
+      assert action == np.argmax(q_values(twin, episode.observations[t]))
+
+
+# --------------------------------------------------------------------------
+# 4. Counting and logging.
+
+
+class RecordingLogger(loggers.Logger):
+  """Keeps every row, when it was written, and how many steps the
+  environments had taken and finished by then."""
+
+  def __init__(self, envs):
+    self._envs = envs
+    self.rows = []
+
+  def write(self, data):
+    finished = [e for env in self._envs for e in env.finished_episodes()]
+    self.rows.append(dict(
+        data=dict(data), time=time.time(),
+        total_steps=sum(env.total_steps for env in self._envs),
+        finished_steps=sum(e.length for e in finished),
+        finished_episodes=len(finished),
+        last_episodes=[(e.length, sum(e.rewards))
+                       for env in self._envs
+                       for e in env.finished_episodes()[-1:]]))
+
+  def close(self):
+    pass
+
+
+def test_counts_are_the_finished_episodes_and_rows_carry_steps_per_second():
+  envs = [ScriptedEnvironment(i, SCRIPTS[i], step_sleep=0.001)
+          for i in range(3)]
+  tf.random.set_seed(8)
+  network = ApeXDQNBuilder(dqn_config(), scripted_spec()).make_network()
+  actor = ApeXDQNActor(network, SPEC.observations, epsilon=[0.5, 0.5, 0.5],
+                       seed=1)
+  parent = counting.Counter()
+  counter = counting.Counter(parent, prefix='actor', time_delta=0.0)
+  logger = RecordingLogger(envs)
+  loop = vector_loop.VectorEnvironmentLoop(envs, actor, counter=counter,
+                                           logger=logger, log_every=0.2)
+  iterations = 300
+  start = time.time()
+  loop.run(should_stop=stop_after(iterations))
+  assert [env.total_steps for env in envs] == [iterations] * 3
+  finished = [e for env in envs for e in env.finished_episodes()]
+  # By hand: env 0: 300 = 15 * 19 + 5 + 2 + 7 + 1, 15 * 5 + 4 episodes,
+  # nothing open; env 1: 300 = 21 * 14 + 3 + 3, 21 * 4 + 1 episodes and 3
+  # steps open; env 2: 300 = 12 * 24 + 6 + 4 + 2, 12 * 5 + 2 episodes and 2
+  # steps open.
+  assert [len(env.finished_episodes()) for env in envs] == [79, 85, 62]
+  counts = parent.get_counts()
+  assert counts['actor_episodes'] == len(finished) == 79 + 85 + 62
+  assert counts['actor_steps'] == sum(e.length for e in finished) == (
+      300 + 297 + 298)
+
+  rows = logger.rows
+  assert len(rows) >= 3, len(rows)
+  previous_time, previous_steps = start, 0
+  for row in rows:
+    data = row['data']
+    for key in ('episode_length', 'episode_return', 'steps_per_second',
+                'actor_steps', 'actor_episodes'):
+      assert key in data, key
+    assert data['actor_steps'] == row['finished_steps']
+    assert data['actor_episodes'] == row['finished_episodes']
+    # The episode that just ended: the last finished one of some environment.
+    assert any(data['episode_length'] == length and
+               data['episode_return'] == pytest.approx(ret, abs=1e-9)
+               for length, ret in row['last_episodes']), (data, row)
+    # steps_per_second: the environment steps of all environments since
+    # the previous row, over the time since then.
+    # (Measured here with another clock reading than the loop's: a loose
+    # tolerance, which still tells all environments' steps from one's.)
+    steps = data['steps_per_second'] * (row['time'] - previous_time)
+    assert steps == pytest.approx(row['total_steps'] - previous_steps,
+                                  rel=0.2), (data, row)
+    assert row['time'] - previous_time >= 0.2
+    previous_time, previous_steps = row['time'], row['total_steps']
+
+
+# --------------------------------------------------------------------------
+# 5. A failing environment costs only its own episode.
+
+
+def test_failures_cost_only_the_failing_environments_episode(client):
+  actor, twin = make_dqn_actor(client, [0.3, 0.6, 0.1], seed=9)
+  env0 = ScriptedEnvironment(0, SCRIPTS[0])
+  # Env 1's 2nd episode crashes at its 6th step (5 steps taken); its
+  # replacement, env 11, crashes on its 3rd reset; env 12 then crashes at
+  # the 2nd step of its 2nd episode, and the loop is told to stop.
+  env1 = ScriptedEnvironment(1, [(6, TERMINATES), (9, TRUNCATED)],
+                             faults={(1, 6): 'raise'})
+  env11 = ScriptedEnvironment(11, [(4, TRUNCATED), (3, TERMINATES)],
+                              reset_faults=[2])
+  env12 = ScriptedEnvironment(12, [(5, TERMINATES)],
+                              faults={(1, 2): 'raise'})
+  # Env 2's 2nd episode returns a NaN observation at its 5th step.
+  env2 = ScriptedEnvironment(2, [(6, TRUNCATED), (9, TERMINATES),
+                                 (3, TERMINATES), (2, TRUNCATED)],
+                             faults={(1, 5): 'nan'})
+  guarded = {env.env_id: resilience.GuardedEnvironment(env)
+             for env in (env1, env11, env12, env2)}
+  ids = {id(wrapper): env_id for env_id, wrapper in guarded.items()}
+  replacements = [guarded[11], guarded[12], None]
+  calls = []
+
+  def on_failure(index, error):
+    failed = loop.environments[index]
+    calls.append((index, ids[id(failed)], type(error).__name__, str(error)))
+    if isinstance(error, resilience.NonFiniteStep):
+      return failed  # A new episode in the same environment.
+    return replacements.pop(0)
+
+  counter = counting.Counter()
+  loop = vector_loop.VectorEnvironmentLoop(
+      [env0, guarded[1], guarded[2]], actor, counter=counter,
+      on_failure=on_failure)
+  should_stop = stop_after(1000)
+  loop.run(should_stop=should_stop)
+  # The loop stopped by itself, in iteration 26 (by hand: env 1 fails at
+  # 12 = 6 + 6, env 11 runs 13..16 and 17..19 and fails to reset at 19,
+  # env 12 runs 20..24 and fails at 26; env 2's NaN is at 11 = 6 + 5).
+  assert should_stop.calls[0] == 26
+  assert [(index, env_id, kind) for index, env_id, kind, _ in calls] == [
+      (2, 2, 'NonFiniteStep'),
+      (1, 1, 'EnvironmentFailure'),
+      (1, 11, 'EnvironmentFailure'),
+      (1, 12, 'EnvironmentFailure'),
+  ]
+  assert 'env 1: step 6 of episode 1' in calls[1][3]
+  assert 'env 11: reset 2' in calls[2][3]
+  assert 'env 12: step 2 of episode 1' in calls[3][3]
+  assert loop.environments[1] is guarded[12]  # The replacements were used.
+  # The other environments went on, one step per iteration: env 0 took
+  # all 26; env 2 25 (the last iteration stopped at env 1), one of them the
+  # dropped NaN step; env 1's slot 12 + 7 + 7 calls, failing ones included.
+  assert env0.step_calls == 26 and env0.total_steps == 26
+  assert env2.step_calls == 25 and env2.total_steps == 24
+  assert (env1.step_calls, env11.step_calls, env12.step_calls) == (12, 7, 7)
+  # Their episodes were not interrupted: each has its scripted length.
+  for episode in env0.episodes[:-1] + env2.episodes[:1] + env2.episodes[2:-1]:
+    assert episode.ended and episode.length == episode.scripted_length
+  assert [e.length for e in env2.episodes[:2]] == [6, 4]
+  assert not env2.episodes[1].ended
+  assert [e.length for e in env1.episodes] == [6, 5]
+  assert [e.length for e in env11.episodes] == [4, 3]
+  assert [e.length for e in env12.episodes] == [5, 1]
+
+  # Counts: finished episodes, plus the steps of the abandoned ones.
+  all_episodes = [e for env in (env0, env1, env11, env12, env2)
+                  for e in env.episodes]
+  finished = [e for e in all_episodes if e.ended]
+  counts = counter.get_counts()
+  assert counts['episodes'] == len(finished)
+  assert counts['steps'] == sum(e.length for e in finished) + 5 + 4 + 1
+
+  actor.close()
+  expected = reference_transitions(all_episodes, twin)
+  # Kept from the abandoned episodes: the complete transitions only.
+  assert {key[2] for key in expected if key[:2] == (1, 1)} == {0, 1}
+  assert {key[2] for key in expected if key[:2] == (2, 1)} == {0}
+  assert not [key for key in expected if key[:2] == (12, 1)]
+  check_items(read_all_items(client), expected)
+
+
+def test_failure_without_handler_propagates(client):
+  actor, _ = make_dqn_actor(client, [0.0, 0.0], seed=10)
+  crashing = ScriptedEnvironment(1, [(9, TERMINATES)],
+                                 faults={(0, 4): 'raise'})
+  loop = vector_loop.VectorEnvironmentLoop(
+      [ScriptedEnvironment(0, SCRIPTS[0]),
+       resilience.GuardedEnvironment(crashing)], actor)
+  with pytest.raises(resilience.EnvironmentFailure, match='env 1: step 4'):
+    loop.run(should_stop=stop_after(100))
+  actor.close()
+
+
+# --------------------------------------------------------------------------
+# 6. The builders' exploration per environment.
+
+
+@pytest.fixture(scope='module')
+def cartpole():
+  return environments.resolve_discrete('gym:CartPole-v1')
+
+
+@pytest.mark.parametrize('num_actors,envs_per_actor',
+                         [(1, 1), (1, 3), (4, 1), (2, 4), (3, 3), (5, 2)])
+def test_dqn_actor_exploration_slices_the_schedule(cartpole, num_actors,
+                                                   envs_per_actor):
+  builder = ApeXDQNBuilder(ApeXDQNConfig(), cartpole)
+  slices = [builder.actor_exploration(i, num_actors, envs_per_actor)
+            for i in range(num_actors)]
+  for values in slices:
+    assert len(values) == envs_per_actor
+  schedule = apex_epsilons(num_actors * envs_per_actor)
+  np.testing.assert_array_equal(np.concatenate(slices), schedule)
+  # All N K values, each exactly once.
+  assert len(set(np.concatenate(slices).tolist())) == (
+      num_actors * envs_per_actor)
+
+
+def test_dqn_actor_exploration_by_hand(cartpole):
+  builder = ApeXDQNBuilder(ApeXDQNConfig(), cartpole)
+  # N K = 8: eps_j = 0.4^(1 + j).
+  np.testing.assert_allclose(builder.actor_exploration(0, 2, 4),
+                             [0.4, 0.16, 0.064, 0.0256])
+  np.testing.assert_allclose(builder.actor_exploration(1, 2, 4),
+                             [0.4**5, 0.4**6, 0.4**7, 0.4**8])
+  # One environment per actor: the paper's per-actor schedule.
+  np.testing.assert_allclose(builder.actor_exploration(1, 2), [0.4**8])
+  custom = ApeXDQNBuilder(ApeXDQNConfig(epsilon_base=0.5, epsilon_alpha=3.0),
+                          cartpole)
+  # N K = 4: 0.5^(1 + 3 j / 3), j = 0..3, split over 2 actors.
+  np.testing.assert_allclose(custom.actor_exploration(0, 2, 2), [0.5, 0.25])
+  np.testing.assert_allclose(custom.actor_exploration(1, 2, 2),
+                             [0.125, 0.0625])
+
+
+def test_dpg_actor_exploration_is_k_copies_of_sigma():
+  builder = ApeXDPGBuilder(ApeXDPGConfig(sigma=0.17),
+                           environments.resolve_continuous('gym:Pendulum-v1'))
+  for i in range(3):
+    np.testing.assert_array_equal(builder.actor_exploration(i, 3, 4),
+                                  [0.17] * 4)
+  np.testing.assert_array_equal(builder.actor_exploration(0, 1), [0.17])
+
+
+# --------------------------------------------------------------------------
+# 7. A real program with --envs_per_actor=3.
+
+# Runs programs/apex_dqn.py's program under test_mt (every node a thread of
+# this process) and reports what the actors did: the batch sizes of their
+# forward passes, how many transitions each adder wrote, and each actor's
+# epsilons.
+PROBE = r'''
+import collections, json, os, sys, threading
+ROOT = sys.argv.pop(1)
+sys.path.insert(0, os.path.join(ROOT, 'programs'))
+sys.path.insert(0, ROOT)
+import apex_dqn
+import launchpad as lp
+from absl import app
+from agents import actors, adders
+from agents.apex_dqn import actor as dqn_actor
+
+lock = threading.Lock()
+batch_sizes = collections.Counter()
+writers = collections.Counter()
+epsilons = []
+
+select_actions = actors.ApeXActor.select_actions
+def recording_select_actions(self, observations):
+  with lock:
+    batch_sizes[len(observations)] += 1
+  return select_actions(self, observations)
+actors.ApeXActor.select_actions = recording_select_actions
+
+adder_init = adders.NStepPrioritizedAdder.__init__
+def recording_adder_init(self, *args, **kwargs):
+  priority_fn = kwargs['priority_fn']
+  def recording_priority_fn(**batch):
+    with lock:
+      writers[id(self)] += len(batch['actions'])
+    return priority_fn(**batch)
+  kwargs['priority_fn'] = recording_priority_fn
+  adder_init(self, *args, **kwargs)
+adders.NStepPrioritizedAdder.__init__ = recording_adder_init
+
+init = dqn_actor.ApeXDQNActor.__init__
+def recording_init(self, *args, **kwargs):
+  init(self, *args, **kwargs)
+  with lock:
+    epsilons.append(self._epsilons.tolist())
+dqn_actor.ApeXDQNActor.__init__ = recording_init
+
+def main(_):
+  program, _, _ = apex_dqn.build()
+  lp.launch(program, launch_type='test_mt').wait()
+  print('VECTOR_PROBE ' + json.dumps({
+      'batch_sizes': dict(batch_sizes), 'writers': list(writers.values()),
+      'epsilons': epsilons}), flush=True)
+
+if __name__ == '__main__':
+  app.run(main)
+'''
+
+# Two unthrottled actors of 3 environments reach this in a few seconds; the
+# learner, which needs ~3 s to start, trains for the last few of them.
+PROGRAM_ACTOR_STEPS = 8000
+
+
+def _csv_rows(workdir, label):
+  with open(os.path.join(workdir, 'logs', label, 'logs.csv')) as f:
+    return list(csv.DictReader(f))
+
+
+def test_program_with_three_environments_per_actor(tmp_path):
+  probe = tmp_path / 'vector_probe.py'
+  probe.write_text(PROBE)
+  workdir = tmp_path / 'run'
+  command = [
+      sys.executable, str(probe), ROOT, '--lp_launch_type=test_mt',
+      f'--workdir={workdir}', '--env=gym:CartPole-v1', '--num_actors=2',
+      '--envs_per_actor=3', '--num_evaluators=0', '--batch_size=32',
+      '--min_replay_size=200', '--replay_capacity=10000',
+      '--mlp_hidden_sizes=32', '--dueling_hidden_size=32',
+      '--target_update_period=50', '--actor_flush_size=10',
+      f'--max_actor_steps={PROGRAM_ACTOR_STEPS}', '--log_every=0.5',
+      '--checkpoint_every=0', '--replay_checkpoint_every=0']
+  try:
+    result = subprocess.run(command, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=90,
+                            cwd=ROOT, check=False)
+  except subprocess.TimeoutExpired as error:
+    output = error.output or b''
+    if isinstance(output, bytes):
+      output = output.decode(errors='replace')
+    pytest.fail('The program did not exit within 90 s (a node blocked at '
+                f'stop?):\n{output[-5000:]}')
+  assert result.returncode == 0, result.stdout[-5000:]
+  assert 'did not terminate in time' not in result.stdout
+  line = [l for l in result.stdout.splitlines()
+          if l.startswith('VECTOR_PROBE ')]
+  assert line, result.stdout[-5000:]
+  seen = json.loads(line[-1][len('VECTOR_PROBE '):])
+  # Every forward pass of the actors acted for 3 environments at once, and
+  # each of the 2 x 3 environments' adders wrote transitions.
+  assert set(seen['batch_sizes']) == {'3'}, seen
+  assert len(seen['writers']) == 6 and min(seen['writers']) > 0, seen
+  # No evaluator; the two actors' epsilons are the two halves of the
+  # schedule over all six environments.
+  assert sorted(seen['epsilons']) == sorted(
+      [apex_epsilons(6)[:3].tolist(), apex_epsilons(6)[3:].tolist()])
+  assert not os.path.exists(os.path.join(workdir, 'logs', 'evaluator'))
+
+  learner = _csv_rows(workdir, 'learner')
+  assert learner and int(learner[-1]['learner_steps']) > 0
+  assert all(math.isfinite(float(row['loss'])) for row in learner)
+  actor_rows = []
+  for label in ('actor', 'actor_1'):
+    rows = _csv_rows(workdir, label)
+    assert rows, label
+    assert int(rows[-1]['actor_steps']) > 0
+    assert all(float(row['steps_per_second']) > 0 for row in rows)
+    actor_rows += rows
+  # The counter's actor steps (both actors' six environments) approach the
+  # limit that stopped the run.
+  assert max(int(row['actor_steps']) for row in learner + actor_rows) >= (
+      PROGRAM_ACTOR_STEPS // 2)
