@@ -31,10 +31,11 @@ class VectorEnvironmentLoop:
   """Runs one `ApeXActor` over K environments until told to stop.
 
   Counts (`steps`, `episodes`) go to `counter` at the end of every episode,
-  as `acme.EnvironmentLoop` does. Every `log_every` seconds (checked at the
-  end of an episode) the logger gets a row: the last episode's return and
-  length, and `steps_per_second`, this actor's environment steps per second
-  over all its environments since the previous row.
+  as `acme.EnvironmentLoop` does. Every `log_every` seconds (once an episode
+  has finished) the logger gets a row: the most recently finished episode's
+  return and length, the counts, and `steps_per_second`, this actor's
+  environment steps per second over all its environments since the previous
+  row.
   """
 
   def __init__(self,
@@ -61,6 +62,8 @@ class VectorEnvironmentLoop:
     self._lengths = [0] * count
     self._steps_since_log = 0
     self._log_time = None
+    self._counts = {}
+    self._last_episode = None
 
   @property
   def environments(self) -> List[dm_env.Environment]:
@@ -94,15 +97,20 @@ class VectorEnvironmentLoop:
     return True
 
   def _end_episode(self, index: int):
-    counts = self._counter.increment(episodes=1, steps=self._lengths[index])
+    self._counts = self._counter.increment(episodes=1,
+                                           steps=self._lengths[index])
+    self._last_episode = (self._lengths[index], self._returns[index])
+
+  def _maybe_log(self):
     now = time.time()
     elapsed = now - self._log_time
-    if elapsed >= self._log_every and elapsed > 0:
+    if elapsed >= self._log_every and elapsed > 0 and self._last_episode:
+      length, episode_return = self._last_episode
       self._logger.write({
-          'episode_length': self._lengths[index],
-          'episode_return': self._returns[index],
+          'episode_length': length,
+          'episode_return': episode_return,
           'steps_per_second': self._steps_since_log / elapsed,
-          **counts,
+          **self._counts,
       })
       self._log_time, self._steps_since_log = now, 0
 
@@ -132,5 +140,6 @@ class VectorEnvironmentLoop:
             return
         else:
           self._timesteps[index] = timestep
+      self._maybe_log()
       if self._should_update:
         self._actor.update()

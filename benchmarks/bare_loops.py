@@ -68,6 +68,8 @@ def _run(step):
 
 def actor_loop():
   """Steps the environments with the batched forward pass."""
+  from agents import distributed  # pylint: disable=g-import-not-at-top
+  distributed.use_actor_threads()  # The same threads as the program's actor.
   builder = _builder()
   network = builder.make_network()
   spec = builder.environment.spec.observations

@@ -30,12 +30,10 @@ seconds) are read for `--seconds`.
   .venv/bin/python benchmarks/program_throughput.py
 """
 
-import json
 import os
-import shutil
+import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -48,11 +46,10 @@ from benchmarks import runs  # pylint: disable=wrong-import-position
 
 flags.DEFINE_string('env', 'atari:Pong', 'Environment.')
 flags.DEFINE_list('envs_per_actor', ['1', '16'], 'Values of K to measure.')
-flags.DEFINE_integer('repeats', 3, 'Baseline measurements (medians).')
-flags.DEFINE_float('baseline_seconds', 8.0, 'Seconds per baseline '
-                   'measurement.')
-flags.DEFINE_float('seconds', 60.0, 'Seconds of measurement in each program.')
-flags.DEFINE_float('log_every', 5.0, 'Seconds between the nodes\' log rows.')
+flags.DEFINE_integer('repeats', 4, 'Pairs of windows (program, then bare '
+                     'loops) per K; figures are medians over them.')
+flags.DEFINE_float('window_seconds', 15.0, 'Seconds of one window.')
+flags.DEFINE_float('log_every', 1.0, 'Seconds between the nodes\' log rows.')
 flags.DEFINE_integer('min_replay_size', 5000, 'Transitions before learning.')
 FLAGS = flags.FLAGS
 
@@ -61,39 +58,46 @@ PAPER_FRAMES_PER_ACTOR_CORE = 139.0  # 50K frames/s from 360 actor cores.
 FRAMES_PER_STEP = 4  # Atari frame skip.
 
 
-def _baselines(envs_per_actor: int):
-  """The bare actor loop on the actor's CPU and the in-memory learner on the
-  learner's CPU, side by side as in the program: (actor rates, learner
-  rates)."""
-  barrier = tempfile.mkdtemp(prefix='apex_bench_barrier_')
-  common_flags = [f'--env={FLAGS.env}', f'--repeats={FLAGS.repeats}',
-                  f'--seconds={FLAGS.baseline_seconds}',
-                  f'--barrier_dir={barrier}', '--barrier_count=2']
-  script = os.path.join(common.ROOT, 'benchmarks', 'bare_loops.py')
-  processes = [
-      subprocess.Popen([common.PYTHON, script, kind, f'--cpus={cpu}', *flags_,
-                        *common_flags], stdout=subprocess.PIPE,
-                       stderr=subprocess.DEVNULL, text=True, cwd=common.ROOT)
-      for kind, cpu, flags_ in [
-          ('actor', ACTOR_CPU, [f'--envs={envs_per_actor}']),
-          ('learner', LEARNER_CPU, [])]
-  ]
-  try:
-    outputs = [process.communicate()[0] for process in processes]
-  finally:
-    for process in processes:
-      process.kill()
-    shutil.rmtree(barrier, ignore_errors=True)
-  for process in processes:
-    if process.returncode:
-      raise RuntimeError(f'{process.args} exited with {process.returncode}.')
-  actor, learner = (json.loads(output.strip().splitlines()[-1])['rates']
-                    for output in outputs)
-  return actor, learner
+def _start_bare(kind: str, cpu: int, *flags_) -> subprocess.Popen:
+  """A bare loop, started, pinned and paused once it is ready."""
+  process = subprocess.Popen(
+      [common.PYTHON, os.path.join(common.ROOT, 'benchmarks', 'bare_loops.py'),
+       kind, f'--env={FLAGS.env}', f'--cpus={cpu}', *flags_],
+      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+      cwd=common.ROOT)
+  for line in process.stdout:
+    if line.strip() == 'ready':
+      process.send_signal(signal.SIGSTOP)
+      return process
+  raise RuntimeError(f'{process.args} exited with {process.wait()}.')
 
 
-def _program(envs_per_actor: int):
-  """Rates logged by the actor and the learner of a running program."""
+def _bare_rates(lines, windows):
+  """Work per second of a bare loop in each of `windows`, from its progress
+  lines ('<walltime> <work>'), leaving out the first and last second."""
+  points = [tuple(map(float, line.split())) for line in lines
+            if len(line.split()) == 2]
+  rates = []
+  for begin, end in windows:
+    inside = [(t, w) for t, w in points if begin + 1.0 <= t <= end - 1.0]
+    if len(inside) >= 2 and inside[-1][0] > inside[0][0]:
+      rates.append((inside[-1][1] - inside[0][1]) /
+                   (inside[-1][0] - inside[0][0]))
+  return rates
+
+
+def _program_rates(rows, windows):
+  """A node's logged rates (`steps_per_second`, over the interval since its
+  row before) whose interval lies within one of `windows`."""
+  return [row['steps_per_second'] for before, row in zip(rows, rows[1:])
+          if any(begin <= before['walltime'] and row['walltime'] <= end
+                 for begin, end in windows)]
+
+
+def _measure(envs_per_actor: int):
+  """The program (actor on the actor CPU, learner and the rest on the
+  learner CPU) and the bare loops (on the same CPUs) in turn: while one pair
+  runs, the other is paused (SIGSTOP), so that both see the same machine."""
   flags_ = [f'--env={FLAGS.env}', '--num_actors=1',
             f'--envs_per_actor={envs_per_actor}', '--num_evaluators=0',
             f'--min_replay_size={FLAGS.min_replay_size}',
@@ -102,21 +106,40 @@ def _program(envs_per_actor: int):
   with runs.ProgramRun('apex_dqn', flags_, name=f'k{envs_per_actor}') as run:
     run.wait_for_nodes(['actor', 'learner', 'replay_server'])
     run.pin({'actor': [ACTOR_CPU]}, other_cpus=[LEARNER_CPU])
-    run.wait_for(lambda: len(run.rows('learner')) >= 2, 600,
-                 'The learner logged no steps')
-    actor_skip, learner_skip = len(run.rows('actor')), len(run.rows('learner'))
-    start = time.time()
-    rss = []
-    while time.time() - start < FLAGS.seconds:
+    bare = [_start_bare('actor', ACTOR_CPU, f'--envs={envs_per_actor}'),
+            _start_bare('learner', LEARNER_CPU)]
+    try:
+      run.wait_for(lambda: len(run.rows('learner')) >= 2, 600,
+                   'The learner logged no steps')
+      nodes = [run.node_pids()['actor'], run.node_pids()['learner']]
+      loops = [process.pid for process in bare]
+      program_windows, bare_windows, rss = [], [], []
+      for _ in range(FLAGS.repeats):
+        for windows, running, paused in [(program_windows, nodes, loops),
+                                         (bare_windows, loops, nodes)]:
+          for pid in paused:
+            os.kill(pid, signal.SIGSTOP)
+          for pid in running:
+            os.kill(pid, signal.SIGCONT)
+          begin = time.time()
+          time.sleep(FLAGS.window_seconds)
+          windows.append((begin, time.time()))
+          if running is nodes:
+            rss.append(run.rss_bytes())
+      for pid in nodes:
+        os.kill(pid, signal.SIGCONT)
+      time.sleep(2 * FLAGS.log_every)  # The last rows reach the CSV files.
       run.check_running()
-      rss.append(run.rss_bytes())
-      time.sleep(2.0)
-    actor = [row['steps_per_second'] for row in run.rows('actor')[actor_skip:]]
-    learner = [row['steps_per_second']
-               for row in run.rows('learner')[learner_skip:]]
+      actor_rows, learner_rows = run.rows('actor'), run.rows('learner')
+    finally:
+      for process in bare:
+        process.kill()
+    bare_lines = [process.communicate()[0].splitlines() for process in bare]
   return {
-      'actor_steps_per_second': actor,
-      'learner_updates_per_second': learner,
+      'actor_bare': _bare_rates(bare_lines[0], bare_windows),
+      'learner_bare': _bare_rates(bare_lines[1], bare_windows),
+      'actor_program': _program_rates(actor_rows, program_windows),
+      'learner_program': _program_rates(learner_rows, program_windows),
       'median_rss_bytes': {
           label: common.median(sample[label] for sample in rss
                                if label in sample)
@@ -127,38 +150,37 @@ def _program(envs_per_actor: int):
 def main(_):
   began = time.time()
   ks = [int(k) for k in FLAGS.envs_per_actor]
-  baselines = {k: _baselines(k) for k in ks}
-  programs = {k: _program(k) for k in ks}
+  measured = {k: _measure(k) for k in ks}
 
   actors, learners = [], []
   for k in ks:
-    actor_bare, learner_bare = baselines[k]
+    actor_bare = measured[k]['actor_bare']
+    learner_bare = measured[k]['learner_bare']
     bare = common.median(actor_bare)
-    inside = common.median(programs[k]['actor_steps_per_second'])
+    inside = common.median(measured[k]['actor_program'])
     actors.append({
         'envs_per_actor': k,
         'bare_steps_per_second': actor_bare,
-        'program_steps_per_second': programs[k]['actor_steps_per_second'],
+        'program_steps_per_second': measured[k]['actor_program'],
         'median_bare_steps_per_second': bare,
         'median_program_steps_per_second': inside,
         'efficiency': inside / bare,
         'frames_per_second_per_actor_core': inside * FRAMES_PER_STEP,
         'ratio_to_paper_139': inside * FRAMES_PER_STEP /
                               PAPER_FRAMES_PER_ACTOR_CORE,
-        'median_actor_rss_bytes': programs[k]['median_rss_bytes'].get('actor'),
+        'median_actor_rss_bytes': measured[k]['median_rss_bytes'].get('actor'),
     })
     in_memory = common.median(learner_bare)
-    in_program = common.median(programs[k]['learner_updates_per_second'])
+    in_program = common.median(measured[k]['learner_program'])
     learners.append({
         'envs_per_actor': k,
         'in_memory_updates_per_second': learner_bare,
-        'program_updates_per_second':
-            programs[k]['learner_updates_per_second'],
+        'program_updates_per_second': measured[k]['learner_program'],
         'median_in_memory_updates_per_second': in_memory,
         'median_program_updates_per_second': in_program,
         'utilisation': in_program / in_memory,
         'median_learner_rss_bytes':
-            programs[k]['median_rss_bytes'].get('learner'),
+            measured[k]['median_rss_bytes'].get('learner'),
     })
   speedup = None
   if 1 in ks and len(ks) > 1:
@@ -186,7 +208,8 @@ def main(_):
       'settings': {
           'env': FLAGS.env, 'actor_cpu': ACTOR_CPU,
           'learner_cpu': LEARNER_CPU, 'min_replay_size': FLAGS.min_replay_size,
-          'seconds': FLAGS.seconds, 'log_every': FLAGS.log_every,
+          'window_seconds': FLAGS.window_seconds,
+          'log_every': FLAGS.log_every,
           'repeats': FLAGS.repeats,
       },
       'actors': actors,
