@@ -213,6 +213,15 @@ class LearnerNode(acme.Learner, acme.VariableSource):
       self._checkpointer.save(force=True)
 
 
+class _FlushableCounter(counting.Counter):
+  """Acme's counter, which sends its counts to its parent at most once per
+  `time_delta`, with a way to send them at once (before a node leaves)."""
+
+  def flush(self):
+    self._last_sync_time = 0.0  # As Acme's own `restore` does.
+    return self.get_counts()
+
+
 class ActorNode:
   """One actor: K environments (`envs_per_actor`) acted in by one batched
   policy, each with its own exploration, n-step window and replay writer.
@@ -245,7 +254,7 @@ class ActorNode:
     self._label = 'actor' if actor_id == 0 else f'actor_{actor_id}'
     self._logger = loggers_lib.make_logger(options.workdir, self._label,
                                            steps_key='actor_steps')
-    self._counter = counting.Counter(counter, prefix='actor')
+    self._counter = _FlushableCounter(counter, prefix='actor')
     self._stopping = threading.Event()
     self._budget = resilience.RetryBudget(options.actor_max_failures)
     self._loop = vector_loop.VectorEnvironmentLoop(
@@ -276,7 +285,7 @@ class ActorNode:
           'Actor %d stops: %d environment failures within %.0f s, the last: '
           '%s. The rest of the program keeps training.', self._actor_id,
           self._budget.max_failures, self._budget.window_seconds, error)
-      self._counter.get_counts()  # Send the counts before leaving.
+      self._counter.flush()  # Send the counts before leaving.
       return None
     if self._stopping.wait(self._budget.backoff_seconds):
       return None
