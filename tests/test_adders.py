@@ -19,6 +19,7 @@ from agents import adders
 from agents import replay
 from agents.apex_dqn.priorities import initial_priorities
 from agents.config import ApeXConfig
+from replay_items import Item, read_all_items, table_size
 
 NUM_ACTIONS = 5
 # observation = [episode id, step index, noise...]: unique per step.
@@ -51,48 +52,6 @@ def client(server):
   client.reset(replay.TABLE)
   yield client
   client.reset(replay.TABLE)
-
-
-def table_size(client: reverb.Client) -> int:
-  return client.server_info()[replay.TABLE].current_size
-
-
-@dataclasses.dataclass
-class Item:
-  key: int
-  priority: float
-  observation: np.ndarray
-  action: np.ndarray
-  n_step_return: np.ndarray
-  discount: np.ndarray
-  next_observation: np.ndarray
-
-
-def read_all_items(client: reverb.Client) -> List[Item]:
-  """Every item of the table, exactly once: sample one, delete it, repeat.
-
-  Deleting each sampled item makes the enumeration complete and free of
-  repeats whatever the (prioritised, random) sampler picks.
-  """
-  size = table_size(client)
-  items = []
-  for _ in range(size):
-    sample = next(client.sample(replay.TABLE, 1, emit_timesteps=False,
-                                unpack_as_table_signature=True))
-    key = int(sample.info.key)
-    data = sample.data
-    items.append(Item(
-        key=key,
-        priority=float(sample.info.priority),
-        observation=np.asarray(data[adders.OBSERVATION]),
-        action=np.asarray(data[adders.ACTION]),
-        n_step_return=np.asarray(data[adders.N_STEP_RETURN]),
-        discount=np.asarray(data[adders.DISCOUNT]),
-        next_observation=np.asarray(data[adders.NEXT_OBSERVATION])))
-    client.mutate_priorities(replay.TABLE, deletes=[key])
-  assert table_size(client) == 0
-  assert len({item.key for item in items}) == len(items)
-  return items
 
 
 # --------------------------------------------------------------------------

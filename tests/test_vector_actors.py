@@ -34,7 +34,6 @@ from acme.utils import counting
 from acme.utils import loggers
 from dm_env import specs as dm_specs
 
-from agents import adders
 from agents import environments
 from agents import replay
 from agents import resilience
@@ -47,6 +46,7 @@ from agents.apex_dqn.actor import ApeXDQNActor
 from agents.apex_dqn.actor import apex_epsilons
 from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig
+from replay_items import Item, read_all_items, table_size
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -214,41 +214,6 @@ def client(server):
   client.reset(replay.TABLE)
   yield client
   client.reset(replay.TABLE)
-
-
-def table_size(client: reverb.Client) -> int:
-  return client.server_info()[replay.TABLE].current_size
-
-
-@dataclasses.dataclass
-class Item:
-  key: int
-  priority: float
-  observation: np.ndarray
-  action: np.ndarray
-  n_step_return: np.ndarray
-  discount: np.ndarray
-  next_observation: np.ndarray
-
-
-def read_all_items(client: reverb.Client) -> List[Item]:
-  """Every item of the table, exactly once: sample one, delete it, repeat."""
-  items = []
-  for _ in range(table_size(client)):
-    sample = next(client.sample(replay.TABLE, 1, emit_timesteps=False,
-                                unpack_as_table_signature=True))
-    data = sample.data
-    items.append(Item(
-        key=int(sample.info.key),
-        priority=float(sample.info.priority),
-        observation=np.asarray(data[adders.OBSERVATION]),
-        action=np.asarray(data[adders.ACTION]),
-        n_step_return=np.asarray(data[adders.N_STEP_RETURN]),
-        discount=np.asarray(data[adders.DISCOUNT]),
-        next_observation=np.asarray(data[adders.NEXT_OBSERVATION])))
-    client.mutate_priorities(replay.TABLE, deletes=[int(sample.info.key)])
-  assert table_size(client) == 0
-  return items
 
 
 class FixedVariableSource(acme.VariableSource):
