@@ -132,17 +132,17 @@ class NStepPrioritizedAdder:
     """Appends `observation` with the scalars of the first transition of
     `completed` in one row, and the others' scalars in rows of their own;
     returns the observation's row."""
-    rows = [{OBSERVATION: observation}]
-    rows.extend({} for _ in completed[1:])
-    for row, transition in zip(rows, completed):
-      row.update({ACTION: transition.action,
-                  N_STEP_RETURN: np.float32(transition.n_step_return),
-                  DISCOUNT: np.float32(transition.discount)})
-    observation_row = self._num_rows
-    for index, row in enumerate(rows):
-      row_index = self._append(row)
-      if index < len(completed):
-        completed[index].scalars_row = row_index
+    scalars = lambda t: {ACTION: t.action,
+                         N_STEP_RETURN: np.float32(t.n_step_return),
+                         DISCOUNT: np.float32(t.discount)}
+    row = {OBSERVATION: observation}
+    if completed:
+      row.update(scalars(completed[0]))
+    observation_row = self._append(row)
+    if completed:
+      completed[0].scalars_row = observation_row
+    for transition in completed[1:]:
+      transition.scalars_row = self._append(scalars(transition))
     self._pending.extend(completed)
     return observation_row
 

@@ -21,7 +21,6 @@ from acme.utils import counting
 from acme.utils import loggers
 
 from agents import replay
-from agents import variables as variables_lib
 
 
 def weighted_squared_loss(td_errors: tf.Tensor,
@@ -157,4 +156,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
   def get_variables_if_newer(self, names: Sequence[str], version):
     """(version, variables), variables None if `version` is current (see
     `agents.variables.NewestVariableClient`); the version is the step."""
-    return variables_lib.newer_variables(self, names, version, self.num_steps)
+    current = self.num_steps
+    if version is not None and version == current:
+      return current, None
+    return current, self.get_variables(names)

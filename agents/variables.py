@@ -8,7 +8,7 @@ learner and deserialised by the actor). `NewestVariableClient` asks the
 source for parameters newer than the ones it holds, and copies only those.
 """
 
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence
 
 import tensorflow as tf
 from acme.tf import variable_utils
@@ -48,11 +48,3 @@ class NewestVariableClient(variable_utils.VariableClient):
     if new_variables is not None:  # None: the source had nothing newer.
       super()._copy(new_variables)
 
-
-def newer_variables(source, names: Sequence[str], version,
-                    current_version) -> Tuple[Any, Optional[List[Any]]]:
-  """What a source's `get_variables_if_newer` returns: (its version, its
-  variables, or None when the caller holds `current_version` already)."""
-  if version is not None and version == current_version:
-    return current_version, None
-  return current_version, source.get_variables(names)
