@@ -245,6 +245,7 @@ def test_transitions_and_priorities_match_reference(client, n_step, gamma,
   expected = reference_transitions(episodes, n_step, gamma, max_abs_reward)
 
   # Everything completed is either in the table or pending, never both.
+  adder.wait_until_written()
   assert table_size(client) + len(adder.pending) == len(expected)
   assert len(adder.pending) < flush_size
   adder.close()
@@ -269,6 +270,7 @@ def test_flush_sizes_dividing_or_not_the_number_of_transitions(
       priority_fn=initial_priorities, flush_size=flush_size)
   feed(adder, episodes[0], rng)
   assert len(adder.pending) == pending
+  adder.wait_until_written()
   assert table_size(client) == 36 - pending
   adder.close()
   assert table_size(client) == 36
@@ -302,6 +304,7 @@ def test_explicit_flushes_between_and_within_episodes(client):
         adder.flush()
     adder.flush()
     assert not adder.pending
+  adder.wait_until_written()
   expected = reference_transitions(episodes, n_step, gamma, None)
   assert table_size(client) == len(expected)
   adder.close()

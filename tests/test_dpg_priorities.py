@@ -391,6 +391,7 @@ def test_pendulum_actor_priorities_match_reference(pendulum, server):
   nets = NumpyNets(policy, critic, spec.minimum, spec.maximum)
   expected = reference_transitions(episodes, nets, N_STEP, GAMMA)
   assert len(expected) == 400
+  actor._adders[0].wait_until_written()  # pylint: disable=protected-access
   assert table_size(client) == 400
   assert not actor._adders[0].pending  # pylint: disable=protected-access
   actor._adders[0].close()  # pylint: disable=protected-access
@@ -435,6 +436,7 @@ def test_cartpole_actor_priorities_match_reference(cartpole, server):
   # 300 - 17 * 17 = 11, written on close.
   assert [episode.length for episode in environment.episodes] == [150, 150]
   assert len(adder.pending) == 11
+  adder.wait_until_written()
   assert table_size(client) + len(adder.pending) == total
   adder.close()
   np.testing.assert_array_equal(snapshot(policy, critic), before)
