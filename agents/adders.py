@@ -15,6 +15,13 @@ observations, consecutive (stacked Atari) frames sit in the same compressed
 chunk, and each step costs one append (Reverb's per-append cost is most of an
 actor's overhead).
 
+Stacked frames (Atari: each observation is the last 4 frames, on its last
+axis): a row holds only the step's newest frame, and an episode's first
+observation takes one row per frame. An item's observation references the
+rows of its 4 frames and comes out of replay as [4, H, W];
+`agents.replay.make_dataset` puts the frames back on the last axis. Each frame
+is compressed, sent and stored once instead of 4 times.
+
 n-step targets (Ape-X §3.1, n = 3):
   R_t = sum_{k=0}^{m-1} (prod_{j=1}^{k} gamma d_{t+j}) r_{t+k+1}
   Gamma_t = prod_{j=1}^{m} gamma d_{t+j},   m = min(n, T - t)
@@ -67,9 +74,9 @@ class _RowWriter:
   """
 
   # An item's columns in the order of the table signature's flattening
-  # (sorted keys), each as (column of the row, which row: 0 the first
+  # (sorted keys), each as (column of the row, which rows: 0 the
   # observation's, 1 the scalars', 2 the next observation's). A row's
-  # columns: observation, action, n-step return, discount.
+  # columns: observation (or frame), action, n-step return, discount.
   ITEM = tuple(column for _, column in sorted({
       ACTION: (1, 1), DISCOUNT: (3, 1), N_STEP_RETURN: (2, 1),
       NEXT_OBSERVATION: (0, 2), OBSERVATION: (0, 0)}.items()))
@@ -90,15 +97,23 @@ class _RowWriter:
     return self.num_rows - 1
 
   def create_item(self, table: str, priority: float, observation_row: int,
-                  scalars_row: int, next_observation_row: int):
+                  scalars_row: int, next_observation_row: int,
+                  stacked_frames: int = 0):
+    """An item of the transition whose observations (or, with
+    `stacked_frames` F, newest frames) are in the given rows; a stacked
+    observation's frames are in its row and the F - 1 before it."""
     first = self.num_rows - len(self._refs)
-    rows = (self._refs[observation_row - first],
-            self._refs[scalars_row - first],
-            self._refs[next_observation_row - first])
+    span = max(stacked_frames, 1)
+    rows = [range(observation_row - first - span + 1,
+                  observation_row - first + 1),
+            [scalars_row - first],
+            range(next_observation_row - first - span + 1,
+                  next_observation_row - first + 1)]
     self._writer.CreateItem(
         table, priority,
-        [[rows[which][column]] for column, which in self.ITEM],
-        [True] * len(self.ITEM))
+        [[self._refs[row][column] for row in rows[which]]
+         for column, which in self.ITEM],
+        [not (stacked_frames and column == 0) for column, _ in self.ITEM])
 
   def wait_for_at_most(self, num_items: int):
     """Blocks until at most `num_items` items are unconfirmed."""
@@ -168,7 +183,8 @@ class NStepPrioritizedAdder:
                discount: float,
                priority_fn: PriorityFn,
                flush_size: int = 50,
-               max_abs_reward: Optional[float] = None):
+               max_abs_reward: Optional[float] = None,
+               stacked_frames: int = 0):
     if n_step < 1:
       raise ValueError(f'n_step must be >= 1, got {n_step}.')
     if flush_size < 1:
@@ -180,10 +196,15 @@ class NStepPrioritizedAdder:
     self._priority_fn = priority_fn
     self._flush_size = flush_size
     self._max_abs_reward = max_abs_reward
+    if stacked_frames < 0 or stacked_frames == 1:
+      raise ValueError('stacked_frames must be 0 (observations are not '
+                       f'stacks of frames) or >= 2, got {stacked_frames}.')
+    self._stacked_frames = stacked_frames
     # Rows that a pending item may still reference: those of the pending
-    # transitions and of the open n-step window, and at most n extra rows per
-    # episode ending among them.
-    self._keep_alive = 3 * flush_size + 2 * n_step + 16
+    # transitions and of the open n-step window, at most n extra rows per
+    # episode ending among them, and the earlier frames of a stack.
+    self._keep_alive = 3 * flush_size + 2 * n_step + 16 + 2 * stacked_frames
+    self._episode_start = None  # With stacked frames: the first observation.
     self._writer: Optional[_RowWriter] = None
     self._window: Deque[_Step] = collections.deque()
     self._pending: List[PendingTransition] = []
@@ -203,6 +224,8 @@ class NStepPrioritizedAdder:
       self._writer = _RowWriter(self._client, self._keep_alive)
     scalars = lambda t: (t.action, np.float32(t.n_step_return),
                          np.float32(t.discount))
+    if self._stacked_frames:
+      observation = np.ascontiguousarray(observation[..., -1])
     if completed:
       observation_row = self._writer.append(observation,
                                             scalars(completed[0]))
@@ -219,7 +242,33 @@ class NStepPrioritizedAdder:
     if not timestep.first():
       raise ValueError('add_first needs the first timestep of an episode.')
     self._window.clear()
+    if self._stacked_frames:
+      self._check_stack(timestep.observation)
+      if self._writer is None:
+        self._writer = _RowWriter(self._client, self._keep_alive)
+      for frame in range(self._stacked_frames - 1):  # All but the newest.
+        self._writer.append(
+            np.ascontiguousarray(timestep.observation[..., frame]))
+      self._episode_start = timestep.observation
     self._last_observation_row = self._append_rows(timestep.observation, [])
+
+  def _check_stack(self, observation, previous=None):
+    """Stacked frames: `observation` has them on its last axis and, after
+    `previous`, holds the same frames moved by one."""
+    if (np.ndim(observation) < 1 or
+        np.shape(observation)[-1] != self._stacked_frames):
+      raise ValueError(
+          f'stacked_frames={self._stacked_frames} but the observation has '
+          f'shape {np.shape(observation)}; its last axis must hold the '
+          'frames. Pass stacked_frames=0 for observations that are not '
+          'stacks of frames.')
+    if previous is not None and not np.array_equal(observation[..., :-1],
+                                                   previous[..., 1:]):
+      raise ValueError(
+          'The observations are not a stack of the last '
+          f'{self._stacked_frames} frames moving by one frame per step, as '
+          'stacked_frames needs. Pass stacked_frames=0 to store whole '
+          'observations.')
 
   def add(self,
           action,
@@ -239,6 +288,9 @@ class NStepPrioritizedAdder:
     """
     if self._last_observation_row is None:
       raise ValueError('add called before add_first.')
+    if self._episode_start is not None:  # An episode's first step.
+      self._check_stack(next_timestep.observation, self._episode_start)
+      self._episode_start = None
     completed = []
     # Values at s_k complete the transition that started n steps earlier.
     if len(self._window) == self._n_step:
@@ -315,7 +367,8 @@ class NStepPrioritizedAdder:
         self._writer.create_item(self._table, float(priority),
                                  transition.observation_row,
                                  transition.scalars_row,
-                                 transition.next_observation_row)
+                                 transition.next_observation_row,
+                                 self._stacked_frames)
 
   def wait_until_written(self):
     """Blocks until replay has confirmed every item written so far
@@ -332,4 +385,5 @@ class NStepPrioritizedAdder:
       self._writer = None
     # A new writer starts a new history: forget rows of the closed one.
     self._window.clear()
+    self._episode_start = None
     self._last_observation_row = None

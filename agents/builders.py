@@ -30,13 +30,16 @@ class ApeXBuilder:
     self.environment = environment
 
   def make_replay_tables(self) -> List[reverb.Table]:
-    return [replay.make_replay_table(self.config, self.environment.spec)]
+    return [replay.make_replay_table(
+        self.config, self.environment.spec,
+        stacked_frames=self.environment.stacked_frames)]
 
   def make_iterator(self, replay_client: reverb.Client):
     """A new iterator over prefetched batches of the replay table."""
-    return iter(replay.make_dataset(replay_client.server_address,
-                                    self.config.batch_size,
-                                    self.config.prefetch_size))
+    return iter(replay.make_dataset(
+        replay_client.server_address, self.config.batch_size,
+        self.config.prefetch_size,
+        stacked_frames=self.environment.stacked_frames))
 
   @property
   def priority_fn(self) -> adders.PriorityFn:
@@ -72,7 +75,8 @@ class ApeXBuilder:
         discount=self.config.discount,
         priority_fn=self.priority_fn,
         flush_size=self.config.actor_flush_size,
-        max_abs_reward=self.max_abs_reward)
+        max_abs_reward=self.max_abs_reward,
+        stacked_frames=self.environment.stacked_frames)
 
   def make_adders(self, replay_client: Optional[reverb.Client],
                   exploration) -> List[adders.NStepPrioritizedAdder]:

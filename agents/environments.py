@@ -270,6 +270,9 @@ class EnvironmentSpec:
   frames_per_step: int
   pixels: bool
   make: Callable[..., dm_env.Environment]
+  # Observations are the last N frames stacked on their last axis (Atari:
+  # 4); replay stores each frame once. 0: they are not stacks of frames.
+  stacked_frames: int = 0
 
   def make_environment(self, seed: Optional[int] = None,
                        evaluation: bool = False) -> dm_env.Environment:
@@ -317,6 +320,7 @@ def resolve_discrete(env_name: str) -> EnvironmentSpec:
   kind, sep, name = env_name.partition(':')
   if not sep or not name:
     raise _fail(env_name, 'the name has no <kind>: prefix')
+  stacked_frames = 0
   if kind == 'atari':
     _register_ale()
     if f'ALE/{name}-v5' not in gymnasium.registry:
@@ -324,6 +328,7 @@ def resolve_discrete(env_name: str) -> EnvironmentSpec:
                   'CamelCase, e.g. Pong, Breakout, SpaceInvaders)')
     make = functools.partial(_make_atari, name)
     pixels, frames_per_step = True, ATARI_FRAME_SKIP
+    stacked_frames = ATARI_FRAME_STACK
   elif kind == 'gym':
     if not _registered(name):
       raise _fail(env_name, f'gymnasium has no environment registered as '
@@ -350,7 +355,7 @@ def resolve_discrete(env_name: str) -> EnvironmentSpec:
     environment.close()
   return EnvironmentSpec(name=env_name, kind=kind, spec=spec,
                          frames_per_step=frames_per_step, pixels=pixels,
-                         make=make)
+                         make=make, stacked_frames=stacked_frames)
 
 
 def _check_continuous_vector_env(env_name: str, environment: gymnasium.Env):

@@ -12,10 +12,14 @@ from agents.config import ApeXConfig
 TABLE = 'priority_table'
 
 
-def transition_signature(spec: specs.EnvironmentSpec) -> Dict[str, tf.TensorSpec]:
-  """The structure of one stored n-step transition."""
-  observation = tf.TensorSpec(spec.observations.shape,
-                              tf.as_dtype(spec.observations.dtype))
+def transition_signature(spec: specs.EnvironmentSpec,
+                         stacked_frames: int = 0) -> Dict[str, tf.TensorSpec]:
+  """The structure of one stored n-step transition. Observations that are
+  stacks of frames (on their last axis) are stored frames first."""
+  shape = tuple(spec.observations.shape)
+  if stacked_frames:
+    shape = (shape[-1], *shape[:-1])
+  observation = tf.TensorSpec(shape, tf.as_dtype(spec.observations.dtype))
   return {
       adders.OBSERVATION: observation,
       adders.ACTION: tf.TensorSpec(spec.actions.shape,
@@ -43,7 +47,8 @@ def make_rate_limiter(config: ApeXConfig) -> reverb.rate_limiters.RateLimiter:
 
 
 def make_replay_table(config: ApeXConfig, spec: specs.EnvironmentSpec,
-                      name: str = TABLE) -> reverb.Table:
+                      name: str = TABLE,
+                      stacked_frames: int = 0) -> reverb.Table:
   """Ape-X replay: proportional prioritised sampling; FIFO removal, or
   removal sampled by priority (`config.replay_remover`)."""
   if config.replay_remover == 'prioritized':
@@ -56,7 +61,7 @@ def make_replay_table(config: ApeXConfig, spec: specs.EnvironmentSpec,
       remover=remover,
       max_size=config.replay_capacity,
       rate_limiter=make_rate_limiter(config),
-      signature=transition_signature(spec))
+      signature=transition_signature(spec, stacked_frames))
 
 
 # How long one sample request may wait on the rate limiter before the dataset
@@ -66,9 +71,11 @@ RATE_LIMITER_TIMEOUT_MS = 1000
 
 
 def make_dataset(server_address: str, batch_size: int, prefetch_size: int,
-                 table: str = TABLE) -> tf.data.Dataset:
+                 table: str = TABLE,
+                 stacked_frames: int = 0) -> tf.data.Dataset:
   """Batches of `reverb.ReplaySample`, prefetched so the learner never waits
-  on the network while replay holds data.
+  on the network while replay holds data. Stacked frames (stored frames
+  first) come out on the observations' last axis, as actors saw them.
 
   The dataset ends (`tf.errors.OutOfRangeError`) when replay has let no sample
   through for `RATE_LIMITER_TIMEOUT_MS`; callers make a new one and go on.
@@ -79,7 +86,19 @@ def make_dataset(server_address: str, batch_size: int, prefetch_size: int,
       max_in_flight_samples_per_worker=2 * batch_size,
       rate_limiter_timeout_ms=RATE_LIMITER_TIMEOUT_MS)
   dataset = dataset.batch(batch_size, drop_remainder=True)
+  if stacked_frames:
+    dataset = dataset.map(_frames_last,
+                          num_parallel_calls=tf.data.AUTOTUNE)
   return dataset.prefetch(prefetch_size)
+
+
+def _frames_last(sample: reverb.ReplaySample) -> reverb.ReplaySample:
+  """[B, F, H, W] stacks of frames to [B, H, W, F]."""
+  data = dict(sample.data)
+  for key in (adders.OBSERVATION, adders.NEXT_OBSERVATION):
+    rank = data[key].shape.rank
+    data[key] = tf.transpose(data[key], [0, *range(2, rank), 1])
+  return sample._replace(data=data)
 
 
 def importance_sampling_weights(probabilities: tf.Tensor, table_size: tf.Tensor,
