@@ -111,6 +111,12 @@ class ApeXActor(acme.Actor, abc.ABC):
     else:
       self._variable_client.update()
 
+  def wait_until_written(self):
+    """Blocks until replay has confirmed every transition written so far
+    (writes travel in the background; pending transitions stay pending)."""
+    for adder in self._adders:
+      adder.wait_until_written()
+
   def close(self):
     """Writes what the adders hold and closes their Reverb writers."""
     for adder in self._adders:

@@ -27,6 +27,7 @@ from absl import flags
 from acme.agents import agent as agent_lib
 from acme.utils import loggers
 
+from agents import adders
 from agents import replay
 from agents.apex_dpg import ApeXDPGBuilder, ApeXDPGConfig
 from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig
@@ -101,9 +102,12 @@ def run(env_name: str, num_steps: int, seed: int = 0,
   actor = builder.make_actor(learner, exploration=setup.exploration,
                              replay_client=client, seed=seed)
   # The adder writes to Reverb in batches of `actor_flush_size` completed
-  # transitions, each n steps behind its observation: wait for both, so that
-  # the table holds `min_replay_size` items when the learner first samples.
-  min_observations = config.min_replay_size + config.actor_flush_size + config.n_step
+  # transitions, each n steps behind its observation, and an item reaches
+  # replay once the chunk of its rows is full (`adders.CHUNK_LENGTH` rows):
+  # wait for all three, so that the table holds `min_replay_size` items when
+  # the learner first samples.
+  min_observations = (config.min_replay_size + config.actor_flush_size +
+                      config.n_step + adders.CHUNK_LENGTH)
   acme_agent = agent_lib.Agent(actor, learner,
                                min_observations=min_observations,
                                observations_per_step=OBSERVATIONS_PER_STEP)
@@ -114,6 +118,7 @@ def run(env_name: str, num_steps: int, seed: int = 0,
       environment.make_environment(seed=seed), acme_agent,
       logger=loggers.Dispatcher([episodes, terminal]))
   loop.run(num_steps=num_steps)
+  actor.wait_until_written()  # Transitions reach replay in the background.
 
   return {
       'agent': agent, 'config': config, 'environment': environment,

@@ -11,6 +11,7 @@ import acme
 import numpy as np
 import pytest
 
+from agents import adders
 from agents import replay
 from agents.apex_dqn import priorities
 from examples import single_process
@@ -57,7 +58,8 @@ def test_learner_steps_follow_the_agent_schedule(result):
   n, m = _num_observations(result), result['min_observations']
   p = result['observations_per_step']
   config = result['config']
-  assert m == config.min_replay_size + config.actor_flush_size + config.n_step
+  assert m == (config.min_replay_size + config.actor_flush_size +
+               config.n_step + adders.CHUNK_LENGTH)
   expected = (n - m) // p + 1 if n >= m else 0
   assert expected > 100
   assert result['learner_steps'] == expected
