@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from typing import Dict, List, Optional, Sequence
@@ -38,6 +39,10 @@ class ProgramRun:
     return self._workdir
 
   def __enter__(self) -> 'ProgramRun':
+    # The program runs in its own session (so that it can be stopped as a
+    # group): a benchmark killed by SIGTERM must still stop it on the way
+    # out, or it would go on loading the machine.
+    signal.signal(signal.SIGTERM, lambda *unused: sys.exit(143))
     self._log = open(self._log_path, 'w')
     self._process = subprocess.Popen(
         self._command, stdout=self._log, stderr=subprocess.STDOUT,
