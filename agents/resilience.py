@@ -10,6 +10,7 @@ stitched across two episodes, reaches the replay.
 """
 
 import collections
+import math
 import time
 from typing import Callable, Deque
 
@@ -27,6 +28,10 @@ class NonFiniteStep(EnvironmentFailure):
 
 
 def _finite(value) -> bool:
+  if isinstance(value, np.ndarray) and value.dtype.kind in 'iub':
+    return True  # Integer frames (Atari), the common case: nothing to check.
+  if isinstance(value, (float, np.floating)):
+    return math.isfinite(value)  # A reward.
   for leaf in tree.flatten(value):
     if leaf is None:
       continue
