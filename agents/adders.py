@@ -11,8 +11,8 @@ action, n-step return and n-step discount of the transition that this step
 completed (none during an episode's first n steps; at an episode's end the
 remaining transitions take extra rows). An item references the rows of `s_t`,
 of its scalars and of `s_{t+n}`, so an n-step transition costs no copy of its
-observations, consecutive (stacked Atari) frames sit in the same compressed
-chunk, and each step costs one append (Reverb's per-append cost is most of an
+observations, consecutive steps share a compressed chunk (`CHUNK_LENGTH`
+rows), and each step costs one append (Reverb's per-call cost is most of an
 actor's overhead).
 
 Stacked frames (Atari: each observation is the last 4 frames, on its last
