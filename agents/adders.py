@@ -81,7 +81,13 @@ class _RowWriter:
       ACTION: (1, 1), DISCOUNT: (3, 1), N_STEP_RETURN: (2, 1),
       NEXT_OBSERVATION: (0, 2), OBSERVATION: (0, 0)}.items()))
 
-  def __init__(self, client: reverb.Client, keep_alive: int):
+  def __init__(self, client: reverb.Client, keep_alive: int,
+               stacked_frames: int = 0):
+    # With stacked frames F, an observation's frames are in its row and the
+    # F - 1 rows before it, and its item columns are not squeezed.
+    self._span = max(stacked_frames, 1)
+    self._squeeze = [not (stacked_frames and column == 0)
+                     for column, _ in self.ITEM]
     options = reverb.pybind.ConstantChunkerOptions(
         max_chunk_length=min(CHUNK_LENGTH, keep_alive),
         num_keep_alive_refs=keep_alive)
@@ -97,13 +103,11 @@ class _RowWriter:
     return self.num_rows - 1
 
   def create_item(self, table: str, priority: float, observation_row: int,
-                  scalars_row: int, next_observation_row: int,
-                  stacked_frames: int = 0):
-    """An item of the transition whose observations (or, with
-    `stacked_frames` F, newest frames) are in the given rows; a stacked
-    observation's frames are in its row and the F - 1 before it."""
+                  scalars_row: int, next_observation_row: int):
+    """An item of the transition whose observations (or newest frames) are
+    in the given rows."""
     first = self.num_rows - len(self._refs)
-    span = max(stacked_frames, 1)
+    span = self._span
     rows = [range(observation_row - first - span + 1,
                   observation_row - first + 1),
             [scalars_row - first],
@@ -113,7 +117,7 @@ class _RowWriter:
         table, priority,
         [[self._refs[row][column] for row in rows[which]]
          for column, which in self.ITEM],
-        [not (stacked_frames and column == 0) for column, _ in self.ITEM])
+        self._squeeze)
 
   def wait_for_at_most(self, num_items: int):
     """Blocks until at most `num_items` items are unconfirmed."""
@@ -215,23 +219,27 @@ class NStepPrioritizedAdder:
     """Completed transitions not yet written (for inspection and tests)."""
     return list(self._pending)
 
+  def _row_writer(self) -> _RowWriter:
+    if self._writer is None:
+      self._writer = _RowWriter(self._client, self._keep_alive,
+                                self._stacked_frames)
+    return self._writer
+
   def _append_rows(self, observation, completed: List[PendingTransition]
                    ) -> int:
     """Appends `observation` with the scalars of the first transition of
     `completed` in one row, and the others' scalars in rows of their own;
     returns the observation's row."""
-    if self._writer is None:
-      self._writer = _RowWriter(self._client, self._keep_alive)
     scalars = lambda t: (t.action, np.float32(t.n_step_return),
                          np.float32(t.discount))
     if self._stacked_frames:
       observation = np.ascontiguousarray(observation[..., -1])
     if completed:
-      observation_row = self._writer.append(observation,
+      observation_row = self._row_writer().append(observation,
                                             scalars(completed[0]))
       completed[0].scalars_row = observation_row
     else:
-      observation_row = self._writer.append(observation)
+      observation_row = self._row_writer().append(observation)
     for transition in completed[1:]:
       transition.scalars_row = self._writer.append(None, scalars(transition))
     self._pending.extend(completed)
@@ -244,10 +252,8 @@ class NStepPrioritizedAdder:
     self._window.clear()
     if self._stacked_frames:
       self._check_stack(timestep.observation)
-      if self._writer is None:
-        self._writer = _RowWriter(self._client, self._keep_alive)
       for frame in range(self._stacked_frames - 1):  # All but the newest.
-        self._writer.append(
+        self._row_writer().append(
             np.ascontiguousarray(timestep.observation[..., frame]))
       self._episode_start = timestep.observation
     self._last_observation_row = self._append_rows(timestep.observation, [])
@@ -367,8 +373,7 @@ class NStepPrioritizedAdder:
         self._writer.create_item(self._table, float(priority),
                                  transition.observation_row,
                                  transition.scalars_row,
-                                 transition.next_observation_row,
-                                 self._stacked_frames)
+                                 transition.next_observation_row)
 
   def wait_until_written(self):
     """Blocks until replay has confirmed every item written so far
