@@ -49,6 +49,22 @@ def machine() -> Dict[str, Any]:
   }
 
 
+def serve_replay(env_name, capacity, min_replay_size, port_queue, stop_event):
+  """A replay server with the program's own table (in a child process):
+  puts its port on `port_queue` and serves until `stop_event` is set."""
+  import reverb  # pylint: disable=g-import-not-at-top
+  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+  environment = environments.resolve_discrete(env_name)
+  config = ApeXDQNConfig(replay_capacity=capacity,
+                         min_replay_size=min_replay_size)
+  builder = ApeXDQNBuilder(config, environment)
+  server = reverb.Server(builder.make_replay_tables())
+  port_queue.put(server.port)
+  stop_event.wait()
+  server.stop()
+
+
 def median(values: Iterable[float]) -> float:
   values = list(values)
   return statistics.median(values) if values else float('nan')

@@ -103,21 +103,6 @@ FILL_TIMEOUT = 300.0
 # Child processes.
 
 
-def _serve(env_name, capacity, port_queue, stop_event):
-  """The replay server with the program's own table; runs until stopped."""
-  import reverb  # pylint: disable=g-import-not-at-top
-  from agents import environments  # pylint: disable=g-import-not-at-top
-  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
-  environment = environments.resolve_discrete(env_name)
-  config = ApeXDQNConfig(replay_capacity=capacity,
-                         min_replay_size=MIN_REPLAY_SIZE)
-  builder = ApeXDQNBuilder(config, environment)
-  server = reverb.Server(builder.make_replay_tables())
-  port_queue.put(server.port)
-  stop_event.wait()
-  server.stop()
-
-
 def _load_recording(directory):
   """The recorded timesteps, as `dm_env.TimeStep`s."""
   import dm_env  # pylint: disable=g-import-not-at-top
@@ -473,8 +458,9 @@ def main(_):
   context = multiprocessing.get_context('spawn')
   port_queue, server_stop = context.Queue(), context.Event()
   server = context.Process(
-      target=_serve, daemon=True,
-      args=(FLAGS.env, FLAGS.replay_capacity, port_queue, server_stop))
+      target=common.serve_replay, daemon=True,
+      args=(FLAGS.env, FLAGS.replay_capacity, MIN_REPLAY_SIZE, port_queue,
+            server_stop))
   recording_dir = tempfile.mkdtemp(prefix='replay_headroom_')
   clients = None
   try:

@@ -21,21 +21,12 @@ from absl import flags  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 import psutil  # pylint: disable=wrong-import-position
 
+from benchmarks import common  # pylint: disable=wrong-import-position
+
 flags.DEFINE_string('env', 'atari:Pong', 'Environment.')
 flags.DEFINE_integer('transitions', 50_000, 'Transitions to insert.')
 flags.DEFINE_float('budget_gib', 12.0, 'Memory budget for the replay server.')
 FLAGS = flags.FLAGS
-
-
-def _serve(env_name, capacity, port_queue, stop_event):
-  import reverb  # pylint: disable=g-import-not-at-top
-  from agents import environments  # pylint: disable=g-import-not-at-top
-  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
-  environment = environments.resolve_discrete(env_name)
-  config = ApeXDQNConfig(replay_capacity=capacity, min_replay_size=512)
-  server = reverb.Server(ApeXDQNBuilder(config, environment).make_replay_tables())
-  port_queue.put(server.port)
-  stop_event.wait()
 
 
 def main(_):
@@ -44,8 +35,9 @@ def main(_):
   from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   context = multiprocessing.get_context('spawn')
   port_queue, stop_event = context.Queue(), context.Event()
-  server = context.Process(target=_serve, args=(FLAGS.env, FLAGS.transitions,
-                                                port_queue, stop_event))
+  server = context.Process(target=common.serve_replay,
+                           args=(FLAGS.env, FLAGS.transitions, 512, port_queue,
+                                 stop_event))
   server.start()
   port = port_queue.get()
   time.sleep(1.0)
