@@ -102,7 +102,7 @@ def test_learner_steps_follow_the_agent_schedule(result):
   assert m == (config.min_replay_size + config.actor_flush_size +
                config.n_step + adders.CHUNK_LENGTH)
   expected = sum(1 for k in range(1, n + 1) if k >= m and (k - m) % p == 0)
-  assert expected == (3000 - 569) // 4 + 1 == 608
+  assert expected == (3000 - 561) // 4 + 1 == 610
   assert result['learner_steps'] == expected
   assert result['learner'].num_steps == expected
 
@@ -197,7 +197,7 @@ def test_learner_updated_priorities_differ_and_are_in_the_table(result):
         data[adders.ACTION], data[adders.N_STEP_RETURN],
         data[adders.DISCOUNT])]
     assert priority not in initial
-  # 608 batches of 64 from <= 3,000 items touched most of them.
+  # 610 batches of 64 from <= 3,000 items touched most of them.
   assert updated > NUM_SAMPLES // 2
   sampled = np.array([priority for _, priority, _ in result['samples']])
   assert np.all(sampled >= 0)
