@@ -165,12 +165,15 @@ class LearnerNode(acme.Learner, acme.VariableSource):
     self._learner = builder.make_learner(
         replay_client,
         counter=self._learner_counter,
-        logger=loggers_lib.make_logger(options.workdir, 'learner',
-                                       steps_key='learner_steps'),
+        logger=loggers_lib.make_logger(
+            options.workdir, 'learner', steps_key='learner_steps',
+            max_actor_steps=options.max_actor_steps),
         log_every=options.log_every)
     self._checkpointer = checkpointing.make_checkpointer(
         self._learner.state, options.workdir, 'learner',
         options.checkpoint_every)
+    # Next to each checkpoint: the policy as a SavedModel (agents/snapshots).
+    self._snapshot = builder.policy_snapshot(self._learner.state)
     self._options = options
 
   def step(self):
@@ -192,9 +195,12 @@ class LearnerNode(acme.Learner, acme.VariableSource):
     if self._learner.num_steps > counted:
       self._learner_counter.increment(steps=self._learner.num_steps - counted)
 
-  def _save(self, force: bool = False):
-    if self._checkpointer is not None and self._checkpointer.save(force):
-      self._counter.save_checkpoint()
+  def _save(self, force: bool = False) -> bool:
+    """A checkpoint (and policy snapshot) if one is due or `force`d."""
+    if self._checkpointer is None or not self._checkpointer.save(force):
+      return False
+    self._snapshot.export(self._options.workdir, self._learner.num_steps)
+    return True
 
   def run(self):
     setup_node_process(self._options, 'learner')
@@ -206,11 +212,11 @@ class LearnerNode(acme.Learner, acme.VariableSource):
     with signals.runtime_terminator():
       while True:
         self._learner.step()
-        self._save()
+        if self._save():
+          self._counter.save_checkpoint()
     # The stop request ended the loop: a final checkpoint. Only the learner's
     # own: the counter saves itself when it stops.
-    if self._checkpointer is not None:
-      self._checkpointer.save(force=True)
+    self._save(force=True)
 
 
 class _FlushableCounter(counting.Counter):
@@ -252,8 +258,9 @@ class ActorNode:
         seed=_seed(options, 100_000 + actor_id))
     # Acme's convention: the first actor writes `logs/actor/`.
     self._label = 'actor' if actor_id == 0 else f'actor_{actor_id}'
-    self._logger = loggers_lib.make_logger(options.workdir, self._label,
-                                           steps_key='actor_steps')
+    self._logger = loggers_lib.make_logger(
+        options.workdir, self._label, steps_key='actor_steps',
+        max_actor_steps=options.max_actor_steps)
     self._counter = _FlushableCounter(counter, prefix='actor')
     self._stopping = threading.Event()
     self._budget = resilience.RetryBudget(options.actor_max_failures)
@@ -316,8 +323,9 @@ class EvaluatorNode:
     self._actor = builder.make_actor(
         variable_source, exploration=builder.evaluation_exploration,
         seed=_seed(options, 300_000))
-    self._logger = loggers_lib.make_logger(options.workdir, 'evaluator',
-                                           steps_key='actor_steps')
+    self._logger = loggers_lib.make_logger(
+        options.workdir, 'evaluator', steps_key='actor_steps',
+        max_actor_steps=options.max_actor_steps)
     self._counter = counter
     self._evaluator_counter = counting.Counter(counter, prefix='evaluator')
     self._options = options

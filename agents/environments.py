@@ -28,6 +28,7 @@ time limits but not through true terminations.
 import dataclasses
 import functools
 import os
+import warnings
 from typing import Any, Callable, Optional
 
 import dm_env
@@ -154,6 +155,24 @@ class GymnasiumToDmEnv(_Float32Adapter):
       return dm_env.truncation(reward, observation)
     return dm_env.transition(reward, observation)
 
+  def render(self) -> np.ndarray:
+    """The current screen, RGB uint8 [H, W, 3]: the ALE's screen for Atari
+    games, the environment's own rendering where it was made with
+    `render_mode='rgb_array'` (MinAtar)."""
+    unwrapped = self._environment.unwrapped
+    if hasattr(unwrapped, 'ale'):
+      return unwrapped.ale.getScreenRGB()
+    if getattr(self._environment, 'render_mode', None) == 'rgb_array':
+      with warnings.catch_warnings():  # MinAtar's float colours: see below.
+        warnings.simplefilter('ignore', UserWarning)
+        frame = np.asarray(self._environment.render())
+      if frame.dtype != np.uint8:  # MinAtar: colours as floats in [0, 1].
+        frame = np.round(np.clip(frame, 0, 1) * 255).astype(np.uint8)
+      return frame
+    name = getattr(self._environment.spec, 'id', 'this environment')
+    raise ValueError(
+        f'{name} has no RGB rendering here; videos are made of atari:*, '
+        'minatar:* and control:* environments.')
 
 
 class FlatControlEnvironment(_Float32Adapter):
@@ -193,6 +212,17 @@ class FlatControlEnvironment(_Float32Adapter):
   def physics(self):
     """The MuJoCo physics, for rendering."""
     return self._environment.physics
+
+  @property
+  def control_timestep(self) -> float:
+    """Simulated seconds per environment step."""
+    return float(self._environment.control_timestep())
+
+  def render(self, height: int = 240, width: int = 320) -> np.ndarray:
+    """The scene from the task's first camera, RGB uint8 [H, W, 3],
+    rendered off-screen (MUJOCO_GL=egl by default)."""
+    return self._environment.physics.render(height=height, width=width,
+                                            camera_id=0)
 
 
 def _import_suite():
@@ -253,7 +283,9 @@ def _make_minatar(game: str, seed: Optional[int] = None,
                   evaluation: bool = False):
   del evaluation
   _register_minatar()
-  environment = gymnasium.make(f'MinAtar/{_minatar_id(game)}-v1')
+  # 'rgb_array' renders only when asked (videos), not at every step.
+  environment = gymnasium.make(f'MinAtar/{_minatar_id(game)}-v1',
+                               render_mode='rgb_array')
   return GymnasiumToDmEnv(environment, seed, observation_dtype=np.uint8)
 
 

@@ -5,6 +5,7 @@ Layout under a run's workdir:
   <workdir>/tensorboard/<label>/
 """
 
+import collections
 import os
 import time
 from typing import Optional
@@ -46,11 +47,60 @@ class _WithWalltime(loggers.Logger):
     self._to.close()
 
 
+def format_duration(seconds: float) -> str:
+  """'2h05m', '7m30s', '45s'."""
+  seconds = int(round(seconds))
+  if seconds >= 3600:
+    return f'{seconds // 3600}h{seconds % 3600 // 60:02d}m'
+  if seconds >= 60:
+    return f'{seconds // 60}m{seconds % 60:02d}s'
+  return f'{seconds}s'
+
+
+class WithProgress(loggers.Logger):
+  """Adds the run's progress towards `max_actor_steps` (`progress`, in %)
+  and the time left at the recent pace (`eta`) to rows that carry the
+  program's `actor_steps` count.
+
+  The pace is the count's growth over the last `window_seconds` of rows seen
+  here (all actors together: the count is the program's).
+  """
+
+  def __init__(self, to: loggers.Logger, max_actor_steps: int,
+               window_seconds: float = 120.0):
+    self._to = to
+    self._max_actor_steps = max_actor_steps
+    self._window_seconds = window_seconds
+    self._points = collections.deque()
+
+  def write(self, data: loggers.LoggingData):
+    steps = data.get('actor_steps')
+    if steps is not None:
+      steps = float(steps)
+      now = time.time()
+      self._points.append((now, steps))
+      while (len(self._points) > 2 and
+             now - self._points[0][0] > self._window_seconds):
+        self._points.popleft()
+      data = dict(data, progress=(
+          f'{100.0 * min(steps / self._max_actor_steps, 1.0):.1f}%'))
+      then, steps_then = self._points[0]
+      if now > then and steps > steps_then:
+        rate = (steps - steps_then) / (now - then)
+        data['eta'] = format_duration(
+            max(self._max_actor_steps - steps, 0.0) / rate)
+    self._to.write(data)
+
+  def close(self):
+    self._to.close()
+
+
 def make_logger(workdir: str,
                 label: str,
                 time_delta: float = 0.0,
                 steps_key: Optional[str] = None,
-                terminal: bool = True) -> loggers.Logger:
+                terminal: bool = True,
+                max_actor_steps: Optional[int] = None) -> loggers.Logger:
   """A logger writing to the terminal, to CSV and to TensorBoard.
 
   Args:
@@ -59,6 +109,8 @@ def make_logger(workdir: str,
     time_delta: minimum seconds between two written rows (0: every row).
     steps_key: the count used as TensorBoard's x-axis.
     terminal: whether to print rows to the terminal.
+    max_actor_steps: the run's step budget, if any: terminal lines then show
+      the progress towards it and an ETA.
   """
   outputs = [
       _WithWalltime(loggers.CSVLogger(workdir, label=label, add_uid=False,
@@ -68,7 +120,10 @@ def make_logger(workdir: str,
           steps_key=steps_key),
   ]
   if terminal:
-    outputs.append(loggers.TerminalLogger(label=label))
+    output = loggers.TerminalLogger(label=label)
+    if max_actor_steps:
+      output = WithProgress(output, max_actor_steps)
+    outputs.append(output)
   logger = loggers.Dispatcher(outputs, serialize_fn=loggers.to_numpy)
   logger = _WithCounts(loggers.NoneFilter(logger))
   if time_delta > 0:

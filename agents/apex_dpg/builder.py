@@ -12,6 +12,7 @@ from acme.utils import counting
 from acme.utils import loggers
 
 from agents import builders
+from agents import snapshots
 from agents import variables as variables_lib
 from agents.apex_dpg import actor as actor_lib
 from agents.apex_dpg import learning
@@ -93,6 +94,13 @@ class ApeXDPGBuilder(builders.ApeXBuilder):
     """Ape-X App. D: every environment explores with the same sigma."""
     del actor_id, num_actors
     return np.full(envs_per_actor, self.config.sigma)
+
+  def policy_snapshot(self, learner_state) -> snapshots.PolicySnapshot:
+    """The noiseless policy of a learner's (or checkpoint's) policy
+    network."""
+    return snapshots.PolicySnapshot(learner_state['policy'],
+                                    self.environment, self.name,
+                                    q_network=False)
 
   @property
   def evaluation_exploration(self) -> float:

@@ -12,6 +12,7 @@ from acme.utils import counting
 from acme.utils import loggers
 
 from agents import builders
+from agents import snapshots
 from agents import variables as variables_lib
 from agents.apex_dqn import actor as actor_lib
 from agents.apex_dqn import learning
@@ -102,6 +103,12 @@ class ApeXDQNBuilder(builders.ApeXBuilder):
                                        self.config.epsilon_base,
                                        self.config.epsilon_alpha)
     return epsilons[actor_id * envs_per_actor:(actor_id + 1) * envs_per_actor]
+
+  def policy_snapshot(self, learner_state) -> snapshots.PolicySnapshot:
+    """The greedy policy of a learner's (or checkpoint's) Q-network."""
+    return snapshots.PolicySnapshot(learner_state['network'],
+                                    self.environment, self.name,
+                                    q_network=True)
 
   @property
   def evaluation_exploration(self) -> float:

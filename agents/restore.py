@@ -1,0 +1,140 @@
+"""A trained policy read back from a run: from the newest learner checkpoint
+of a run's directory, from one learner checkpoint, or from a policy snapshot
+(`agents.snapshots`).
+
+Every way gives a `Policy`: `act(observations)` for a batch, the environment
+it was trained on (resolved as the programs resolve `--env`), and what is
+known of where it came from.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Dict, Optional
+
+import tensorflow as tf
+
+from agents import checkpointing
+from agents import environments
+from agents import snapshots
+
+
+@dataclasses.dataclass
+class Policy:
+  act: Any  # observations [B, ...] -> actions [B, ...] (a tf.function).
+  environment: environments.EnvironmentSpec
+  program: str
+  source: str  # The checkpoint or snapshot it was read from.
+  learner_steps: int
+  q_values: Optional[Any] = None  # Ape-X DQN: observations -> Q-values.
+  module: Optional[Any] = None  # What holds the functions' variables.
+
+
+def _program(name: str):
+  """(config class, builder class, environment resolver) of a program."""
+  if name == 'apex_dqn':
+    from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+    return ApeXDQNConfig, ApeXDQNBuilder, environments.resolve_discrete
+  if name == 'apex_dpg':
+    from agents.apex_dpg import ApeXDPGBuilder, ApeXDPGConfig  # pylint: disable=g-import-not-at-top
+    return ApeXDPGConfig, ApeXDPGBuilder, environments.resolve_continuous
+  raise ValueError(f'Unknown program {name!r} (known: apex_dqn, apex_dpg).')
+
+
+def read_manifest(workdir: str) -> Dict[str, Any]:
+  """The run's `run.json`: program, environment, checkpointed config."""
+  path = os.path.join(workdir, checkpointing.MANIFEST)
+  if not os.path.isfile(path):
+    raise ValueError(
+        f'{workdir} is not a run directory: it has no {checkpointing.MANIFEST}'
+        ' (written when a program starts with --workdir). Pass the --workdir '
+        'of a run, or --checkpoint=<a policy snapshot directory>.')
+  with open(path) as f:
+    return json.load(f)
+
+
+def make_builder(workdir: str):
+  """The builder of the run in `workdir`, with its checkpointed config."""
+  manifest = read_manifest(workdir)
+  config_class, builder_class, resolve = _program(manifest['program'])
+  fields = {field.name for field in dataclasses.fields(config_class)}
+  config = config_class(**{name: value for name, value
+                           in manifest.get('config', {}).items()
+                           if name in fields})
+  return builder_class(config, resolve(manifest['env']))
+
+
+def _learner_checkpoint(path: str) -> str:
+  """The checkpoint prefix named by `path`: a prefix itself (`.../ckpt-N`)
+  or a directory of learner checkpoints (its newest)."""
+  if os.path.isfile(f'{path}.index'):
+    return path
+  if os.path.isdir(path):
+    newest = tf.train.latest_checkpoint(path)
+    if newest:
+      return newest
+  raise ValueError(
+      f'No learner checkpoint at {path}. Learner checkpoints are in '
+      '<workdir>/checkpoints/learner/ (every --checkpoint_every seconds and '
+      'when the program stops); a run with --checkpoint_every=0 has none.')
+
+
+def from_checkpoint(workdir: str, checkpoint: Optional[str] = None) -> Policy:
+  """The policy of a learner checkpoint of the run in `workdir` (default:
+  its newest)."""
+  builder = make_builder(workdir)
+  prefix = _learner_checkpoint(
+      checkpoint or checkpointing.checkpoint_directory(workdir, 'learner'))
+  if builder.name == 'apex_dqn':
+    state = {'network': builder.make_network()}
+  else:
+    state = {'policy': builder.make_policy()}
+  num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
+  try:
+    status = tf.train.Checkpoint(num_steps=num_steps, **state).restore(prefix)
+    status.expect_partial().assert_existing_objects_matched()
+  except (AssertionError, ValueError, tf.errors.OpError) as error:
+    raise ValueError(
+        f'The checkpoint {prefix} does not fit {builder.name} on '
+        f'{builder.environment.name} as recorded in {workdir}/run.json '
+        f'({str(error).splitlines()[0]}).') from error
+  snapshot = builder.policy_snapshot(state)
+  return Policy(act=snapshot.act, environment=builder.environment,
+                program=builder.name, source=prefix,
+                learner_steps=int(num_steps.numpy()),
+                q_values=getattr(snapshot, 'q_values', None), module=snapshot)
+
+
+def from_snapshot(path: str) -> Policy:
+  """The policy of a snapshot directory (`<workdir>/snapshots/policy-N`)."""
+  module, metadata = snapshots.load(path)
+  _, _, resolve = _program(metadata['program'])
+  return Policy(act=module.act, environment=resolve(metadata['env']),
+                program=metadata['program'], source=path,
+                learner_steps=int(metadata['learner_steps']),
+                q_values=getattr(module, 'q_values', None), module=module)
+
+
+def load(workdir: Optional[str] = None,
+         checkpoint: Optional[str] = None) -> Policy:
+  """`checkpoint`: a snapshot directory, a learner checkpoint (prefix or
+  directory) inside a run directory; else the newest learner checkpoint of
+  `workdir`."""
+  if checkpoint:
+    if not os.path.exists(checkpoint) and not os.path.isfile(
+        f'{checkpoint}.index'):
+      raise ValueError(f'--checkpoint={checkpoint} does not exist.')
+    if os.path.isfile(os.path.join(checkpoint, 'saved_model.pb')):
+      return from_snapshot(checkpoint)
+    # A learner checkpoint: its run is <workdir>/checkpoints/learner/...
+    directory = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(
+        checkpoint)
+    run = workdir or os.path.dirname(os.path.dirname(
+        os.path.abspath(directory)))
+    return from_checkpoint(run, checkpoint)
+  if not workdir:
+    raise ValueError('Pass --workdir=<a run directory> or '
+                     '--checkpoint=<a snapshot or learner checkpoint>.')
+  if not os.path.isdir(workdir):
+    raise ValueError(f'--workdir={workdir} does not exist.')
+  return from_checkpoint(workdir)

@@ -1,0 +1,145 @@
+"""Policy snapshots: the learner's policy as a TensorFlow SavedModel that
+loads without this project's code.
+
+  <workdir>/snapshots/policy-<learner steps, 10 digits>/  (the 2 newest kept)
+
+    import json
+    import tensorflow as tf
+    policy = tf.saved_model.load('<run>/snapshots/policy-0000012345')
+    actions = policy.act(observations)  # a batch: [B, *observation shape]
+    policy.q_values(observations)       # Ape-X DQN only: [B, num actions]
+    json.loads(policy.metadata.numpy()) # program, env, specs, learner steps
+
+`act` is the greedy policy (Ape-X DQN: the argmax of the Q-values) or the
+noiseless one (Ape-X DPG: pi(s), inside the action bounds). Observations are
+what the project's environment gives (`agents.environments`; Atari: the last
+4 preprocessed 84x84 frames, uint8, frames on the last axis).
+
+The learner writes a snapshot next to each of its checkpoints, into a
+temporary directory that is renamed into place once complete: a reader never
+sees a half-written snapshot, and a crash while writing leaves the previous
+ones as they were.
+"""
+
+import json
+import os
+import re
+import shutil
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+import tensorflow as tf
+
+SNAPSHOTS = 'snapshots'
+KEEP = 2
+_NAME = re.compile(r'^policy-(\d{10})$')
+
+
+def snapshot_directory(workdir: str) -> str:
+  return os.path.join(workdir, SNAPSHOTS)
+
+
+def _spec_description(spec) -> Dict[str, Any]:
+  description = {'shape': [int(size) for size in spec.shape],
+                 'dtype': np.dtype(spec.dtype).name}
+  if hasattr(spec, 'num_values'):
+    description['num_values'] = int(spec.num_values)
+  elif hasattr(spec, 'minimum'):
+    description['minimum'] = np.broadcast_to(
+        spec.minimum, spec.shape).tolist()
+    description['maximum'] = np.broadcast_to(
+        spec.maximum, spec.shape).tolist()
+  return description
+
+
+class PolicySnapshot(tf.Module):
+  """The policy of a learner's network, as a module to save.
+
+  `network` maps a batch of observations to Q-values (`q_network=True`: the
+  policy is their argmax) or to actions (the policy itself). The module
+  shares the network's variables: saving it saves their current values.
+  """
+
+  def __init__(self, network: tf.Module, environment, program: str,
+               q_network: bool, learner_steps: int = 0):
+    super().__init__(name='policy_snapshot')
+    self._network = network
+    observation_spec = environment.spec.observations
+    signature = [tf.TensorSpec((None, *observation_spec.shape),
+                               tf.as_dtype(observation_spec.dtype),
+                               name='observations')]
+    description = {
+        'program': program,
+        'env': environment.name,
+        'policy': 'greedy' if q_network else 'noiseless',
+        'observation': _spec_description(observation_spec),
+        'action': _spec_description(environment.spec.actions),
+        'frames_per_step': int(environment.frames_per_step),
+        'learner_steps': int(learner_steps),
+    }
+    # Kept as a string: a dict attribute of a tf.Module would be tracked.
+    self._description = json.dumps(description)
+    self.metadata = tf.Variable(self._description,
+                                trainable=False, name='metadata')
+    if q_network:
+      self.q_values = tf.function(network, input_signature=signature)
+      self.act = tf.function(
+          lambda observations: tf.argmax(
+              network(observations), axis=-1, output_type=tf.int32),
+          input_signature=signature)
+    else:
+      self.act = tf.function(network, input_signature=signature)
+
+  def export(self, workdir: str, learner_steps: int) -> str:
+    """Writes the snapshot of the network's current values as
+    `<workdir>/snapshots/policy-<learner_steps>`; keeps the `KEEP` newest.
+    Returns its path."""
+    directory = snapshot_directory(workdir)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f'policy-{int(learner_steps):010d}')
+    if os.path.isdir(path):  # The same parameters were exported already.
+      return path
+    description = json.loads(self._description)
+    description['learner_steps'] = int(learner_steps)
+    self.metadata.assign(json.dumps(description))
+    temporary = os.path.join(directory, f'.policy-{learner_steps}.tmp')
+    shutil.rmtree(temporary, ignore_errors=True)
+    signatures = {'serving_default': self.act}
+    tf.saved_model.save(self, temporary, signatures=signatures)
+    os.replace(temporary, path)
+    for old in list_snapshots(workdir)[:-KEEP]:
+      shutil.rmtree(old, ignore_errors=True)
+    return path
+
+
+def list_snapshots(workdir: str) -> List[str]:
+  """The complete snapshots of a run, oldest first."""
+  directory = snapshot_directory(workdir)
+  if not os.path.isdir(directory):
+    return []
+  return [os.path.join(directory, name)
+          for name in sorted(os.listdir(directory)) if _NAME.match(name)]
+
+
+def latest_snapshot(workdir: str) -> Optional[str]:
+  found = list_snapshots(workdir)
+  return found[-1] if found else None
+
+
+def load(path: str):
+  """Loads a snapshot; returns (module, metadata dict).
+
+  Raises:
+    ValueError: `path` is not a snapshot written by `PolicySnapshot.export`.
+  """
+  if not os.path.isfile(os.path.join(path, 'saved_model.pb')):
+    raise ValueError(
+        f'{path} is not a policy snapshot (no saved_model.pb in it). '
+        'Snapshots are the directories <workdir>/snapshots/policy-<step>, '
+        'written by the learner next to its checkpoints.')
+  module = tf.saved_model.load(path)
+  if not hasattr(module, 'metadata') or not hasattr(module, 'act'):
+    raise ValueError(
+        f'{path} is a SavedModel but not a policy snapshot of this project '
+        '(it has no act function and metadata).')
+  return module, json.loads(module.metadata.numpy())

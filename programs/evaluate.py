@@ -1,0 +1,177 @@
+"""Evaluates a trained policy: N episodes, the returns' statistics, and
+optionally a video of the first episode.
+
+  python programs/evaluate.py --workdir=<run>        # its newest checkpoint
+  python programs/evaluate.py --checkpoint=<run>/snapshots/policy-0000012345
+  python programs/evaluate.py --workdir=<run> --episodes=30 --video=run.mp4
+
+The policy is greedy (Ape-X DQN; `--epsilon` adds random actions) or
+noiseless (Ape-X DPG). Atari episodes start with up to 30 random no-ops, as in
+the paper's evaluation. Videos: the ALE's screen for Atari, MuJoCo rendered
+off-screen for control:*, MinAtar's own rendering; one video frame per agent
+step, plus the first observation.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import flags  # pylint: disable=wrong-import-position
+import numpy as np  # pylint: disable=wrong-import-position
+
+flags.DEFINE_string('workdir', None, 'A run directory: its newest learner '
+                    'checkpoint is evaluated.')
+flags.DEFINE_string('checkpoint', None, 'A policy snapshot directory '
+                    '(<run>/snapshots/policy-<step>) or a learner checkpoint '
+                    '(<run>/checkpoints/learner/ckpt-<n>).')
+flags.DEFINE_integer('episodes', 10, 'Evaluation episodes.')
+flags.DEFINE_string('video', None, 'Writes a video of the first episode to '
+                    'this .mp4 file.')
+flags.DEFINE_float('epsilon', 0.0, 'Ape-X DQN: probability of a random '
+                   'action (0: greedy).')
+flags.DEFINE_integer('seed', 0, 'Seed of the environment and of epsilon.')
+flags.DEFINE_string('output', None, 'Also writes the results to this JSON '
+                    'file.')
+FLAGS = flags.FLAGS
+
+MIN_VIDEO_SIDE = 160  # Small screens (MinAtar: 10x10) are scaled up.
+
+
+def _check_flags():
+  """Bad flags, reported before anything is loaded."""
+  problems = []
+  if not FLAGS.workdir and not FLAGS.checkpoint:
+    problems.append('pass --workdir=<a run directory> or '
+                    '--checkpoint=<a snapshot or learner checkpoint>')
+  if FLAGS.episodes < 1:
+    problems.append(f'--episodes must be >= 1, got {FLAGS.episodes}')
+  if not 0.0 <= FLAGS.epsilon <= 1.0:
+    problems.append(f'--epsilon must be in [0, 1], got {FLAGS.epsilon}')
+  if FLAGS.video is not None:
+    if not FLAGS.video.endswith('.mp4'):
+      problems.append(f'--video must name an .mp4 file, got {FLAGS.video}')
+    elif not os.path.isdir(os.path.dirname(os.path.abspath(FLAGS.video))):
+      problems.append(f'the directory of --video={FLAGS.video} does not '
+                      'exist')
+  if problems:
+    sys.stderr.write(f'error: {"; ".join(problems)}.\n')
+    sys.exit(2)
+
+
+def video_frame(frame: np.ndarray) -> np.ndarray:
+  """RGB uint8, scaled up by an integer factor to at least MIN_VIDEO_SIDE
+  pixels, with even sides (as mp4 encoders need)."""
+  frame = np.asarray(frame, np.uint8)
+  factor = max(1, -(-MIN_VIDEO_SIDE // min(frame.shape[:2])))
+  if factor > 1:
+    frame = frame.repeat(factor, axis=0).repeat(factor, axis=1)
+  height, width = frame.shape[0] // 2 * 2, frame.shape[1] // 2 * 2
+  return frame[:height, :width]
+
+
+def write_video(frames, path: str, fps: float):
+  """Writes RGB frames as an mp4 (MPEG-4 part 2) file."""
+  import cv2  # pylint: disable=g-import-not-at-top
+  frames = [video_frame(frame) for frame in frames]
+  height, width = frames[0].shape[:2]
+  temporary = f'{path}.tmp.mp4'
+  writer = cv2.VideoWriter(temporary, cv2.VideoWriter_fourcc(*'mp4v'),
+                           float(fps), (width, height))
+  if not writer.isOpened():
+    raise RuntimeError(f'OpenCV cannot write an mp4 file at {temporary}.')
+  for frame in frames:
+    writer.write(np.ascontiguousarray(frame[..., ::-1]))  # RGB -> BGR.
+  writer.release()
+  os.replace(temporary, path)
+
+
+def frames_per_second(environment, spec) -> float:
+  """Video speed: real time for the emulator and the simulator."""
+  if spec.kind == 'atari':
+    return 60.0 / spec.frames_per_step  # The ALE runs at 60 frames/s.
+  if hasattr(environment, 'control_timestep'):
+    return 1.0 / environment.control_timestep
+  return 10.0
+
+
+def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
+             record_first: bool = False):
+  """Runs `episodes` evaluation episodes; returns (returns, lengths, frames
+  of the first episode or None)."""
+  spec = policy.environment
+  environment = spec.make_environment(seed=seed, evaluation=True)
+  rng = np.random.default_rng(seed)
+  num_actions = getattr(spec.spec.actions, 'num_values', None)
+  returns, lengths, frames = [], [], None
+  for episode in range(episodes):
+    timestep = environment.reset()
+    recording = record_first and episode == 0
+    if recording:
+      frames = [environment.render()]
+    episode_return, length = 0.0, 0
+    while not timestep.last():
+      action = policy.act(timestep.observation[None]).numpy()[0]
+      if num_actions and epsilon and rng.random() < epsilon:
+        action = np.int32(rng.integers(num_actions))
+      timestep = environment.step(action)
+      episode_return += float(timestep.reward)
+      length += 1
+      if recording:
+        frames.append(environment.render())
+    returns.append(episode_return)
+    lengths.append(length)
+  fps = frames_per_second(environment, spec)
+  environment.close()
+  return returns, lengths, (frames, fps) if frames else None
+
+
+def summary(returns) -> dict:
+  returns = np.asarray(returns, np.float64)
+  return {'episodes': len(returns), 'mean': float(returns.mean()),
+          'median': float(np.median(returns)), 'std': float(returns.std()),
+          'min': float(returns.min()), 'max': float(returns.max())}
+
+
+def main(_):
+  _check_flags()
+  from agents import restore  # pylint: disable=g-import-not-at-top
+  try:
+    policy = restore.load(FLAGS.workdir, FLAGS.checkpoint)
+    if FLAGS.epsilon and policy.q_values is None:
+      raise ValueError('--epsilon is for Ape-X DQN policies; this one is '
+                       f'{policy.program}.')
+    returns, lengths, video = evaluate(policy, FLAGS.episodes, FLAGS.epsilon,
+                                       FLAGS.seed,
+                                       record_first=FLAGS.video is not None)
+  except ValueError as error:
+    sys.stderr.write(f'error: {error}\n')
+    sys.exit(2)
+  print(f'{policy.program} on {policy.environment.name}, learner step '
+        f'{policy.learner_steps:,}, from {policy.source}')
+  stats = summary(returns)
+  print(f'{stats["episodes"]} episodes: return mean {stats["mean"]:.2f}, '
+        f'median {stats["median"]:.2f}, std {stats["std"]:.2f}, '
+        f'min {stats["min"]:.2f}, max {stats["max"]:.2f}; '
+        f'mean length {np.mean(lengths):.1f} steps')
+  result = {'program': policy.program, 'env': policy.environment.name,
+            'source': policy.source, 'learner_steps': policy.learner_steps,
+            'epsilon': FLAGS.epsilon, 'seed': FLAGS.seed,
+            'returns': returns, 'lengths': lengths, **stats}
+  if video is not None:
+    frames, fps = video
+    write_video(frames, FLAGS.video, fps)
+    result['video'] = {'path': FLAGS.video, 'frames': len(frames),
+                       'fps': fps}
+    print(f'Video of episode 1 ({len(frames)} frames at {fps:g} frames/s): '
+          f'{FLAGS.video}')
+  if FLAGS.output:
+    with open(FLAGS.output, 'w') as f:
+      json.dump(result, f, indent=2)
+      f.write('\n')
+
+
+if __name__ == '__main__':
+  app.run(main)

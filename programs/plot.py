@@ -1,0 +1,205 @@
+"""Learning curves and speeds of one or more runs, the way the paper plots
+them (and, as its App. F asks, with the speed of every part alongside).
+
+  python programs/plot.py <workdir> [<workdir> ...] --out=curves.png
+  python programs/plot.py runs/a runs/b --labels=prioritised,uniform
+
+Four panels, one line per run, read from each run's CSV logs
+(`<workdir>/logs/<node>/logs.csv`):
+
+  return vs actor steps     the evaluator's episode returns (the actors'
+                            own, exploring, where a run has no evaluator),
+                            with their running mean
+  return vs wall-clock      the same against hours since the run started
+  actor frames/s            all actors together (frames: agent steps times
+                            the environment's frame skip)
+  learner updates/s         batches per second
+"""
+
+import csv
+import glob
+import os
+import sys
+from typing import Dict, List, Optional, Sequence
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import flags  # pylint: disable=wrong-import-position
+import numpy as np  # pylint: disable=wrong-import-position
+
+flags.DEFINE_string('out', 'curves.png', 'The PNG file to write.')
+flags.DEFINE_list('labels', [], 'One label per run (default: the run '
+                  "directories' names).")
+flags.DEFINE_integer('smoothing', 10, 'Episodes in the running mean of the '
+                     'returns.')
+FLAGS = flags.FLAGS
+
+PANELS = ('Return vs actor steps', 'Return vs wall-clock',
+          'Actor frames/s (all actors)', 'Learner updates/s')
+# Points of the common time grid on which the actors' rates are summed.
+GRID_POINTS = 200
+
+
+def read_log(workdir: str, label: str) -> Dict[str, np.ndarray]:
+  """A node's CSV log as columns of floats (empty if it has none)."""
+  path = os.path.join(workdir, 'logs', label, 'logs.csv')
+  if not os.path.isfile(path):
+    return {}
+  with open(path, newline='') as f:
+    rows = list(csv.DictReader(f))
+  columns = {}
+  for key in (rows[0].keys() if rows else ()):
+    try:
+      columns[key] = np.array([float(row[key]) for row in rows])
+    except (TypeError, ValueError):
+      continue  # A column that is not numbers.
+  return columns
+
+
+def _actor_labels(workdir: str) -> List[str]:
+  found = [os.path.basename(os.path.dirname(path)) for path in
+           glob.glob(os.path.join(workdir, 'logs', 'actor*', 'logs.csv'))]
+  return sorted(found)
+
+
+def _frames_per_step(workdir: str) -> int:
+  """The environment's frame skip, from the run's manifest."""
+  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents import restore  # pylint: disable=g-import-not-at-top
+  try:
+    env = restore.read_manifest(workdir)['env']
+  except ValueError:
+    return 1
+  return environments.ATARI_FRAME_SKIP if env.startswith('atari:') else 1
+
+
+def running_mean(values: np.ndarray, window: int) -> np.ndarray:
+  """Mean of each value and the up to `window - 1` before it."""
+  sums = np.cumsum(np.insert(values, 0, 0.0))
+  ends = np.arange(1, len(values) + 1)
+  starts = np.maximum(0, ends - window)
+  return (sums[ends] - sums[starts]) / (ends - starts)
+
+
+def summed_rate(series: Sequence[Dict[str, np.ndarray]], key: str,
+                start: float):
+  """(hours, sum over nodes of `key`) on a common time grid; a node adds 0
+  outside the time it logged."""
+  series = [s for s in series if len(s.get(key, ())) and 'walltime' in s]
+  if not series:
+    return np.array([]), np.array([])
+  begin = min(s['walltime'][0] for s in series)
+  end = max(s['walltime'][-1] for s in series)
+  grid = np.linspace(begin, end, GRID_POINTS) if end > begin else np.array(
+      [begin])
+  total = np.zeros_like(grid)
+  for s in series:
+    inside = (grid >= s['walltime'][0]) & (grid <= s['walltime'][-1])
+    total += np.where(inside, np.interp(grid, s['walltime'], s[key]), 0.0)
+  return (grid - start) / 3600.0, total
+
+
+def run_curves(workdir: str, smoothing: int) -> Dict[str, object]:
+  """What the panels show of one run."""
+  logs = {label: read_log(workdir, label)
+          for label in ['learner', 'evaluator', *_actor_labels(workdir)]}
+  logs = {label: log for label, log in logs.items() if log}
+  if not logs:
+    raise ValueError(f'{workdir} has no logs (<workdir>/logs/<node>/'
+                     'logs.csv); pass the --workdir of a run.')
+  start = min(log['walltime'][0] for log in logs.values()
+              if len(log.get('walltime', ())))
+  returns_from = 'evaluator' if 'episode_return' in logs.get(
+      'evaluator', {}) else 'actor'
+  episodes = logs.get(returns_from, {})
+  returns = episodes.get('episode_return', np.array([]))
+  actors = [log for label, log in logs.items() if label.startswith('actor')]
+  hours, steps_per_second = summed_rate(actors, 'steps_per_second', start)
+  learner = logs.get('learner', {})
+  return {
+      'returns_from': returns_from,
+      'actor_steps': episodes.get('actor_steps', np.array([])),
+      'hours': (episodes.get('walltime', np.array([])) - start) / 3600.0,
+      'returns': returns,
+      'mean_returns': running_mean(returns, smoothing) if len(returns)
+                      else returns,
+      'actor_hours': hours,
+      'actor_frames_per_second': steps_per_second * _frames_per_step(
+          workdir),
+      'learner_hours': (learner.get('walltime', np.array([])) - start) /
+                       3600.0,
+      'learner_updates_per_second': learner.get('steps_per_second',
+                                                np.array([])),
+  }
+
+
+def plot(workdirs: Sequence[str], labels: Optional[Sequence[str]] = None,
+         out: str = 'curves.png', smoothing: int = 10):
+  """Draws the four panels for `workdirs` into `out`; returns the figure."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  labels = list(labels) if labels else [
+      os.path.basename(os.path.normpath(w)) for w in workdirs]
+  if len(labels) != len(workdirs):
+    raise ValueError(f'{len(labels)} labels for {len(workdirs)} runs.')
+  figure, axes = plt.subplots(2, 2, figsize=(12, 8))
+  axes = axes.ravel()
+  for index, (workdir, label) in enumerate(zip(workdirs, labels)):
+    curves = run_curves(workdir, smoothing)
+    colour = f'C{index % 10}'
+    name = label if curves['returns_from'] == 'evaluator' else (
+        f'{label} (actor episodes)')
+    for axis, x in [(axes[0], curves['actor_steps']),
+                    (axes[1], curves['hours'])]:
+      axis.plot(x, curves['returns'], '.', color=colour, alpha=0.25,
+                markersize=3)
+      axis.plot(x, curves['mean_returns'], '-', color=colour, label=name)
+    axes[2].plot(curves['actor_hours'], curves['actor_frames_per_second'],
+                 color=colour, label=label)
+    axes[3].plot(curves['learner_hours'],
+                 curves['learner_updates_per_second'], color=colour,
+                 label=label)
+  # Wall-clock in minutes for runs shorter than two hours.
+  longest = max([0.0] + [float(np.max(line.get_xdata(), initial=0.0))
+                         for axis in axes[1:] for line in axis.get_lines()])
+  unit = 'hours'
+  if longest < 2.0:
+    unit = 'minutes'
+    for axis in axes[1:]:
+      for line in axis.get_lines():
+        line.set_xdata(np.asarray(line.get_xdata()) * 60.0)
+      axis.relim()
+      axis.autoscale_view()
+  x_labels = ['actor steps', unit, unit, unit]
+  y_labels = ['episode return', 'episode return', 'frames/s', 'updates/s']
+  for axis, title, x_label, y_label in zip(axes, PANELS, x_labels, y_labels):
+    axis.set_title(title)
+    axis.set_xlabel(x_label)
+    axis.set_ylabel(y_label)
+    axis.grid(alpha=0.3)
+    if axis.get_legend_handles_labels()[0]:
+      axis.legend(fontsize='small')
+  figure.tight_layout()
+  figure.savefig(out, dpi=100)
+  return figure
+
+
+def main(argv):
+  workdirs = argv[1:]
+  if not workdirs:
+    sys.stderr.write('error: name at least one run directory: '
+                     'programs/plot.py <workdir> [<workdir> ...] '
+                     '--out=curves.png\n')
+    sys.exit(2)
+  try:
+    plot(workdirs, FLAGS.labels, FLAGS.out, FLAGS.smoothing)
+  except ValueError as error:
+    sys.stderr.write(f'error: {error}\n')
+    sys.exit(2)
+  print(f'Wrote {FLAGS.out}')
+
+
+if __name__ == '__main__':
+  app.run(main)
