@@ -9,12 +9,13 @@ log_every)`, `make_actor(variable_source, exploration, replay_client, seed)`
 `evaluation_exploration`.
 """
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import reverb
 
 from agents import adders
+from agents import learning
 from agents import replay
 from agents.config import ApeXConfig
 from agents.environments import EnvironmentSpec
@@ -65,26 +66,50 @@ class ApeXBuilder:
         log_every=log_every,
         make_iterator=lambda: self.make_iterator(replay_client))
 
-  def make_adder(self, replay_client: reverb.Client
+  def actor_priorities(self, writes: bool
+                       ) -> Tuple[adders.PriorityFn, Dict[str, List[Any]]]:
+    """(the adders' priority function, what the actor must pull for it).
+
+    `config.initial_priority` 'actor': the agent's own |TD| from the actor's
+    values (`priority_fn`), nothing to pull. 'max': every new transition
+    gets the largest priority the learner has written so far, pulled with
+    the parameters (`learning.MAX_PRIORITY`). An actor that does not write
+    (`writes` False: the evaluator) needs neither.
+    """
+    if not writes or self.config.initial_priority == 'actor':
+      return self.priority_fn, {}
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    max_priority = tf.Variable(1.0, dtype=tf.float64, trainable=False)
+
+    def max_so_far(n_step_returns, **unused_batch):
+      return np.full(len(n_step_returns), max_priority.numpy())
+
+    return max_so_far, {learning.MAX_PRIORITY: [max_priority]}
+
+  def make_adder(self, replay_client: reverb.Client,
+                 priority_fn: Optional[adders.PriorityFn] = None
                  ) -> adders.NStepPrioritizedAdder:
-    """The actors' local buffer of n-step transitions (Ape-X §3)."""
+    """The actors' local buffer of n-step transitions (Ape-X §3), with the
+    agent's initial priorities unless `priority_fn` is given."""
     return adders.NStepPrioritizedAdder(
         client=replay_client,
         table=replay.TABLE,
         n_step=self.config.n_step,
         discount=self.config.discount,
-        priority_fn=self.priority_fn,
+        priority_fn=priority_fn or self.priority_fn,
         flush_size=self.config.actor_flush_size,
         max_abs_reward=self.max_abs_reward,
         stacked_frames=self.environment.stacked_frames)
 
   def make_adders(self, replay_client: Optional[reverb.Client],
-                  exploration) -> List[adders.NStepPrioritizedAdder]:
+                  exploration,
+                  priority_fn: Optional[adders.PriorityFn] = None
+                  ) -> List[adders.NStepPrioritizedAdder]:
     """One adder per environment of an actor (`exploration` has one value
     per environment); none without a replay client."""
     if replay_client is None:
       return []
-    return [self.make_adder(replay_client)
+    return [self.make_adder(replay_client, priority_fn)
             for _ in range(len(np.atleast_1d(exploration)))]
 
   @property

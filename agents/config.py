@@ -5,6 +5,7 @@ from typing import Optional
 
 
 REPLAY_REMOVERS = ('fifo', 'prioritized')
+INITIAL_PRIORITIES = ('actor', 'max')
 
 
 @dataclasses.dataclass
@@ -36,6 +37,12 @@ class ApeXConfig:
   default (None) lets actors run freely and the learner sample at will."""
 
   # Actors (Ape-X §3, App. C).
+  initial_priority: str = 'actor'
+  """How new transitions enter replay: 'actor' (Ape-X §3: each with its
+  |TD error| computed by the actor from the values it computed while
+  acting) or 'max' (Schaul et al.'s prioritised replay: the largest priority
+  the learner has written so far, pulled with the parameters), to compare the
+  two as the paper's §3 argues."""
   actor_flush_size: int = 50
   """Ape-X §3: transitions in an actor's local buffer before their priorities
   are computed in one batch and sent (paper: up to 100)."""
@@ -77,6 +84,9 @@ class ApeXConfig:
     check_flag('replay_remover', self.replay_remover in REPLAY_REMOVERS,
                repr(self.replay_remover),
                ' or '.join(repr(name) for name in REPLAY_REMOVERS))
+    check_flag('initial_priority', self.initial_priority in INITIAL_PRIORITIES,
+               repr(self.initial_priority),
+               ' or '.join(repr(name) for name in INITIAL_PRIORITIES))
     if self.samples_per_insert is not None:
       check_flag('samples_per_insert', self.samples_per_insert > 0,
              self.samples_per_insert, '> 0 (or unset for no rate limit)')

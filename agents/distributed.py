@@ -13,6 +13,7 @@ nodes and runs their loops.
 """
 
 import dataclasses
+import json
 import os
 import signal
 import threading
@@ -61,6 +62,9 @@ class RunOptions:
   """Environments per actor process, acted in with one batched forward pass."""
   num_evaluators: int = 1
   """Evaluator processes (0 or 1)."""
+  max_seconds: Optional[float] = None
+  """Stop the whole program this many seconds after it started (a
+  wall-clock budget, as when comparing numbers of actors)."""
 
 
 # Launchpad kills a program whose nodes outlive its 10 s stop notice, and the
@@ -376,24 +380,40 @@ class EvaluatorNode:
 
 
 class StepLimiter:
-  """Stops the whole program once the actors have taken `max_actor_steps`."""
+  """Stops the whole program once the actors have taken `max_actor_steps`,
+  or once `max_seconds` have passed since this node started (either may be
+  None)."""
 
-  def __init__(self, counter: counting.Counter, max_actor_steps: int,
-               poll_seconds: float = 1.0):
+  def __init__(self, counter: counting.Counter,
+               max_actor_steps: Optional[int],
+               poll_seconds: float = 1.0,
+               max_seconds: Optional[float] = None):
     self._counter = counter
     self._max_actor_steps = max_actor_steps
     self._poll_seconds = poll_seconds
+    self._max_seconds = max_seconds
 
   def run(self):
+    start = time.time()
     with signals.runtime_terminator():
       while True:
-        actor_steps = self._counter.get_counts().get('actor_steps', 0)
-        if actor_steps >= self._max_actor_steps:
-          logging.info('Reached %d actor steps (limit %d): stopping.',
-                       actor_steps, self._max_actor_steps)
-          lp.stop()
-          return
-        time.sleep(self._poll_seconds)
+        counts = self._counter.get_counts()
+        actor_steps = counts.get('actor_steps', 0)
+        if self._max_actor_steps and actor_steps >= self._max_actor_steps:
+          reason = f'reached {actor_steps} actor steps ' \
+                   f'(limit {self._max_actor_steps})'
+        elif self._max_seconds and time.time() - start >= self._max_seconds:
+          reason = f'ran for {time.time() - start:.0f} s ' \
+                   f'(limit {self._max_seconds:.0f} s)'
+        else:
+          time.sleep(self._poll_seconds)
+          continue
+        # The counts at the stop, for whoever reads the run's output.
+        logging.info('Stopping: %s. Counts: %s', reason,
+                     json.dumps({key: int(value) for key, value
+                                 in sorted(counts.items())}))
+        lp.stop()
+        return
 
 
 def make_program(builder, options: RunOptions) -> lp.Program:
@@ -408,10 +428,11 @@ def make_program(builder, options: RunOptions) -> lp.Program:
     counter = program.add_node(lp.CourierNode(
         checkpointing.CheckpointedCounter, options.workdir,
         options.checkpoint_every > 0))
-  if options.max_actor_steps:
+  if options.max_actor_steps or options.max_seconds:
     with program.group('coordinator'):
-      program.add_node(
-          lp.CourierNode(StepLimiter, counter, options.max_actor_steps))
+      program.add_node(lp.CourierNode(
+          StepLimiter, counter, options.max_actor_steps,
+          max_seconds=options.max_seconds))
   with program.group('learner'):
     learner = program.add_node(
         lp.CourierNode(LearnerNode, builder, replay, counter, options))

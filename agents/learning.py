@@ -22,6 +22,9 @@ from acme.utils import loggers
 
 from agents import replay
 
+# The name under which the learner serves the largest priority so far.
+MAX_PRIORITY = 'max_priority'
+
 
 def weighted_squared_loss(td_errors: tf.Tensor,
                           importance_weights: tf.Tensor) -> tf.Tensor:
@@ -53,12 +56,17 @@ class ApeXLearner(acme.Learner, abc.ABC):
                make_iterator: Optional[Callable[[], Iterator[
                    reverb.ReplaySample]]] = None):
     """Args:
-      variables: what `get_variables` serves to actors, by name.
+      variables: what `get_variables` serves to actors, by name (it also
+        serves `MAX_PRIORITY`: the largest priority written so far).
       target_pairs: (online, target) modules; each target becomes a copy of
         its online module every `target_update_period` steps.
       (the rest as described in the class docstring)
     """
-    self._variables = dict(variables)
+    # The largest priority written so far (1 before the first update), for
+    # actors that give new transitions the maximum priority (Schaul et al.)
+    # instead of their own |TD| (`ApeXConfig.initial_priority`).
+    self._max_priority = tf.Variable(1.0, dtype=tf.float64, trainable=False)
+    self._variables = {**variables, MAX_PRIORITY: [self._max_priority]}
     self._target_pairs = list(target_pairs)
     self._iterator = iterator
     self._make_iterator = make_iterator
@@ -97,6 +105,8 @@ class ApeXLearner(acme.Learner, abc.ABC):
     td_errors, metrics = self._update(sample.data, weights)
 
     priorities = tf.abs(td_errors)
+    self._max_priority.assign(tf.maximum(
+        self._max_priority, tf.cast(tf.reduce_max(priorities), tf.float64)))
     if self._replay_client is not None:
       self._replay_client.update_priorities(
           self._table, keys=sample.info.key,

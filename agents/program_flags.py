@@ -79,6 +79,8 @@ def define_run_flags(program_name: str, default_env: str):
                        'for none (benchmarks; training without evaluation).')
   flags.DEFINE_integer('max_actor_steps', None, 'Stop the whole program once '
                        'actors have taken this many environment steps.')
+  flags.DEFINE_float('max_seconds', None, 'Stop the whole program this many '
+                     'seconds after it started (a wall-clock budget).')
   flags.DEFINE_string('workdir', None, 'Directory for logs and TensorBoard; '
                       f'default: ~/apex_runs/{program_name}/<timestamp>.')
   flags.DEFINE_integer('seed', 0, 'Seed of the networks, environments and '
@@ -113,6 +115,8 @@ def run_options_from_flags(program_name: str) -> distributed.RunOptions:
       ('max_actor_steps',
        FLAGS.max_actor_steps is None or FLAGS.max_actor_steps >= 1,
        '>= 1 (or unset to run until stopped)'),
+      ('max_seconds', FLAGS.max_seconds is None or FLAGS.max_seconds > 0,
+       '> 0 (or unset to run until stopped)'),
       ('log_every', FLAGS.log_every >= 0, '>= 0'),
       ('evaluation_period', FLAGS.evaluation_period >= 0, '>= 0'),
       ('evaluation_episodes', FLAGS.evaluation_episodes >= 1, '>= 1'),
@@ -148,7 +152,8 @@ def run_options_from_flags(program_name: str) -> distributed.RunOptions:
       replay_checkpoint_every=FLAGS.replay_checkpoint_every,
       actor_max_failures=FLAGS.actor_max_failures,
       envs_per_actor=FLAGS.envs_per_actor,
-      num_evaluators=FLAGS.num_evaluators)
+      num_evaluators=FLAGS.num_evaluators,
+      max_seconds=FLAGS.max_seconds)
 
 
 def build_program(program_name: str, config_class, builder_class,

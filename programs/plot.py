@@ -172,18 +172,83 @@ def plot(workdirs: Sequence[str], labels: Optional[Sequence[str]] = None,
         line.set_xdata(np.asarray(line.get_xdata()) * 60.0)
       axis.relim()
       axis.autoscale_view()
-  x_labels = ['actor steps', unit, unit, unit]
+  return _finish(figure, axes, unit, out)
+
+
+def _finish(figure, axes, time_unit: str, out: str,
+            title: Optional[str] = None):
+  """Titles, axis labels and legends of the four panels; saves `out`."""
+  x_labels = ['actor steps', time_unit, time_unit, time_unit]
   y_labels = ['episode return', 'episode return', 'frames/s', 'updates/s']
-  for axis, title, x_label, y_label in zip(axes, PANELS, x_labels, y_labels):
-    axis.set_title(title)
+  for axis, panel, x_label, y_label in zip(axes, PANELS, x_labels, y_labels):
+    axis.set_title(panel)
     axis.set_xlabel(x_label)
     axis.set_ylabel(y_label)
     axis.grid(alpha=0.3)
     if axis.get_legend_handles_labels()[0]:
       axis.legend(fontsize='small')
+  if title:
+    figure.suptitle(title)
   figure.tight_layout()
   figure.savefig(out, dpi=100)
   return figure
+
+
+def _interpolated(xs, ys, grid):
+  """Each run's (x, y) curve on `grid` (NaN outside the run's x range)."""
+  rows = []
+  for x, y in zip(xs, ys):
+    if len(x) == 0:
+      continue
+    order = np.argsort(x, kind='stable')
+    x, y = np.asarray(x)[order], np.asarray(y)[order]
+    rows.append(np.where((grid >= x[0]) & (grid <= x[-1]),
+                         np.interp(grid, x, y), np.nan))
+  return np.array(rows)
+
+
+def plot_groups(groups: Dict[str, Sequence[str]], out: str,
+                smoothing: int = 10, title: Optional[str] = None):
+  """The four panels with one line per group of runs (e.g. seeds of one
+  setting): the mean over the group's runs, and a band from their minimum to
+  their maximum, where every run has reached that point. Returns the
+  figure."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  figure, axes = plt.subplots(2, 2, figsize=(12, 8))
+  axes = axes.ravel()
+  for index, (label, workdirs) in enumerate(groups.items()):
+    runs = [run_curves(workdir, smoothing) for workdir in workdirs]
+    colour = f'C{index % 10}'
+    name = f'{label} ({len(runs)} run{"s" if len(runs) > 1 else ""})'
+    panels = [
+        (axes[0], [r['actor_steps'] for r in runs],
+         [r['mean_returns'] for r in runs], 1.0),
+        (axes[1], [r['hours'] for r in runs],
+         [r['mean_returns'] for r in runs], 60.0),
+        (axes[2], [r['actor_hours'] for r in runs],
+         [r['actor_frames_per_second'] for r in runs], 60.0),
+        (axes[3], [r['learner_hours'] for r in runs],
+         [r['learner_updates_per_second'] for r in runs], 60.0),
+    ]
+    for axis, xs, ys, scale in panels:
+      xs = [np.asarray(x) * scale for x in xs]
+      ends = [x.max() for x in xs if len(x)]
+      if not ends:
+        continue
+      grid = np.linspace(0.0, min(ends), GRID_POINTS)
+      values = _interpolated(xs, ys, grid)
+      with np.errstate(all='ignore'):
+        import warnings  # pylint: disable=g-import-not-at-top
+        with warnings.catch_warnings():
+          warnings.simplefilter('ignore', RuntimeWarning)
+          mean = np.nanmean(values, axis=0)
+          low, high = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
+      axis.plot(grid, mean, color=colour, label=name)
+      if len(values) > 1:
+        axis.fill_between(grid, low, high, color=colour, alpha=0.2)
+  return _finish(figure, axes, 'minutes', out, title)
 
 
 def main(argv):

@@ -108,7 +108,7 @@ def test_program_stops_cleanly_at_max_actor_steps(tmp_path):
   assert 'Traceback' not in result.stdout, result.stdout[-5000:]
   # The program was stopped by its step limit, not by a failing node.
   reached = re.findall(
-      rf'Reached (\d+) actor steps \(limit {MAX_ACTOR_STEPS}\): stopping',
+      rf'Stopping: reached (\d+) actor steps \(limit {MAX_ACTOR_STEPS}\)',
       result.stdout)
   assert len(reached) == 1, result.stdout[-5000:]
   assert int(reached[0]) >= MAX_ACTOR_STEPS

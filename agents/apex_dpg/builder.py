@@ -75,7 +75,9 @@ class ApeXDPGBuilder(builders.ApeXBuilder):
     actor of several); with `replay_client` it also pulls the critic and
     writes prioritised transitions, through one adder per environment."""
     policy = self.make_policy()
-    variables = {'policy': policy.trainable_variables}
+    priority_fn, priority_variables = self.actor_priorities(
+        writes=replay_client is not None)
+    variables = {'policy': policy.trainable_variables, **priority_variables}
     critic = None
     if replay_client is not None:
       critic = self.make_critic()
@@ -84,10 +86,10 @@ class ApeXDPGBuilder(builders.ApeXBuilder):
         variable_source, variables, update_period=self.variable_update_period)
     variable_client.update_and_wait()
     spec = self.environment.spec
-    return actor_lib.ApeXDPGActor(policy, critic, spec.observations,
-                                  spec.actions, exploration,
-                                  self.make_adders(replay_client, exploration),
-                                  variable_client, seed)
+    return actor_lib.ApeXDPGActor(
+        policy, critic, spec.observations, spec.actions, exploration,
+        self.make_adders(replay_client, exploration, priority_fn),
+        variable_client, seed)
 
   def actor_exploration(self, actor_id: int, num_actors: int,
                         envs_per_actor: int = 1) -> np.ndarray:

@@ -105,4 +105,5 @@ class ApeXDPGLearner(learning.ApeXLearner):
         'policy_optimizer': self._policy_optimizer,
         'critic_optimizer': self._critic_optimizer,
         'num_steps': self._num_steps,
+        'max_priority': self._max_priority,
     }

@@ -83,13 +83,17 @@ class ApeXDQNBuilder(builders.ApeXBuilder):
     actor of several); with `replay_client` it writes prioritised
     transitions, through one adder per environment."""
     network = self.make_network()
+    priority_fn, priority_variables = self.actor_priorities(
+        writes=replay_client is not None)
     variable_client = variables_lib.NewestVariableClient(
-        variable_source, {'network': network.trainable_variables},
+        variable_source,
+        {'network': network.trainable_variables, **priority_variables},
         update_period=self.variable_update_period)
     variable_client.update_and_wait()
     return actor_lib.ApeXDQNActor(
         network, self.environment.spec.observations, exploration,
-        self.make_adders(replay_client, exploration), variable_client, seed)
+        self.make_adders(replay_client, exploration, priority_fn),
+        variable_client, seed)
 
   def actor_exploration(self, actor_id: int, num_actors: int,
                         envs_per_actor: int = 1) -> np.ndarray:

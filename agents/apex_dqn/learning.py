@@ -74,4 +74,5 @@ class ApeXDQNLearner(learning.ApeXLearner):
         'target_network': self._target_network,
         'optimizer': self._optimizer,
         'num_steps': self._num_steps,
+        'max_priority': self._max_priority,
     }

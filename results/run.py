@@ -1,0 +1,266 @@
+"""The paper's analyses at a scale that learns on 2 CPU cores: runs every
+setting and seed of one analysis, then writes its plot and table.
+
+  .venv/bin/python results/run.py replay            # all seeds, then the report
+  .venv/bin/python results/run.py actors --seeds=0,1,2
+  .venv/bin/python results/run.py replay --report_only
+  .venv/bin/python results/run.py --list
+
+Runs go to `results/runs/<analysis>/<setting>/seed<k>/` (not in git); a run
+already finished there is not run again. The report is
+`results/<analysis>.png` (plot: mean over seeds and min-max band),
+`results/<analysis>.md` (table) and `results/<analysis>.json` (every seed's
+figures).
+
+Why these tasks: gym:CartPole-v1 (Ape-X DQN) and control:cartpole:balance
+(Ape-X DPG) learn within minutes on this machine with the small configs the
+README documents, so each setting can have several seeds; Atari at the
+paper's scale needs days of many cores.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Dict, List
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import flags  # pylint: disable=wrong-import-position
+import numpy as np  # pylint: disable=wrong-import-position
+
+flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds per setting.')
+flags.DEFINE_bool('report_only', False, 'Only write the report from the runs '
+                  'already made.')
+flags.DEFINE_bool('list', False, 'List the analyses and their commands.')
+flags.DEFINE_string('runs', None, 'Directory of the runs (default: '
+                    'results/runs).')
+flags.DEFINE_float('scale', 1.0, 'Multiplies every budget (steps, seconds): '
+                   '< 1 for a quick look, not for the published results.')
+FLAGS = flags.FLAGS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, 'results')
+FINAL_EPISODES = 10  # "Final return": the mean of a run's last episodes.
+
+# The README's CartPole config (learns in ~100K actor steps on 2 cores).
+CARTPOLE_DQN = [
+    '--env=gym:CartPole-v1', '--batch_size=64', '--min_replay_size=1000',
+    '--replay_capacity=100000', '--learning_rate=0.001',
+    '--target_update_period=100', '--mlp_hidden_sizes=256,256',
+    '--dueling_hidden_size=256', '--variable_update_period=100',
+    '--evaluation_period=500', '--evaluation_episodes=10',
+]
+# The README's cartpole:balance config for Ape-X DPG.
+CARTPOLE_DPG = [
+    '--env=control:cartpole:balance', '--batch_size=64',
+    '--min_replay_size=1000', '--replay_capacity=100000',
+    '--policy_learning_rate=0.001', '--critic_learning_rate=0.001',
+    '--critic_hidden_sizes=256,256', '--policy_hidden_sizes=256,256',
+    '--target_update_period=100', '--variable_update_period=100',
+    '--evaluation_period=1000', '--evaluation_episodes=5',
+]
+STEP_BUDGET = 100_000  # Actor steps of a step-budgeted run.
+SECONDS_BUDGET = 600.0  # Wall-clock of a time-budgeted run.
+
+# Every analysis: what it shows, its program and flags, and its settings
+# (label -> extra flags). A budget is ('steps', n) or ('seconds', s).
+ANALYSES = {
+    'actors': dict(
+        title='Number of actors (paper Fig. 4): Ape-X DQN on CartPole, '
+              'the same wall-clock budget',
+        program='apex_dqn', flags=CARTPOLE_DQN,
+        budget=('seconds', SECONDS_BUDGET),
+        settings={f'{n} actor{"s" if n > 1 else ""}': [f'--num_actors={n}']
+                  for n in (1, 2, 4, 8)}),
+    'replay': dict(
+        title='Prioritised vs uniform replay (paper Fig. 14): Ape-X DQN on '
+              'CartPole, the same number of actor steps and updates',
+        program='apex_dqn',
+        flags=CARTPOLE_DQN + ['--num_actors=2', '--samples_per_insert=16'],
+        budget=('steps', STEP_BUDGET),
+        settings={'prioritised (alpha 0.6)': ['--priority_exponent=0.6'],
+                  'uniform (alpha 0)': ['--priority_exponent=0']}),
+    'priorities': dict(
+        title='Initial priorities (paper §3): computed by the actors vs the '
+              'maximum so far; Ape-X DQN on CartPole, 4 actors',
+        program='apex_dqn',
+        flags=CARTPOLE_DQN + ['--num_actors=4', '--samples_per_insert=16'],
+        budget=('steps', STEP_BUDGET),
+        settings={'actor-computed TD error': ['--initial_priority=actor'],
+                  'max priority so far': ['--initial_priority=max']}),
+    'dpg': dict(
+        title='Ape-X DPG on control:cartpole:balance vs a DDPG-style single '
+              'actor with uniform replay, the same wall-clock budget',
+        program='apex_dpg', flags=CARTPOLE_DPG,
+        budget=('seconds', SECONDS_BUDGET),
+        settings={'Ape-X DPG (4 actors, prioritised)': ['--num_actors=4'],
+                  'DDPG-style (1 actor, uniform)': [
+                      '--num_actors=1', '--priority_exponent=0']}),
+}
+
+
+def _budget_flags(budget) -> List[str]:
+  kind, value = budget
+  if kind == 'steps':
+    return [f'--max_actor_steps={int(value * FLAGS.scale)}']
+  return [f'--max_seconds={value * FLAGS.scale:g}']
+
+
+def command(analysis: str, setting: str, seed: int, workdir: str) -> List[str]:
+  spec = ANALYSES[analysis]
+  return [os.path.join('.venv', 'bin', 'python'),
+          os.path.join('programs', f'{spec["program"]}.py'),
+          '--lp_launch_type=local_mp', f'--workdir={workdir}',
+          *spec['flags'], *spec['settings'][setting],
+          *_budget_flags(spec['budget']), f'--seed={seed}', '--log_every=5',
+          '--replay_checkpoint_every=0']
+
+
+def _slug(setting: str) -> str:
+  return ''.join(c if c.isalnum() else '_' for c in setting).strip('_')
+
+
+def run_directory(analysis: str, setting: str, seed: int) -> str:
+  runs = FLAGS.runs or os.path.join(RESULTS, 'runs')
+  return os.path.join(runs, analysis, _slug(setting), f'seed{seed}')
+
+
+def _finished(workdir: str) -> bool:
+  return os.path.isfile(os.path.join(workdir, 'finished.json'))
+
+
+def run(analysis: str, setting: str, seed: int) -> str:
+  """Runs one setting and seed unless already finished; returns its dir."""
+  workdir = run_directory(analysis, setting, seed)
+  if _finished(workdir):
+    return workdir
+  if os.path.isdir(workdir):  # An unfinished run: start it again.
+    import shutil  # pylint: disable=g-import-not-at-top
+    shutil.rmtree(workdir)
+  os.makedirs(workdir)
+  argv = command(analysis, setting, seed, workdir)
+  print(f'[{analysis}] {setting}, seed {seed}: {" ".join(argv)}', flush=True)
+  begin = time.time()
+  with open(os.path.join(workdir, 'output.txt'), 'w') as output:
+    status = subprocess.call(argv, cwd=ROOT, stdout=output,
+                             stderr=subprocess.STDOUT)
+  if status != 0:
+    raise RuntimeError(f'{" ".join(argv)} exited with {status}; see '
+                       f'{workdir}/output.txt.')
+  with open(os.path.join(workdir, 'finished.json'), 'w') as f:
+    json.dump({'command': argv, 'seconds': time.time() - begin}, f)
+  return workdir
+
+
+def final_counts(workdir: str) -> Dict[str, int]:
+  """The program's counts when its budget stopped it (the coordinator's
+  'Stopping: ... Counts: {...}' line in the run's output)."""
+  with open(os.path.join(workdir, 'output.txt'), errors='replace') as f:
+    for line in f:
+      if 'Stopping: ' in line and 'Counts: ' in line:
+        counts = line.split('Counts: ', 1)[1]
+        return json.loads(counts[:counts.index('}') + 1])
+  raise ValueError(f'{workdir}/output.txt has no final counts: the run did '
+                   'not stop at its budget.')
+
+
+def run_figures(workdir: str) -> Dict[str, float]:
+  """A finished run's final return, wall-clock, frames and updates."""
+  sys.path.insert(0, os.path.join(ROOT, 'programs'))
+  import plot  # pylint: disable=g-import-not-at-top
+  curves = plot.run_curves(workdir, FINAL_EPISODES)
+  returns = curves['returns']
+  with open(os.path.join(workdir, 'finished.json')) as f:
+    seconds = json.load(f)['seconds']
+  frames_per_step = plot._frames_per_step(workdir)  # pylint: disable=protected-access
+  counts = final_counts(workdir)
+  return {
+      'final_return': float(np.mean(returns[-FINAL_EPISODES:]))
+                      if len(returns) else float('nan'),
+      'returns_from': curves['returns_from'],
+      'episodes': int(len(returns)),
+      'wall_clock_minutes': seconds / 60.0,
+      'actor_frames': counts.get('actor_steps', 0) * frames_per_step,
+      'learner_updates': counts.get('learner_steps', 0),
+  }
+
+
+def report(analysis: str, seeds: List[int]):
+  """Writes results/<analysis>.{png,md,json} from the finished runs."""
+  sys.path.insert(0, os.path.join(ROOT, 'programs'))
+  import plot  # pylint: disable=g-import-not-at-top
+  spec = ANALYSES[analysis]
+  groups, figures = {}, {}
+  for setting in spec['settings']:
+    workdirs = [run_directory(analysis, setting, seed) for seed in seeds]
+    workdirs = [w for w in workdirs if _finished(w)]
+    if workdirs:
+      groups[setting] = workdirs
+      figures[setting] = [dict(seed=int(w.rsplit('seed', 1)[1]),
+                               **run_figures(w)) for w in workdirs]
+  if not groups:
+    raise ValueError(f'No finished runs of {analysis!r} yet.')
+  png = os.path.join(RESULTS, f'{analysis}.png')
+  plot.plot_groups(groups, png, smoothing=FINAL_EPISODES, title=spec['title'])
+  kind, value = spec['budget']
+  budget = (f'{int(value * FLAGS.scale):,} actor steps' if kind == 'steps'
+            else f'{value * FLAGS.scale / 60:g} minutes of wall-clock')
+  lines = [
+      f'# {spec["title"]}', '',
+      f'![{analysis}]({analysis}.png)', '',
+      f'Budget per run: {budget}. Final return: the mean of a run\'s last '
+      f'{FINAL_EPISODES} evaluation episodes; over seeds, mean ± standard '
+      'deviation (min-max).', '',
+      '| setting | seeds | final return | wall-clock (min) | actor frames | '
+      'learner updates |',
+      '|---|---|---|---|---|---|',
+  ]
+  for setting, rows in figures.items():
+    finals = np.array([row['final_return'] for row in rows])
+    mean = lambda key: np.mean([row[key] for row in rows])  # pylint: disable=cell-var-from-loop
+    lines.append(
+        f'| {setting} | {len(rows)} | {finals.mean():.1f} ± {finals.std():.1f}'
+        f' ({finals.min():.1f}-{finals.max():.1f}) | '
+        f'{mean("wall_clock_minutes"):.1f} | {mean("actor_frames"):,.0f} | '
+        f'{mean("learner_updates"):,.0f} |')
+  example = command(analysis, next(iter(spec['settings'])), 0,
+                    '<workdir>')
+  lines += ['', 'Made by:', '', '```sh',
+            f'.venv/bin/python results/run.py {analysis} '
+            f'--seeds={",".join(map(str, seeds))}', '```', '',
+            'which runs, for each setting and seed, e.g.:', '', '```sh',
+            ' '.join(example), '```', '']
+  with open(os.path.join(RESULTS, f'{analysis}.md'), 'w') as f:
+    f.write('\n'.join(lines))
+  with open(os.path.join(RESULTS, f'{analysis}.json'), 'w') as f:
+    json.dump({'title': spec['title'], 'budget': budget, 'scale': FLAGS.scale,
+               'seeds': seeds, 'settings': figures}, f, indent=2)
+    f.write('\n')
+  print(f'Wrote results/{analysis}.png, .md and .json')
+
+
+def main(argv):
+  if FLAGS.list:
+    for name, spec in ANALYSES.items():
+      print(f'{name}: {spec["title"]}')
+      for setting in spec['settings']:
+        print(f'  {setting}: {" ".join(command(name, setting, 0, "<dir>"))}')
+    return
+  if len(argv) != 2 or argv[1] not in ANALYSES:
+    sys.stderr.write(f'error: name one analysis: {", ".join(ANALYSES)} '
+                     '(--list shows them).\n')
+    sys.exit(2)
+  analysis = argv[1]
+  seeds = [int(seed) for seed in FLAGS.seeds]
+  if not FLAGS.report_only:
+    for seed in seeds:
+      for setting in ANALYSES[analysis]['settings']:
+        run(analysis, setting, seed)
+  report(analysis, seeds)
+
+
+if __name__ == '__main__':
+  app.run(main)
