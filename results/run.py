@@ -72,7 +72,7 @@ ANALYSES = {
         title='Number of actors (paper Fig. 4): Ape-X DQN on CartPole, '
               'the same wall-clock budget',
         program='apex_dqn', flags=CARTPOLE_DQN,
-        budget=('seconds', SECONDS_BUDGET),
+        budget=('seconds', SECONDS_BUDGET), threshold=475,
         settings={f'{n} actor{"s" if n > 1 else ""}': [f'--num_actors={n}']
                   for n in (1, 2, 4, 8)}),
     'replay': dict(
@@ -80,7 +80,7 @@ ANALYSES = {
               'CartPole, the same number of actor steps and updates',
         program='apex_dqn',
         flags=CARTPOLE_DQN + ['--num_actors=2', '--samples_per_insert=16'],
-        budget=('steps', STEP_BUDGET),
+        budget=('steps', STEP_BUDGET), threshold=475,
         settings={'prioritised (alpha 0.6)': ['--priority_exponent=0.6'],
                   'uniform (alpha 0)': ['--priority_exponent=0']}),
     'priorities': dict(
@@ -88,14 +88,14 @@ ANALYSES = {
               'maximum so far; Ape-X DQN on CartPole, 4 actors',
         program='apex_dqn',
         flags=CARTPOLE_DQN + ['--num_actors=4', '--samples_per_insert=16'],
-        budget=('steps', STEP_BUDGET),
+        budget=('steps', STEP_BUDGET), threshold=475,
         settings={'actor-computed TD error': ['--initial_priority=actor'],
                   'max priority so far': ['--initial_priority=max']}),
     'dpg': dict(
         title='Ape-X DPG on control:cartpole:balance vs a DDPG-style single '
               'actor with uniform replay, the same wall-clock budget',
         program='apex_dpg', flags=CARTPOLE_DPG,
-        budget=('seconds', SECONDS_BUDGET),
+        budget=('seconds', SECONDS_BUDGET), threshold=800,
         settings={'Ape-X DPG (4 actors, prioritised)': ['--num_actors=4'],
                   'DDPG-style (1 actor, uniform)': [
                       '--num_actors=1', '--priority_exponent=0']}),
@@ -167,8 +167,10 @@ def final_counts(workdir: str) -> Dict[str, int]:
                    'not stop at its budget.')
 
 
-def run_figures(workdir: str) -> Dict[str, float]:
-  """A finished run's final return, wall-clock, frames and updates."""
+def run_figures(workdir: str, threshold: float) -> Dict[str, float]:
+  """A finished run's final return, when its running mean return first
+  reached `threshold` (actor steps, minutes; None if never), wall-clock,
+  frames and updates."""
   sys.path.insert(0, os.path.join(ROOT, 'programs'))
   import plot  # pylint: disable=g-import-not-at-top
   curves = plot.run_curves(workdir, FINAL_EPISODES)
@@ -177,15 +179,28 @@ def run_figures(workdir: str) -> Dict[str, float]:
     seconds = json.load(f)['seconds']
   frames_per_step = plot._frames_per_step(workdir)  # pylint: disable=protected-access
   counts = final_counts(workdir)
+  reached = np.flatnonzero(curves['mean_returns'] >= threshold)
   return {
       'final_return': float(np.mean(returns[-FINAL_EPISODES:]))
                       if len(returns) else float('nan'),
       'returns_from': curves['returns_from'],
       'episodes': int(len(returns)),
+      'steps_to_threshold': float(curves['actor_steps'][reached[0]])
+                            if len(reached) else None,
+      'minutes_to_threshold': float(curves['hours'][reached[0]] * 60.0)
+                              if len(reached) else None,
       'wall_clock_minutes': seconds / 60.0,
       'actor_frames': counts.get('actor_steps', 0) * frames_per_step,
       'learner_updates': counts.get('learner_steps', 0),
   }
+
+
+def _reached(rows, key: str, form: str) -> str:
+  """Median over the seeds that reached the threshold, and how many did."""
+  values = [row[key] for row in rows if row[key] is not None]
+  if not values:
+    return 'not reached'
+  return f'{form.format(np.median(values))} ({len(values)}/{len(rows)})'
 
 
 def report(analysis: str, seeds: List[int]):
@@ -200,7 +215,8 @@ def report(analysis: str, seeds: List[int]):
     if workdirs:
       groups[setting] = workdirs
       figures[setting] = [dict(seed=int(w.rsplit('seed', 1)[1]),
-                               **run_figures(w)) for w in workdirs]
+                               **run_figures(w, spec['threshold']))
+                          for w in workdirs]
   if not groups:
     raise ValueError(f'No finished runs of {analysis!r} yet.')
   png = os.path.join(RESULTS, f'{analysis}.png')
@@ -213,10 +229,13 @@ def report(analysis: str, seeds: List[int]):
       f'![{analysis}]({analysis}.png)', '',
       f'Budget per run: {budget}. Final return: the mean of a run\'s last '
       f'{FINAL_EPISODES} evaluation episodes; over seeds, mean ± standard '
-      'deviation (min-max).', '',
-      '| setting | seeds | final return | wall-clock (min) | actor frames | '
-      'learner updates |',
-      '|---|---|---|---|---|---|',
+      'deviation (min-max). Reaching a return: when the running mean of '
+      f'{FINAL_EPISODES} evaluation episodes first reached '
+      f'{spec["threshold"]}, median over the seeds that reached it.', '',
+      '| setting | seeds | final return | actor steps to reach '
+      f'{spec["threshold"]} | minutes to reach {spec["threshold"]} | '
+      'wall-clock (min) | actor frames | learner updates |',
+      '|---|---|---|---|---|---|---|---|',
   ]
   for setting, rows in figures.items():
     finals = np.array([row['final_return'] for row in rows])
@@ -224,6 +243,8 @@ def report(analysis: str, seeds: List[int]):
     lines.append(
         f'| {setting} | {len(rows)} | {finals.mean():.1f} ± {finals.std():.1f}'
         f' ({finals.min():.1f}-{finals.max():.1f}) | '
+        f'{_reached(rows, "steps_to_threshold", "{:,.0f}")} | '
+        f'{_reached(rows, "minutes_to_threshold", "{:.1f}")} | '
         f'{mean("wall_clock_minutes"):.1f} | {mean("actor_frames"):,.0f} | '
         f'{mean("learner_updates"):,.0f} |')
   example = command(analysis, next(iter(spec['settings'])), 0,
