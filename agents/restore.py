@@ -127,6 +127,7 @@ def load(workdir: Optional[str] = None,
     if os.path.isfile(os.path.join(checkpoint, 'saved_model.pb')):
       return from_snapshot(checkpoint)
     # A learner checkpoint: its run is <workdir>/checkpoints/learner/...
+    _learner_checkpoint(checkpoint)  # Not one: say so before the run.
     directory = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(
         checkpoint)
     run = workdir or os.path.dirname(os.path.dirname(

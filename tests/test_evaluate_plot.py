@@ -1,0 +1,296 @@
+"""evaluate.py, policy snapshots and plot.py on tiny real runs made here.
+
+Two programs are launched as users launch them (local_mp): Ape-X DQN on
+minatar:breakout and Ape-X DPG on control:cartpole:balance, a few thousand
+actor steps each, checkpointing every few seconds (so that each leaves
+learner checkpoints and policy snapshots).
+"""
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EVALUATE = os.path.join(ROOT, 'programs', 'evaluate.py')
+PLOT = os.path.join(ROOT, 'programs', 'plot.py')
+sys.path.insert(0, os.path.join(ROOT, 'programs'))
+
+RUNS = {
+    'dqn': ['programs/apex_dqn.py', '--env=minatar:breakout',
+            '--num_actors=1', '--batch_size=32', '--min_replay_size=200',
+            '--replay_capacity=5000', '--max_actor_steps=3000',
+            '--log_every=1', '--checkpoint_every=5', '--evaluation_period=20',
+            '--evaluation_episodes=1', '--samples_per_insert=8'],
+    'dpg': ['programs/apex_dpg.py', '--env=control:cartpole:balance',
+            '--num_actors=1', '--batch_size=32', '--min_replay_size=300',
+            '--replay_capacity=20000', '--critic_hidden_sizes=32,32',
+            '--policy_hidden_sizes=32,32', '--max_actor_steps=3000',
+            '--log_every=1', '--checkpoint_every=5', '--evaluation_period=50',
+            '--evaluation_episodes=1'],
+}
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory):
+  """{name: (workdir, stdout)} of the two tiny runs."""
+  made = {}
+  for name, (script, *flags) in RUNS.items():
+    workdir = str(tmp_path_factory.mktemp(name))
+    result = subprocess.run(
+        [sys.executable, script, '--lp_launch_type=local_mp',
+         f'--workdir={workdir}', *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        timeout=600, cwd=ROOT, check=False)
+    assert result.returncode == 0, result.stdout[-5000:]
+    made[name] = (workdir, result.stdout)
+  return made
+
+
+def _evaluate(*flags, timeout=300):
+  return subprocess.run([sys.executable, EVALUATE, *flags],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True, timeout=timeout, cwd=ROOT, check=False)
+
+
+def _evaluate_json(tmp_path, name, *flags):
+  output = str(tmp_path / f'{name}.json')
+  result = _evaluate(*flags, f'--output={output}')
+  assert result.returncode == 0, result.stderr[-3000:]
+  with open(output) as f:
+    return json.load(f)
+
+
+def _video_frames(path):
+  """(number of frames, frame shape) decoded from an mp4 file."""
+  import cv2  # pylint: disable=g-import-not-at-top
+  with open(path, 'rb') as f:
+    assert f.read(8)[4:8] == b'ftyp', 'not an MP4 (ISO media) file'
+  capture = cv2.VideoCapture(path)
+  count, shape = 0, None
+  while True:
+    ok, frame = capture.read()
+    if not ok:
+      break
+    count, shape = count + 1, frame.shape
+  return count, shape
+
+
+def _snapshots(workdir):
+  directory = os.path.join(workdir, 'snapshots')
+  return sorted(name for name in os.listdir(directory))
+
+
+@pytest.mark.parametrize('name, episodes, frame_shape', [
+    ('dqn', 3, (160, 160, 3)),  # MinAtar's 10x10 screen scaled by 16.
+    ('dpg', 1, (240, 320, 3)),  # MuJoCo rendered off-screen.
+])
+def test_evaluate_reports_returns_and_writes_a_video(runs, tmp_path, name,
+                                                     episodes, frame_shape):
+  workdir, _ = runs[name]
+  video = str(tmp_path / 'episode.mp4')
+  result = _evaluate_json(tmp_path, name, f'--workdir={workdir}',
+                          f'--episodes={episodes}', f'--video={video}')
+  returns = np.array(result['returns'])
+  assert len(returns) == len(result['lengths']) == episodes
+  assert result['mean'] == pytest.approx(returns.mean())
+  assert result['median'] == pytest.approx(np.median(returns))
+  assert result['std'] == pytest.approx(returns.std())
+  assert (result['min'], result['max']) == (returns.min(), returns.max())
+  if name == 'dpg':  # dm_control's cartpole episodes are 1,000 steps.
+    assert result['lengths'] == [1000]
+  # One frame per agent step, plus the first observation.
+  assert _video_frames(video) == (result['lengths'][0] + 1, frame_shape)
+  assert result['video']['frames'] == result['lengths'][0] + 1
+
+
+@pytest.mark.parametrize('name', ['dqn', 'dpg'])
+def test_snapshot_and_checkpoint_of_one_step_act_alike(runs, tmp_path, name):
+  workdir, _ = runs[name]
+  snapshots = _snapshots(workdir)
+  # At most two kept, named by learner step, none half-written.
+  assert 1 <= len(snapshots) <= 2
+  assert all(re.fullmatch(r'policy-\d{10}', s) for s in snapshots), snapshots
+  from_checkpoint = _evaluate_json(tmp_path, 'checkpoint',
+                                   f'--workdir={workdir}', '--episodes=2')
+  newest = os.path.join(workdir, 'snapshots', snapshots[-1])
+  from_snapshot = _evaluate_json(tmp_path, 'snapshot',
+                                 f'--checkpoint={newest}', '--episodes=2')
+  # The final checkpoint and the final snapshot are of the same step.
+  assert from_snapshot['learner_steps'] == int(snapshots[-1][len('policy-'):])
+  assert from_snapshot['learner_steps'] == from_checkpoint['learner_steps']
+  assert from_snapshot['returns'] == from_checkpoint['returns']
+  assert from_snapshot['lengths'] == from_checkpoint['lengths']
+
+
+LOADER = """
+import json, sys
+import numpy as np
+try:
+  import agents
+  sys.exit('the project is importable')
+except ImportError:
+  pass
+import tensorflow as tf
+policy = tf.saved_model.load(sys.argv[1])
+observations = np.load(sys.argv[2])
+out = {'metadata': json.loads(policy.metadata.numpy()),
+       'actions': policy.act(observations).numpy().tolist()}
+if hasattr(policy, 'q_values'):
+  out['q_values'] = policy.q_values(observations).numpy().tolist()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize('name', ['dqn', 'dpg'])
+def test_snapshot_loads_without_the_project(runs, tmp_path, name):
+  from agents import restore  # pylint: disable=g-import-not-at-top
+  workdir, _ = runs[name]
+  policy = restore.from_checkpoint(workdir)
+  environment = policy.environment.make_environment(seed=3)
+  rng = np.random.default_rng(3)
+  timestep, observations = environment.reset(), []
+  for _ in range(20):
+    observations.append(timestep.observation)
+    action = (rng.integers(policy.environment.spec.actions.num_values)
+              if name == 'dqn' else
+              rng.uniform(-1, 1, policy.environment.spec.actions.shape))
+    timestep = environment.step(action)
+    if timestep.last():
+      timestep = environment.reset()
+  observations = np.stack(observations)
+  np.save(tmp_path / 'observations.npy', observations)
+  newest = os.path.join(workdir, 'snapshots', _snapshots(workdir)[-1])
+  result = subprocess.run(
+      [sys.executable, '-I', '-c', LOADER, newest,
+       str(tmp_path / 'observations.npy')],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+      cwd=str(tmp_path), check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  loaded = json.loads(result.stdout.strip().splitlines()[-1])
+  with open(os.path.join(workdir, 'run.json')) as f:
+    manifest = json.load(f)
+  assert loaded['metadata']['program'] == manifest['program']
+  assert loaded['metadata']['env'] == manifest['env']
+  assert loaded['metadata']['learner_steps'] == policy.learner_steps
+  expected = policy.act(observations).numpy()
+  if name == 'dqn':
+    np.testing.assert_array_equal(loaded['actions'], expected)
+    np.testing.assert_allclose(loaded['q_values'],
+                               policy.q_values(observations).numpy(),
+                               rtol=1e-5, atol=1e-6)
+  else:
+    np.testing.assert_allclose(loaded['actions'], expected, rtol=1e-5,
+                               atol=1e-6)
+
+
+def _learner_rates(workdir):
+  with open(os.path.join(workdir, 'logs', 'learner', 'logs.csv')) as f:
+    return [float(row['steps_per_second']) for row in csv.DictReader(f)]
+
+
+def test_plot_draws_the_four_panels_of_every_run(runs, tmp_path):
+  import plot  # pylint: disable=g-import-not-at-top
+  from matplotlib import image  # pylint: disable=g-import-not-at-top
+  workdirs = [runs['dqn'][0], runs['dpg'][0]]
+  out = str(tmp_path / 'curves.png')
+  result = subprocess.run(
+      [sys.executable, PLOT, *workdirs, f'--out={out}', '--labels=dqn,dpg'],
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+      timeout=120, cwd=ROOT, check=False)
+  assert result.returncode == 0, result.stdout[-3000:]
+  assert image.imread(out).shape[:2] == (800, 1200)  # 12x8 in at 100 dpi.
+  figure = plot.plot(workdirs, ['dqn', 'dpg'], str(tmp_path / 'again.png'))
+  axes = figure.axes
+  assert [axis.get_title() for axis in axes] == list(plot.PANELS)
+  for axis in axes:
+    labels = [text.get_text() for text in axis.get_legend().get_texts()]
+    assert any(label.startswith('dqn') for label in labels), labels
+    assert any(label.startswith('dpg') for label in labels), labels
+  learner_lines = axes[3].get_lines()
+  assert len(learner_lines) == 2
+  for line, workdir in zip(learner_lines, workdirs):
+    np.testing.assert_allclose(line.get_ydata(), _learner_rates(workdir))
+
+
+def test_terminal_lines_show_progress_and_eta(runs):
+  _, stdout = runs['dqn']
+  assert re.search(r'Progress = \d+\.\d%', stdout)
+  assert re.search(r'Eta = \d+(h\d\dm|m\d\ds|s)', stdout)
+
+
+def test_progress_and_eta_by_hand(monkeypatch):
+  from acme.utils import loggers  # pylint: disable=g-import-not-at-top
+  from agents import loggers as loggers_lib  # pylint: disable=g-import-not-at-top
+
+  class Rows(loggers.Logger):
+
+    def __init__(self):
+      self.rows = []
+
+    def write(self, data):
+      self.rows.append(dict(data))
+
+    def close(self):
+      pass
+
+  rows = Rows()
+  logger = loggers_lib.WithProgress(rows, max_actor_steps=1000)
+  for now, steps in [(100.0, 100), (110.0, 300), (4000.0, 400)]:
+    monkeypatch.setattr(loggers_lib.time, 'time', lambda now=now: now)
+    logger.write({'actor_steps': steps})
+  logger.write({'loss': 1.0})  # Rows without the count pass unchanged.
+  assert rows.rows[0] == {'actor_steps': 100, 'progress': '10.0%'}
+  # 200 steps in 10 s: 700 steps left take 35 s.
+  assert rows.rows[1] == {'actor_steps': 300, 'progress': '30.0%',
+                          'eta': '35s'}
+  # The window keeps the last two points: 100 steps in 3,890 s.
+  assert rows.rows[2]['eta'] == loggers_lib.format_duration(600 * 38.9)
+  assert rows.rows[2]['eta'] == '6h29m'
+  assert rows.rows[3] == {'loss': 1.0}
+
+
+def test_bad_input_is_refused_with_the_fix(runs, tmp_path):
+  workdir, _ = runs['dpg']
+  cases = [
+      (['--workdir=x', '--video=x.avi'], '--video must name an .mp4'),
+      ([], 'pass --workdir'),
+      ([f'--workdir={tmp_path / "none"}'], 'does not exist'),
+      ([f'--workdir={tmp_path}'], 'not a run directory'),
+      ([f'--checkpoint={tmp_path}'], 'No learner checkpoint'),
+      ([f'--workdir={workdir}', '--epsilon=0.1'], 'Ape-X DQN policies'),
+  ]
+  changed = tmp_path / 'changed'
+  shutil.copytree(workdir, changed)
+  with open(changed / 'run.json') as f:
+    manifest = json.load(f)
+  manifest['config']['policy_hidden_sizes'] = '64,64'
+  with open(changed / 'run.json', 'w') as f:
+    json.dump(manifest, f)
+  cases.append(([f'--workdir={changed}'], 'does not fit'))
+  for flags, message in cases:
+    result = _evaluate(*flags)
+    assert result.returncode == 2, (flags, result.stderr[-2000:])
+    assert message in result.stderr, (flags, result.stderr[-2000:])
+    assert 'Traceback' not in result.stderr, flags
+
+
+def test_video_of_an_atari_policy_snapshot(tmp_path):
+  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+  builder = ApeXDQNBuilder(ApeXDQNConfig(),
+                           environments.resolve_discrete('atari:Pong'))
+  path = builder.policy_snapshot({'network': builder.make_network()}).export(
+      str(tmp_path), 7)
+  video = str(tmp_path / 'pong.mp4')
+  result = _evaluate_json(tmp_path, 'pong', f'--checkpoint={path}',
+                          '--episodes=1', f'--video={video}')
+  assert result['learner_steps'] == 7
+  # The ALE's own 210x160 screen, once per agent step and at the start.
+  assert _video_frames(video) == (result['lengths'][0] + 1, (210, 160, 3))
