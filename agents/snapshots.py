@@ -107,7 +107,10 @@ class PolicySnapshot(tf.Module):
     signatures = {'serving_default': self.act}
     tf.saved_model.save(self, temporary, signatures=signatures)
     os.replace(temporary, path)
-    for old in list_snapshots(workdir)[:-KEEP]:
+    # The new one stays even if an older run's snapshots have higher steps
+    # (a run restarted from scratch in the same workdir).
+    others = [other for other in list_snapshots(workdir) if other != path]
+    for old in others[:max(len(others) - (KEEP - 1), 0)]:
       shutil.rmtree(old, ignore_errors=True)
     return path
 

@@ -294,3 +294,22 @@ def test_video_of_an_atari_policy_snapshot(tmp_path):
   assert result['learner_steps'] == 7
   # The ALE's own 210x160 screen, once per agent step and at the start.
   assert _video_frames(video) == (result['lengths'][0] + 1, (210, 160, 3))
+
+
+def test_export_keeps_the_new_snapshot_and_one_other(tmp_path):
+  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents import snapshots  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+  builder = ApeXDQNBuilder(
+      ApeXDQNConfig(mlp_hidden_sizes='8', dueling_hidden_size=8),
+      environments.resolve_discrete('gym:CartPole-v1'))
+  snapshot = builder.policy_snapshot({'network': builder.make_network()})
+  names = lambda: [os.path.basename(p)
+                   for p in snapshots.list_snapshots(str(tmp_path))]
+  for step in (10, 20, 20):
+    snapshot.export(str(tmp_path), step)
+  assert names() == ['policy-0000000010', 'policy-0000000020']
+  # A run restarted from scratch in the same workdir: its lower step stays.
+  path = snapshot.export(str(tmp_path), 3)
+  assert os.path.isdir(path)
+  assert names() == ['policy-0000000003', 'policy-0000000020']
