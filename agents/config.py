@@ -81,15 +81,18 @@ class ApeXConfig:
              'in [0, 1]')
     check_flag('priority_exponent', self.priority_exponent >= 0.0,
            self.priority_exponent, '>= 0')
-    check_flag('replay_remover', self.replay_remover in REPLAY_REMOVERS,
-               repr(self.replay_remover),
-               ' or '.join(repr(name) for name in REPLAY_REMOVERS))
-    check_flag('initial_priority', self.initial_priority in INITIAL_PRIORITIES,
-               repr(self.initial_priority),
-               ' or '.join(repr(name) for name in INITIAL_PRIORITIES))
+    check_choice('replay_remover', self.replay_remover, REPLAY_REMOVERS)
+    check_choice('initial_priority', self.initial_priority,
+                 INITIAL_PRIORITIES)
     if self.samples_per_insert is not None:
       check_flag('samples_per_insert', self.samples_per_insert > 0,
              self.samples_per_insert, '> 0 (or unset for no rate limit)')
+
+
+def check_choice(flag: str, value: str, choices):
+  """Raises ValueError naming `--flag` and its choices unless `value` is one."""
+  check_flag(flag, value in choices, repr(value),
+             ' or '.join(repr(choice) for choice in choices))
 
 
 def check_flag(flag: str, ok: bool, value, allowed: str):

@@ -31,6 +31,10 @@ from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-positio
 from absl import flags  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
+sys.path.insert(0, os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'programs'))
+import plot  # pylint: disable=g-import-not-at-top,wrong-import-position
+
 flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds per setting.')
 flags.DEFINE_bool('report_only', False, 'Only write the report from the runs '
                   'already made.')
@@ -171,8 +175,6 @@ def run_figures(workdir: str, threshold: float) -> Dict[str, float]:
   """A finished run's final return, when its running mean return first
   reached `threshold` (actor steps, minutes; None if never), wall-clock,
   frames and updates."""
-  sys.path.insert(0, os.path.join(ROOT, 'programs'))
-  import plot  # pylint: disable=g-import-not-at-top
   curves = plot.run_curves(workdir, FINAL_EPISODES)
   returns = curves['returns']
   with open(os.path.join(workdir, 'finished.json')) as f:
@@ -205,8 +207,6 @@ def _reached(rows, key: str, form: str) -> str:
 
 def report(analysis: str, seeds: List[int]):
   """Writes results/<analysis>.{png,md,json} from the finished runs."""
-  sys.path.insert(0, os.path.join(ROOT, 'programs'))
-  import plot  # pylint: disable=g-import-not-at-top
   spec = ANALYSES[analysis]
   groups, figures = {}, {}
   for setting in spec['settings']:
