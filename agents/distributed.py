@@ -12,10 +12,14 @@ An agent supplies a builder (see `agents/apex_dqn/builder.py`) with
 nodes and runs their loops.
 """
 
+import collections
 import dataclasses
+import faulthandler
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from typing import Any, List, Optional, Sequence
@@ -31,6 +35,7 @@ from acme.utils import signals
 from agents import checkpointing
 from agents import loggers as loggers_lib
 from agents import resilience
+from agents import stop_watchdog
 from agents import vector_loop
 
 
@@ -63,19 +68,22 @@ class RunOptions:
   num_evaluators: int = 1
   """Evaluator processes (0 or 1)."""
   max_seconds: Optional[float] = None
-  """Stop the whole program this many seconds after it started (a
-  wall-clock budget, as when comparing numbers of actors)."""
+  """Stop the whole program this many seconds after the actors' first step
+  (a wall-clock budget, as when comparing numbers of actors)."""
 
 
 # Launchpad kills a program whose nodes outlive its 10 s stop notice, and the
 # program then exits -9. Under local_mp, Launchpad stops a node by sending its
 # process SIGTERM, whose Python handler runs only when the main thread returns
 # to the interpreter; a main thread blocked in a C++ call to a node that has
-# already stopped (Courier waits for its server to come back) never does. The
-# C-level handler still writes the signal's number to the wake-up fd, so a
-# watchdog thread reading it ends the process a grace period after the signal.
+# already stopped (Courier waits for its server to come back) never does, nor
+# does one that holds the GIL or is finalising the interpreter. The C-level
+# handler still writes the signal's number to the wake-up fd: a watchdog
+# process (agents/stop_watchdog.py) reads it and ends the node a grace period
+# after the signal, first having it print every thread's traceback.
 STOP_GRACE_SECONDS = 5.0
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_WATCHDOG = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                         'stop_watchdog.py')
 
 
 def exit_soon_after_stop(launch_type: str):
@@ -98,18 +106,14 @@ def exit_soon_after_stop(launch_type: str):
     logging.warning('The signal wake-up fd is taken; a node blocked at stop '
                     'may be killed by Launchpad.')
     return
-
-  def watch():
-    while True:
-      received = os.read(read_fd, 64)
-      if any(number in _STOP_SIGNALS for number in received):
-        break
-    time.sleep(STOP_GRACE_SECONDS)
-    logging.warning('Still running %.0f s after the stop request: exiting.',
-                    STOP_GRACE_SECONDS)
-    os._exit(0)  # pylint: disable=protected-access
-
-  threading.Thread(target=watch, name='stop_watchdog', daemon=True).start()
+  # Answered by the C-level handler, GIL or not: the watchdog's request for
+  # this process's tracebacks before it kills it.
+  faulthandler.register(stop_watchdog.DUMP_SIGNAL, all_threads=True)
+  subprocess.Popen(  # pylint: disable=consider-using-with
+      [sys.executable, '-S', _WATCHDOG, str(read_fd), str(os.getpid()),
+       str(STOP_GRACE_SECONDS)],
+      pass_fds=(read_fd,), stdin=subprocess.DEVNULL)
+  os.close(read_fd)  # The pipe ends for the watchdog when this process ends.
 
 
 NODES = 'nodes'
@@ -225,7 +229,16 @@ class LearnerNode(acme.Learner, acme.VariableSource):
 
 class _FlushableCounter(counting.Counter):
   """Acme's counter, which sends its counts to its parent at most once per
-  `time_delta`, with a way to send them at once (before a node leaves)."""
+  `time_delta`, with a way to send them at once (before a node leaves), and
+  a tally of this node's own counts (`own_counts`)."""
+
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
+    self.own_counts = collections.Counter()
+
+  def increment(self, **counts):
+    self.own_counts.update(counts)
+    return super().increment(**counts)
 
   def flush(self):
     self._last_sync_time = 0.0  # As Acme's own `restore` does.
@@ -311,6 +324,11 @@ class ActorNode:
     # (a rate-limited insert, a Courier call) to a node that has stopped.
     with signals.runtime_terminator():
       self._loop.run(should_stop=self._stopping.is_set)
+    # The counts since the last sync (at most a second's steps) would be
+    # lost: the counter waits for them before its final save.
+    self._counter.flush()
+    logging.info('Actor %d stops after %d environment steps.',
+                 self._actor_id, self._counter.own_counts['steps'])
 
 
 class EvaluatorNode:
@@ -381,8 +399,9 @@ class EvaluatorNode:
 
 class StepLimiter:
   """Stops the whole program once the actors have taken `max_actor_steps`,
-  or once `max_seconds` have passed since this node started (either may be
-  None)."""
+  or `max_seconds` after the actors' first step of this launch (either may
+  be None): the nodes' start-up, longer with more actors on few cores, is
+  not part of a wall-clock budget."""
 
   def __init__(self, counter: counting.Counter,
                max_actor_steps: Optional[int],
@@ -394,17 +413,25 @@ class StepLimiter:
     self._max_seconds = max_seconds
 
   def run(self):
-    start = time.time()
+    start = None  # When the actors' count first grew in this launch.
+    initial_steps = None
     with signals.runtime_terminator():
       while True:
         counts = self._counter.get_counts()
         actor_steps = counts.get('actor_steps', 0)
+        if initial_steps is None:
+          initial_steps = actor_steps  # A resumed run's counts.
+        elif start is None and actor_steps > initial_steps:
+          start = time.time()
+          logging.info('The actors have started: the wall-clock budget '
+                       'counts from now.')
         if self._max_actor_steps and actor_steps >= self._max_actor_steps:
           reason = f'reached {actor_steps} actor steps ' \
                    f'(limit {self._max_actor_steps})'
-        elif self._max_seconds and time.time() - start >= self._max_seconds:
-          reason = f'ran for {time.time() - start:.0f} s ' \
-                   f'(limit {self._max_seconds:.0f} s)'
+        elif (self._max_seconds and start is not None and
+              time.time() - start >= self._max_seconds):
+          reason = f'ran for {time.time() - start:.0f} s since the actors ' \
+                   f'started (limit {self._max_seconds:.0f} s)'
         else:
           time.sleep(self._poll_seconds)
           continue

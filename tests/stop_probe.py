@@ -1,11 +1,14 @@
 """A Launchpad program with a node stuck in a call when the program stops.
 
 The `caller` node's main thread waits in a Courier call that the `blocker`
-node never answers; the `stopper` node then stops the program. Used by
+node never answers (`--block=courier`), or in a C call that holds the GIL
+(`--block=gil`, as a C++ extension that does not release it); the `stopper`
+node then stops the program. Used by
 test_stop.py as a subprocess under local_mp, with and without the stop
 watchdog of `agents.distributed.exit_soon_after_stop`.
 """
 
+import ctypes
 import os
 import sys
 import threading
@@ -22,12 +25,24 @@ from acme.utils import signals  # pylint: disable=wrong-import-position
 from agents import distributed  # pylint: disable=wrong-import-position
 
 flags.DEFINE_bool('watchdog', True, 'Install the stop watchdog in each node.')
+flags.DEFINE_enum('block', 'courier', ['courier', 'gil'],
+                  'Where the caller is stuck when the program stops.')
 FLAGS = flags.FLAGS
 
 
 def _maybe_watchdog(watchdog: bool):
   if watchdog:
     distributed.exit_soon_after_stop('local_mp')
+
+
+def _hold_the_gil_forever():
+  """Locks a glibc mutex twice from this thread through PyDLL, which keeps
+  the GIL during the call: the second lock never returns (signals do not
+  interrupt it), and no Python thread of this process runs again."""
+  libc = ctypes.PyDLL(None)
+  mutex = ctypes.create_string_buffer(64)  # Zeroed: an unlocked mutex.
+  libc.pthread_mutex_lock(mutex)
+  libc.pthread_mutex_lock(mutex)
 
 
 class Blocker:
@@ -41,6 +56,9 @@ class Blocker:
     self._entered.set()
     threading.Event().wait(3600)
 
+  def enter(self):
+    self._entered.set()
+
   def entered(self) -> bool:
     return self._entered.is_set()
 
@@ -52,14 +70,19 @@ class Blocker:
 class Caller:
   """Calls `hang` from its main thread, as a node calls a stopped node."""
 
-  def __init__(self, blocker, watchdog: bool):
+  def __init__(self, blocker, watchdog: bool, block: str):
     self._blocker = blocker
     self._watchdog = watchdog
+    self._block = block
 
   def run(self):
     _maybe_watchdog(self._watchdog)
     with signals.runtime_terminator():
-      self._blocker.hang()
+      if self._block == 'courier':
+        self._blocker.hang()
+      else:
+        self._blocker.enter()
+        _hold_the_gil_forever()
 
 
 class Stopper:
@@ -80,7 +103,8 @@ def main(_):
   with program.group('blocker'):
     blocker = program.add_node(lp.CourierNode(Blocker, FLAGS.watchdog))
   with program.group('caller'):
-    program.add_node(lp.CourierNode(Caller, blocker, FLAGS.watchdog))
+    program.add_node(lp.CourierNode(Caller, blocker, FLAGS.watchdog,
+                                    FLAGS.block))
   with program.group('stopper'):
     program.add_node(lp.CourierNode(Stopper, blocker))
   lp.launch(program, launch_type='local_mp',

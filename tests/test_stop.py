@@ -7,6 +7,7 @@ answered when the program is stopped.
 """
 
 import os
+import re
 import subprocess
 import sys
 
@@ -16,26 +17,33 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = os.path.join(ROOT, 'tests', 'stop_probe.py')
 
 
-def _run_probe(watchdog: bool):
+def _run_probe(watchdog: bool, block: str = 'courier'):
   return subprocess.run(
-      [sys.executable, PROBE, f'--watchdog={str(watchdog).lower()}'],
+      [sys.executable, PROBE, f'--watchdog={str(watchdog).lower()}',
+       f'--block={block}'],
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
       timeout=120, cwd=ROOT, check=False)
 
 
-def test_blocked_node_is_killed_without_the_watchdog():
+@pytest.mark.parametrize('block', ['courier', 'gil'])
+def test_blocked_node_is_killed_without_the_watchdog(block):
   # The probe really blocks: without the watchdog Launchpad has to kill it.
-  result = _run_probe(watchdog=False)
+  result = _run_probe(watchdog=False, block=block)
   assert 'the caller is waiting' in result.stdout
   assert 'did not terminate in time' in result.stdout, result.stdout[-3000:]
   assert result.returncode != 0
 
 
-@pytest.mark.parametrize('attempt', range(2))
-def test_blocked_node_ends_within_the_stop_notice(attempt):
-  del attempt  # Two runs: the stop races with the nodes' start-up.
-  result = _run_probe(watchdog=True)
+@pytest.mark.parametrize('block', ['courier', 'courier', 'gil'])
+def test_blocked_node_ends_within_the_stop_notice(block):
+  # Two runs blocked in Courier: the stop races with the nodes' start-up.
+  result = _run_probe(watchdog=True, block=block)
   assert 'the caller is waiting' in result.stdout
   assert 'did not terminate in time' not in result.stdout, (
       result.stdout[-3000:])
   assert result.returncode == 0, result.stdout[-3000:]
+  # The watchdog ended the caller, after printing where it was stuck.
+  assert 'still runs 5 s after the stop request' in result.stdout, (
+      result.stdout[-3000:])
+  assert re.search(r'stop_probe\.py", line \d+ in run', result.stdout), (
+      result.stdout[-3000:])
