@@ -121,6 +121,11 @@ def make_checkpointer(objects: Mapping[str, Any], workdir: str, name: str,
   return checkpointer
 
 
+# How long the counter keeps serving after a stop request, for the last
+# counts of the stopping nodes.
+FINAL_COUNTS_WAIT_SECONDS = 2.0
+
+
 class CheckpointedCounter(counting.Counter):
   """The program's counter; restores its newest checkpoint when it starts.
 
@@ -151,7 +156,12 @@ class CheckpointedCounter(counting.Counter):
     stopping = threading.Event()
     lp.register_stop_handler(stopping.set)
     stopping.wait()
+    # The stopping actors send their last counts (they sync at most once a
+    # second while running): serve them before the final save.
+    time.sleep(FINAL_COUNTS_WAIT_SECONDS)
     self.save_checkpoint()
+    logging.info('Final counts: %s', json.dumps(
+        {key: int(value) for key, value in sorted(self.get_counts().items())}))
 
 
 def _table_sizes(server: reverb.Server) -> Dict[str, int]:

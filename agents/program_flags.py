@@ -80,7 +80,8 @@ def define_run_flags(program_name: str, default_env: str):
   flags.DEFINE_integer('max_actor_steps', None, 'Stop the whole program once '
                        'actors have taken this many environment steps.')
   flags.DEFINE_float('max_seconds', None, 'Stop the whole program this many '
-                     'seconds after it started (a wall-clock budget).')
+                     'seconds after the actors\' first step (a wall-clock '
+                     'budget; start-up is not counted).')
   flags.DEFINE_string('workdir', None, 'Directory for logs and TensorBoard; '
                       f'default: ~/apex_runs/{program_name}/<timestamp>.')
   flags.DEFINE_integer('seed', 0, 'Seed of the networks, environments and '

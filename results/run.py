@@ -160,15 +160,25 @@ def run(analysis: str, setting: str, seed: int) -> str:
 
 
 def final_counts(workdir: str) -> Dict[str, int]:
-  """The program's counts when its budget stopped it (the coordinator's
-  'Stopping: ... Counts: {...}' line in the run's output)."""
+  """The program's counts at its end: the counter's 'Final counts: {...}'
+  line in the run's output, which includes the steps the actors took
+  after the stop request (else the coordinator's 'Stopping: ... Counts:
+  {...}', taken when its budget ran out)."""
+  found = {}
   with open(os.path.join(workdir, 'output.txt'), errors='replace') as f:
     for line in f:
-      if 'Stopping: ' in line and 'Counts: ' in line:
-        counts = line.split('Counts: ', 1)[1]
-        return json.loads(counts[:counts.index('}') + 1])
-  raise ValueError(f'{workdir}/output.txt has no final counts: the run did '
-                   'not stop at its budget.')
+      if 'Final counts: ' in line:
+        marker = 'Final counts: '
+      elif 'Stopping: ' in line and 'Counts: ' in line:
+        marker = 'Counts: '
+      else:
+        continue
+      counts = line.split(marker, 1)[1]
+      found[marker] = json.loads(counts[:counts.index('}') + 1])
+  if not found:
+    raise ValueError(f'{workdir}/output.txt has no final counts: the run did '
+                     'not stop at its budget.')
+  return found.get('Final counts: ', found.get('Counts: '))
 
 
 def run_figures(workdir: str, threshold: float) -> Dict[str, float]:

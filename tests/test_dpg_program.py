@@ -112,6 +112,15 @@ def test_program_stops_cleanly_at_max_actor_steps(tmp_path):
       result.stdout)
   assert len(reached) == 1, result.stdout[-5000:]
   assert int(reached[0]) >= MAX_ACTOR_STEPS
+  # The counter's final counts hold every step the actors took, also those
+  # after the stop request and since their last sync.
+  own = [int(steps) for steps in re.findall(
+      r'Actor \d stops after (\d+) environment steps', result.stdout)]
+  assert len(own) == 2, result.stdout[-5000:]
+  final = re.findall(r'Final counts: (\{.*?\})', result.stdout)
+  assert len(final) == 1, result.stdout[-5000:]
+  assert json.loads(final[0])['actor_steps'] == sum(own), (final, own)
+  assert sum(own) >= int(reached[0])
   _check_logs(tmp_path, MAX_ACTOR_STEPS)
 
 
