@@ -5,8 +5,10 @@ the actors' n-step adder and their parameter-pull period.
 `make_replay_tables()`, `make_learner(replay_client, counter, logger,
 log_every)`, `make_actor(variable_source, exploration, replay_client, seed)`
 (`exploration`: one value per environment of the actor),
-`actor_exploration(actor_id, num_actors, envs_per_actor)` and
-`evaluation_exploration`.
+`actor_exploration(actor_id, num_actors, envs_per_actor)`,
+`evaluation_exploration`, and for policy snapshots and restoring a policy
+(`agents.snapshots`, `agents.restore`) `policy_state()` and
+`policy_snapshot(learner_state)`.
 """
 
 from typing import Any, Dict, List, Optional, Tuple

@@ -23,7 +23,7 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional
 
 import launchpad as lp
 import numpy as np
@@ -35,65 +35,17 @@ from acme.utils import counting
 from launchpad import address as lp_address
 from launchpad.launch import worker_manager
 
-MANIFEST = 'run.json'
+from agents import run_manifest
+
 # Seconds the replay server keeps serving after its final checkpoint, so that
 # a learner step in flight at the stop request can finish (and the learner
 # write its final checkpoint) before the server goes away.
 REPLAY_LINGER_SECONDS = 2.0
-CHECKPOINTS = 'checkpoints'
+CHECKPOINTS = run_manifest.CHECKPOINTS
 
 
 def checkpoint_directory(workdir: str, name: str) -> str:
   return os.path.join(workdir, CHECKPOINTS, name)
-
-
-def _manifest(program: str, env_name: str, config,
-              fields: Sequence[str]) -> Dict[str, Any]:
-  return {'program': program, 'env': env_name,
-          'config': {name: getattr(config, name) for name in fields}}
-
-
-def check_or_write_manifest(workdir: str, program: str, env_name: str, config,
-                            fields: Sequence[str]) -> bool:
-  """Refuses a workdir holding another run; records this run in a new one.
-
-  Returns True when the workdir holds a compatible run to resume.
-
-  Raises:
-    ValueError: the workdir holds a run of another program or environment,
-      or one whose config differs in a value its checkpoints depend on
-      (`fields`), or checkpoints without a record of what made them.
-  """
-  path = os.path.join(workdir, MANIFEST)
-  wanted = _manifest(program, env_name, config, fields)
-  if os.path.exists(path):
-    with open(path) as f:
-      found = json.load(f)
-    differences = []
-    for key in ('program', 'env'):
-      if found.get(key) != wanted[key]:
-        differences.append(f'{key} {found.get(key)!r} (now {wanted[key]!r})')
-    for name, value in wanted['config'].items():
-      if found.get('config', {}).get(name, value) != value:
-        differences.append(
-            f'--{name}={found["config"][name]!r} (now {value!r})')
-    if differences:
-      raise ValueError(
-          f'--workdir={workdir} holds a run that differs from this one in '
-          f'{", ".join(differences)}; its checkpoints cannot be resumed with '
-          'these flags. Pass the same values to resume it, or choose a new '
-          '--workdir.')
-    return True
-  if os.path.isdir(os.path.join(workdir, CHECKPOINTS)) and os.listdir(
-      os.path.join(workdir, CHECKPOINTS)):
-    raise ValueError(
-        f'--workdir={workdir} holds checkpoints but no {MANIFEST} saying what '
-        'made them; choose a new --workdir.')
-  temporary = f'{path}.tmp'
-  with open(temporary, 'w') as f:
-    json.dump(wanted, f, indent=2, sort_keys=True)
-  os.replace(temporary, path)
-  return False
 
 
 def parameters_checksum(variables) -> str:

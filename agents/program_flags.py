@@ -18,9 +18,9 @@ from typing import Dict, Optional
 import launchpad as lp
 from absl import flags
 
-from agents import checkpointing
 from agents import config as config_lib
 from agents import distributed
+from agents import run_manifest
 
 FLAGS = flags.FLAGS
 
@@ -169,9 +169,9 @@ def build_program(program_name: str, config_class, builder_class,
     config.validate()
     environment = resolve_environment(FLAGS.env)
     options = run_options_from_flags(program_name)  # Creates the workdir.
-    resuming = checkpointing.check_or_write_manifest(
-        options.workdir, program_name, environment.name, config,
-        config.CHECKPOINT_FIELDS)
+    resuming = run_manifest.check_or_write_manifest(
+        options.workdir, program_name, environment.name,
+        environment.frames_per_step, config, config.CHECKPOINT_FIELDS)
   except ValueError as error:
     fail(str(error))
   if resuming:

@@ -8,14 +8,14 @@ known of where it came from.
 """
 
 import dataclasses
-import json
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 import tensorflow as tf
 
 from agents import checkpointing
 from agents import environments
+from agents import run_manifest
 from agents import snapshots
 
 
@@ -41,21 +41,9 @@ def _program(name: str):
   raise ValueError(f'Unknown program {name!r} (known: apex_dqn, apex_dpg).')
 
 
-def read_manifest(workdir: str) -> Dict[str, Any]:
-  """The run's `run.json`: program, environment, checkpointed config."""
-  path = os.path.join(workdir, checkpointing.MANIFEST)
-  if not os.path.isfile(path):
-    raise ValueError(
-        f'{workdir} is not a run directory: it has no {checkpointing.MANIFEST}'
-        ' (written when a program starts with --workdir). Pass the --workdir '
-        'of a run, or --checkpoint=<a policy snapshot directory>.')
-  with open(path) as f:
-    return json.load(f)
-
-
 def make_builder(workdir: str):
   """The builder of the run in `workdir`, with its checkpointed config."""
-  manifest = read_manifest(workdir)
+  manifest = run_manifest.read_manifest(workdir)
   config_class, builder_class, resolve = _program(manifest['program'])
   fields = {field.name for field in dataclasses.fields(config_class)}
   config = config_class(**{name: value for name, value
@@ -64,19 +52,32 @@ def make_builder(workdir: str):
   return builder_class(config, resolve(manifest['env']))
 
 
+_WHERE_LEARNER_CHECKPOINTS_ARE = (
+    'Learner checkpoints are in <workdir>/checkpoints/learner/ (every '
+    '--checkpoint_every seconds and when the program stops); a run with '
+    '--checkpoint_every=0 has none.')
+
+
 def _learner_checkpoint(path: str) -> str:
   """The checkpoint prefix named by `path`: a prefix itself (`.../ckpt-N`)
   or a directory of learner checkpoints (its newest)."""
+  prefix = None
   if os.path.isfile(f'{path}.index'):
-    return path
-  if os.path.isdir(path):
-    newest = tf.train.latest_checkpoint(path)
-    if newest:
-      return newest
-  raise ValueError(
-      f'No learner checkpoint at {path}. Learner checkpoints are in '
-      '<workdir>/checkpoints/learner/ (every --checkpoint_every seconds and '
-      'when the program stops); a run with --checkpoint_every=0 has none.')
+    prefix = path
+  elif os.path.isdir(path):
+    prefix = tf.train.latest_checkpoint(path)
+  if not prefix:
+    raise ValueError(f'No learner checkpoint at {path}. '
+                     f'{_WHERE_LEARNER_CHECKPOINTS_ARE}')
+  # A learner's state has its step count beside the networks (the counter's
+  # and other checkpoints do not).
+  held = sorted({name.split('/')[0] for name, _ in
+                 tf.train.list_variables(prefix)} -
+                {'_CHECKPOINTABLE_OBJECT_GRAPH', 'save_counter'})
+  if 'num_steps' not in held:
+    raise ValueError(f'{prefix} is not a learner checkpoint (it holds '
+                     f'{", ".join(held)}). {_WHERE_LEARNER_CHECKPOINTS_ARE}')
+  return prefix
 
 
 def from_checkpoint(workdir: str, checkpoint: Optional[str] = None) -> Policy:
@@ -85,10 +86,7 @@ def from_checkpoint(workdir: str, checkpoint: Optional[str] = None) -> Policy:
   builder = make_builder(workdir)
   prefix = _learner_checkpoint(
       checkpoint or checkpointing.checkpoint_directory(workdir, 'learner'))
-  if builder.name == 'apex_dqn':
-    state = {'network': builder.make_network()}
-  else:
-    state = {'policy': builder.make_policy()}
+  state = builder.policy_state()
   num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
   try:
     status = tf.train.Checkpoint(num_steps=num_steps, **state).restore(prefix)

@@ -32,7 +32,7 @@ import tensorflow as tf
 
 SNAPSHOTS = 'snapshots'
 KEEP = 2
-_NAME = re.compile(r'^policy-(\d{10})$')
+_NAME = re.compile(r'^policy-(\d{10,})$')
 
 
 def snapshot_directory(workdir: str) -> str:
@@ -116,12 +116,19 @@ class PolicySnapshot(tf.Module):
 
 
 def list_snapshots(workdir: str) -> List[str]:
-  """The complete snapshots of a run, oldest first."""
+  """The complete snapshots of a run, oldest first: in the order they were
+  written (a run restarted from scratch in the same workdir writes lower
+  steps after higher ones), then by learner step."""
   directory = snapshot_directory(workdir)
   if not os.path.isdir(directory):
     return []
-  return [os.path.join(directory, name)
-          for name in sorted(os.listdir(directory)) if _NAME.match(name)]
+  found = []
+  for name in os.listdir(directory):
+    match = _NAME.match(name)
+    if match:
+      path = os.path.join(directory, name)
+      found.append((os.path.getmtime(path), int(match.group(1)), path))
+  return [path for _, _, path in sorted(found)]
 
 
 def latest_snapshot(workdir: str) -> Optional[str]:

@@ -15,6 +15,7 @@ step, plus the first observation.
 import json
 import os
 import sys
+from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -46,6 +47,8 @@ def _check_flags():
   if not FLAGS.workdir and not FLAGS.checkpoint:
     problems.append('pass --workdir=<a run directory> or '
                     '--checkpoint=<a snapshot or learner checkpoint>')
+  if FLAGS.workdir and not os.path.isdir(FLAGS.workdir):
+    problems.append(f'--workdir={FLAGS.workdir} does not exist')
   if FLAGS.episodes < 1:
     problems.append(f'--episodes must be >= 1, got {FLAGS.episodes}')
   if not 0.0 <= FLAGS.epsilon <= 1.0:
@@ -72,20 +75,34 @@ def video_frame(frame: np.ndarray) -> np.ndarray:
   return frame[:height, :width]
 
 
-def write_video(frames, path: str, fps: float):
-  """Writes RGB frames as an mp4 (MPEG-4 part 2) file."""
-  import cv2  # pylint: disable=g-import-not-at-top
-  frames = [video_frame(frame) for frame in frames]
-  height, width = frames[0].shape[:2]
-  temporary = f'{path}.tmp.mp4'
-  writer = cv2.VideoWriter(temporary, cv2.VideoWriter_fourcc(*'mp4v'),
-                           float(fps), (width, height))
-  if not writer.isOpened():
-    raise RuntimeError(f'OpenCV cannot write an mp4 file at {temporary}.')
-  for frame in frames:
-    writer.write(np.ascontiguousarray(frame[..., ::-1]))  # RGB -> BGR.
-  writer.release()
-  os.replace(temporary, path)
+class VideoWriter:
+  """Writes RGB frames to an mp4 (MPEG-4 part 2) file as they come; the file
+  appears at `path` only once complete (`close`)."""
+
+  def __init__(self, path: str, fps: float):
+    self._path = path
+    self._temporary = f'{path}.tmp.mp4'
+    self._fps = fps
+    self._writer = None
+    self.frames = 0
+
+  def add(self, frame: np.ndarray):
+    import cv2  # pylint: disable=g-import-not-at-top
+    frame = video_frame(frame)
+    if self._writer is None:
+      height, width = frame.shape[:2]
+      self._writer = cv2.VideoWriter(
+          self._temporary, cv2.VideoWriter_fourcc(*'mp4v'), float(self._fps),
+          (width, height))
+      if not self._writer.isOpened():
+        raise RuntimeError(
+            f'OpenCV cannot write an mp4 file at {self._temporary}.')
+    self._writer.write(np.ascontiguousarray(frame[..., ::-1]))  # RGB -> BGR.
+    self.frames += 1
+
+  def close(self):
+    self._writer.release()
+    os.replace(self._temporary, self._path)
 
 
 def frames_per_second(environment, spec) -> float:
@@ -98,19 +115,23 @@ def frames_per_second(environment, spec) -> float:
 
 
 def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
-             record_first: bool = False):
-  """Runs `episodes` evaluation episodes; returns (returns, lengths, frames
-  of the first episode or None)."""
+             video: Optional[str] = None):
+  """Runs `episodes` evaluation episodes, writing the first one's frames to
+  the mp4 file `video` if given; returns (returns, lengths, video info or
+  None)."""
   spec = policy.environment
   environment = spec.make_environment(seed=seed, evaluation=True)
   rng = np.random.default_rng(seed)
   num_actions = getattr(spec.spec.actions, 'num_values', None)
-  returns, lengths, frames = [], [], None
+  recorder, info = None, None
+  if video:
+    recorder = VideoWriter(video, frames_per_second(environment, spec))
+  returns, lengths = [], []
   for episode in range(episodes):
     timestep = environment.reset()
-    recording = record_first and episode == 0
+    recording = recorder is not None and episode == 0
     if recording:
-      frames = [environment.render()]
+      recorder.add(environment.render())
     episode_return, length = 0.0, 0
     while not timestep.last():
       action = policy.act(timestep.observation[None]).numpy()[0]
@@ -120,18 +141,24 @@ def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
       episode_return += float(timestep.reward)
       length += 1
       if recording:
-        frames.append(environment.render())
+        recorder.add(environment.render())
+    if recording:
+      recorder.close()
+      info = {'path': video, 'frames': recorder.frames,
+              'fps': frames_per_second(environment, spec)}
     returns.append(episode_return)
     lengths.append(length)
-  fps = frames_per_second(environment, spec)
   environment.close()
-  return returns, lengths, (frames, fps) if frames else None
+  return returns, lengths, info
 
 
 def summary(returns) -> dict:
+  """Mean, median, standard deviation (the sample's, n - 1; 0 for one
+  episode), minimum and maximum of the returns."""
   returns = np.asarray(returns, np.float64)
   return {'episodes': len(returns), 'mean': float(returns.mean()),
-          'median': float(np.median(returns)), 'std': float(returns.std()),
+          'median': float(np.median(returns)),
+          'std': float(returns.std(ddof=1)) if len(returns) > 1 else 0.0,
           'min': float(returns.min()), 'max': float(returns.max())}
 
 
@@ -144,8 +171,7 @@ def main(_):
       raise ValueError('--epsilon is for Ape-X DQN policies; this one is '
                        f'{policy.program}.')
     returns, lengths, video = evaluate(policy, FLAGS.episodes, FLAGS.epsilon,
-                                       FLAGS.seed,
-                                       record_first=FLAGS.video is not None)
+                                       FLAGS.seed, video=FLAGS.video)
   except ValueError as error:
     sys.stderr.write(f'error: {error}\n')
     sys.exit(2)
@@ -161,12 +187,9 @@ def main(_):
             'epsilon': FLAGS.epsilon, 'seed': FLAGS.seed,
             'returns': returns, 'lengths': lengths, **stats}
   if video is not None:
-    frames, fps = video
-    write_video(frames, FLAGS.video, fps)
-    result['video'] = {'path': FLAGS.video, 'frames': len(frames),
-                       'fps': fps}
-    print(f'Video of episode 1 ({len(frames)} frames at {fps:g} frames/s): '
-          f'{FLAGS.video}')
+    result['video'] = video
+    print(f'Video of episode 1 ({video["frames"]} frames at '
+          f'{video["fps"]:g} frames/s): {FLAGS.video}')
   if FLAGS.output:
     with open(FLAGS.output, 'w') as f:
       json.dump(result, f, indent=2)

@@ -28,6 +28,8 @@ from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-positio
 from absl import flags  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
+from agents import run_manifest  # pylint: disable=wrong-import-position
+
 flags.DEFINE_string('out', 'curves.png', 'The PNG file to write.')
 flags.DEFINE_list('labels', [], 'One label per run (default: the run '
                   "directories' names).")
@@ -61,17 +63,6 @@ def _actor_labels(workdir: str) -> List[str]:
   found = [os.path.basename(os.path.dirname(path)) for path in
            glob.glob(os.path.join(workdir, 'logs', 'actor*', 'logs.csv'))]
   return sorted(found)
-
-
-def _frames_per_step(workdir: str) -> int:
-  """The environment's frame skip, from the run's manifest."""
-  from agents import environments  # pylint: disable=g-import-not-at-top
-  from agents import restore  # pylint: disable=g-import-not-at-top
-  try:
-    env = restore.read_manifest(workdir)['env']
-  except ValueError:
-    return 1
-  return environments.ATARI_FRAME_SKIP if env.startswith('atari:') else 1
 
 
 def running_mean(values: np.ndarray, window: int) -> np.ndarray:
@@ -125,7 +116,7 @@ def run_curves(workdir: str, smoothing: int) -> Dict[str, object]:
       'mean_returns': running_mean(returns, smoothing) if len(returns)
                       else returns,
       'actor_hours': hours,
-      'actor_frames_per_second': steps_per_second * _frames_per_step(
+      'actor_frames_per_second': steps_per_second * run_manifest.frames_per_step(
           workdir),
       'learner_hours': (learner.get('walltime', np.array([])) - start) /
                        3600.0,

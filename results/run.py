@@ -31,6 +31,8 @@ from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-positio
 from absl import flags  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
+from agents import run_manifest  # pylint: disable=wrong-import-position
+
 sys.path.insert(0, os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'programs'))
 import plot  # pylint: disable=g-import-not-at-top,wrong-import-position
@@ -67,7 +69,8 @@ CARTPOLE_DPG = [
     '--evaluation_period=1000', '--evaluation_episodes=5',
 ]
 STEP_BUDGET = 100_000  # Actor steps of a step-budgeted run.
-SECONDS_BUDGET = 600.0  # Wall-clock of a time-budgeted run.
+# Wall-clock of a time-budgeted run, from the actors' first step.
+SECONDS_BUDGET = 300.0
 
 # Every analysis: what it shows, its program and flags, and its settings
 # (label -> extra flags). A budget is ('steps', n) or ('seconds', s).
@@ -189,7 +192,7 @@ def run_figures(workdir: str, threshold: float) -> Dict[str, float]:
   returns = curves['returns']
   with open(os.path.join(workdir, 'finished.json')) as f:
     seconds = json.load(f)['seconds']
-  frames_per_step = plot._frames_per_step(workdir)  # pylint: disable=protected-access
+  frames_per_step = run_manifest.frames_per_step(workdir)
   counts = final_counts(workdir)
   reached = np.flatnonzero(curves['mean_returns'] >= threshold)
   return {

@@ -101,7 +101,9 @@ def test_evaluate_reports_returns_and_writes_a_video(runs, tmp_path, name,
   assert len(returns) == len(result['lengths']) == episodes
   assert result['mean'] == pytest.approx(returns.mean())
   assert result['median'] == pytest.approx(np.median(returns))
-  assert result['std'] == pytest.approx(returns.std())
+  # The sample's standard deviation (n - 1); none for one episode.
+  assert result['std'] == pytest.approx(
+      returns.std(ddof=1) if episodes > 1 else 0.0)
   assert (result['min'], result['max']) == (returns.min(), returns.max())
   if name == 'dpg':  # dm_control's cartpole episodes are 1,000 steps.
     assert result['lengths'] == [1000]
@@ -219,6 +221,27 @@ def test_plot_draws_the_four_panels_of_every_run(runs, tmp_path):
     np.testing.assert_allclose(line.get_ydata(), _learner_rates(workdir))
 
 
+def test_frame_rates_count_the_runs_frames_per_step(runs, tmp_path):
+  # Frames per agent step come from the run's record (4 for Atari's frame
+  # skip): the same run recorded with 4 plots 4 times the frame rate.
+  import plot  # pylint: disable=g-import-not-at-top
+  workdir = runs['dqn'][0]
+  with open(os.path.join(workdir, 'run.json')) as f:
+    assert json.load(f)['frames_per_step'] == 1  # MinAtar has no skip.
+  skipped = tmp_path / 'skipped'
+  shutil.copytree(workdir, skipped)
+  with open(skipped / 'run.json') as f:
+    manifest = json.load(f)
+  manifest['frames_per_step'] = 4
+  with open(skipped / 'run.json', 'w') as f:
+    json.dump(manifest, f)
+  figure = plot.plot([workdir, str(skipped)], ['one', 'four'],
+                     str(tmp_path / 'frames.png'))
+  one, four = [line.get_ydata() for line in figure.axes[2].get_lines()]
+  assert len(one) and np.max(one) > 0
+  np.testing.assert_allclose(four, 4 * one)
+
+
 def test_terminal_lines_show_progress_and_eta(runs):
   _, stdout = runs['dqn']
   assert re.search(r'Progress = \d+\.\d%', stdout)
@@ -264,6 +287,8 @@ def test_bad_input_is_refused_with_the_fix(runs, tmp_path):
       ([f'--workdir={tmp_path / "none"}'], 'does not exist'),
       ([f'--workdir={tmp_path}'], 'not a run directory'),
       ([f'--checkpoint={tmp_path}'], 'No learner checkpoint'),
+      ([f'--checkpoint={workdir}/checkpoints/counter'],
+       'is not a learner checkpoint (it holds counter)'),
       ([f'--workdir={workdir}', '--epsilon=0.1'], 'Ape-X DQN policies'),
   ]
   changed = tmp_path / 'changed'
@@ -309,7 +334,13 @@ def test_export_keeps_the_new_snapshot_and_one_other(tmp_path):
   for step in (10, 20, 20):
     snapshot.export(str(tmp_path), step)
   assert names() == ['policy-0000000010', 'policy-0000000020']
-  # A run restarted from scratch in the same workdir: its lower step stays.
+  # A run restarted from scratch in the same workdir: its lower step stays,
+  # and is the newest.
   path = snapshot.export(str(tmp_path), 3)
   assert os.path.isdir(path)
-  assert names() == ['policy-0000000003', 'policy-0000000020']
+  assert names() == ['policy-0000000020', 'policy-0000000003']
+  assert snapshots.latest_snapshot(str(tmp_path)) == path
+  # Past 10 digits of steps.
+  path = snapshot.export(str(tmp_path), 12_345_678_901)
+  assert names() == ['policy-0000000003', 'policy-12345678901']
+  assert snapshots.latest_snapshot(str(tmp_path)) == path

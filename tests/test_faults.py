@@ -37,6 +37,7 @@ from agents import checkpointing
 from agents import distributed
 from agents import environments
 from agents import replay
+from agents import run_manifest
 from agents.apex_dqn import ApeXDQNBuilder
 from agents.apex_dqn import ApeXDQNConfig
 
@@ -426,7 +427,7 @@ def test_kill_9_then_relaunch_resumes_from_the_checkpoints(tmp_path):
   for label in ('learner', 'actor'):
     with open(os.path.join(workdir, 'logs', label, 'logs.csv')) as f:
       logs_before[label] = f.read()
-  with open(os.path.join(workdir, checkpointing.MANIFEST)) as f:
+  with open(os.path.join(workdir, run_manifest.MANIFEST)) as f:
     manifest = f.read()
 
   # A relaunch that differs in what the checkpoints depend on is refused
@@ -455,7 +456,7 @@ def test_kill_9_then_relaunch_resumes_from_the_checkpoints(tmp_path):
       if process.poll() is None:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-  with open(os.path.join(workdir, checkpointing.MANIFEST)) as f:
+  with open(os.path.join(workdir, run_manifest.MANIFEST)) as f:
     assert f.read() == manifest
   with open(os.path.join(workdir, 'logs', 'learner', 'logs.csv')) as f:
     assert f.read() == logs_before['learner']

@@ -97,6 +97,11 @@ class ApeXDPGBuilder(builders.ApeXBuilder):
     del actor_id, num_actors
     return np.full(envs_per_actor, self.config.sigma)
 
+  def policy_state(self):
+    """The part of a learner's state that its policy needs, newly built
+    (to restore from a learner checkpoint, then `policy_snapshot`)."""
+    return {'policy': self.make_policy()}
+
   def policy_snapshot(self, learner_state) -> snapshots.PolicySnapshot:
     """The noiseless policy of a learner's (or checkpoint's) policy
     network."""

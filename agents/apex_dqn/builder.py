@@ -108,6 +108,11 @@ class ApeXDQNBuilder(builders.ApeXBuilder):
                                        self.config.epsilon_alpha)
     return epsilons[actor_id * envs_per_actor:(actor_id + 1) * envs_per_actor]
 
+  def policy_state(self):
+    """The part of a learner's state that its policy needs, newly built
+    (to restore from a learner checkpoint, then `policy_snapshot`)."""
+    return {'network': self.make_network()}
+
   def policy_snapshot(self, learner_state) -> snapshots.PolicySnapshot:
     """The greedy policy of a learner's (or checkpoint's) Q-network."""
     return snapshots.PolicySnapshot(learner_state['network'],

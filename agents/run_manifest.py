@@ -1,0 +1,83 @@
+"""A run's record of what made it: `<workdir>/run.json` (program,
+environment, frames per agent step, and the config values its checkpoints
+depend on). Standard library only, so that tools reading runs (plot.py) need
+no TensorFlow."""
+
+import json
+import os
+from typing import Any, Dict, Sequence
+
+MANIFEST = 'run.json'
+CHECKPOINTS = 'checkpoints'  # <workdir>/checkpoints/<part>/
+
+
+def _manifest(program: str, env_name: str, frames_per_step: int, config,
+              fields: Sequence[str]) -> Dict[str, Any]:
+  return {'program': program, 'env': env_name,
+          'frames_per_step': frames_per_step,
+          'config': {name: getattr(config, name) for name in fields}}
+
+
+def check_or_write_manifest(workdir: str, program: str, env_name: str,
+                            frames_per_step: int, config,
+                            fields: Sequence[str]) -> bool:
+  """Refuses a workdir holding another run; records this run in a new one.
+
+  Returns True when the workdir holds a compatible run to resume.
+
+  Raises:
+    ValueError: the workdir holds a run of another program or environment,
+      or one whose config differs in a value its checkpoints depend on
+      (`fields`), or checkpoints without a record of what made them.
+  """
+  path = os.path.join(workdir, MANIFEST)
+  wanted = _manifest(program, env_name, frames_per_step, config, fields)
+  if os.path.exists(path):
+    with open(path) as f:
+      found = json.load(f)
+    differences = []
+    for key in ('program', 'env'):
+      if found.get(key) != wanted[key]:
+        differences.append(f'{key} {found.get(key)!r} (now {wanted[key]!r})')
+    for name, value in wanted['config'].items():
+      if found.get('config', {}).get(name, value) != value:
+        differences.append(
+            f'--{name}={found["config"][name]!r} (now {value!r})')
+    if differences:
+      raise ValueError(
+          f'--workdir={workdir} holds a run that differs from this one in '
+          f'{", ".join(differences)}; its checkpoints cannot be resumed with '
+          'these flags. Pass the same values to resume it, or choose a new '
+          '--workdir.')
+    return True
+  if os.path.isdir(os.path.join(workdir, CHECKPOINTS)) and os.listdir(
+      os.path.join(workdir, CHECKPOINTS)):
+    raise ValueError(
+        f'--workdir={workdir} holds checkpoints but no {MANIFEST} saying what '
+        'made them; choose a new --workdir.')
+  temporary = f'{path}.tmp'
+  with open(temporary, 'w') as f:
+    json.dump(wanted, f, indent=2, sort_keys=True)
+  os.replace(temporary, path)
+  return False
+
+
+def read_manifest(workdir: str) -> Dict[str, Any]:
+  """The run's `run.json`: program, environment, checkpointed config."""
+  path = os.path.join(workdir, MANIFEST)
+  if not os.path.isfile(path):
+    raise ValueError(
+        f'{workdir} is not a run directory: it has no {MANIFEST}'
+        ' (written when a program starts with --workdir). Pass the --workdir '
+        'of a run, or --checkpoint=<a policy snapshot directory>.')
+  with open(path) as f:
+    return json.load(f)
+
+
+def frames_per_step(workdir: str) -> int:
+  """Environment frames per agent step (Atari's frame skip) of the run in
+  `workdir`; 1 when unknown."""
+  try:
+    return int(read_manifest(workdir).get('frames_per_step', 1))
+  except ValueError:
+    return 1
