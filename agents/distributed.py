@@ -222,8 +222,9 @@ class LearnerNode(acme.Learner, acme.VariableSource):
         self._learner.step()
         if self._save():
           self._counter.save_checkpoint()
-    # The stop request ended the loop: a final checkpoint. Only the learner's
-    # own: the counter saves itself when it stops.
+    # The stop request ended the loop: a final log row and checkpoint. Only
+    # the learner's own: the counter saves itself when it stops.
+    self._learner.write_final_log()
     self._save(force=True)
 
 

@@ -79,8 +79,10 @@ class ApeXLearner(acme.Learner, abc.ABC):
     self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
     self._log_every = log_every
     self._last_update = None
+    self._last_counts = {}
     self._log_timestamp = None
     self._steps_since_log = 0
+    self._unlogged = False  # An update not yet in a written row.
 
   @abc.abstractmethod
   def _update(self, transitions: Dict[str, tf.Tensor],
@@ -131,20 +133,39 @@ class ApeXLearner(acme.Learner, abc.ABC):
           raise
         self._iterator = self._make_iterator()
     self._last_update = result
-    counts = self._counter.increment(steps=1)
+    self._last_counts = self._counter.increment(steps=1)
+    self._unlogged = True
     now = time.time()
     if self._log_timestamp is None:
+      # The first update (which traced the function) starts the clock.
       self._log_timestamp = now
       return
     self._steps_since_log += 1
     elapsed = now - self._log_timestamp
     if elapsed >= self._log_every and elapsed > 0:
-      row = {key: value.numpy() for key, value in result.items()
-             if key not in ('keys', 'priorities')}
-      row['steps_per_second'] = self._steps_since_log / elapsed
-      row.update(counts)
-      self._logger.write(row)
+      self._write_log(self._steps_since_log / elapsed)
       self._log_timestamp, self._steps_since_log = now, 0
+
+  def write_final_log(self):
+    """At stop: a row for the updates since the last one written, so that a
+    short run's log is not empty and a long run's log ends at its last
+    update. Makes no remote call (the counter may have stopped): the counts
+    are those of the last update. Its rate is NaN when the only such update
+    is the first, which traced the update and has no rate of its own."""
+    if not self._unlogged:
+      return
+    elapsed = time.time() - self._log_timestamp
+    self._write_log(self._steps_since_log / elapsed
+                    if self._steps_since_log and elapsed > 0 else float('nan'))
+    self._steps_since_log = 0
+
+  def _write_log(self, steps_per_second: float):
+    row = {key: value.numpy() for key, value in self._last_update.items()
+           if key not in ('keys', 'priorities')}
+    row['steps_per_second'] = steps_per_second
+    row.update(self._last_counts)
+    self._logger.write(row)
+    self._unlogged = False
 
   @property
   def last_update(self) -> Dict[str, np.ndarray]:

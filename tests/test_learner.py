@@ -7,6 +7,8 @@ networks' weights, except the reference gradient, which is also taken with
 """
 
 import copy
+import math
+import time
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
@@ -14,6 +16,8 @@ import pytest
 import reverb
 import sonnet as snt
 import tensorflow as tf
+from acme.utils import counting
+from acme.utils import loggers as acme_loggers
 
 from agents import adders
 from agents import replay
@@ -157,7 +161,8 @@ def iterator_over(samples: Sequence[reverb.ReplaySample]):
 
 
 def make_learner(samples, *, learning_rate=0.1, beta=0.4, max_gradient_norm=1e6,
-                 target_update_period=1000, online_seed=1, target_seed=2):
+                 target_update_period=1000, online_seed=1, target_seed=2,
+                 **logging_args):
   online = make_network(online_seed)
   target = make_network(target_seed)
   learner = ApeXDQNLearner(
@@ -168,7 +173,8 @@ def make_learner(samples, *, learning_rate=0.1, beta=0.4, max_gradient_norm=1e6,
       optimizer=snt.optimizers.SGD(learning_rate=learning_rate),
       importance_sampling_exponent=beta,
       target_update_period=target_update_period,
-      max_gradient_norm=max_gradient_norm)
+      max_gradient_norm=max_gradient_norm,
+      **logging_args)
   return learner, online, target
 
 
@@ -395,6 +401,39 @@ def test_target_network_copied_exactly_every_period_and_not_before():
       np.testing.assert_array_equal(target_now, last_copy)
       assert not np.allclose(target_now, online_now)
   assert not np.array_equal(last_copy, initial_target)
+
+
+def test_final_log_row_holds_the_updates_since_the_last_row():
+  """At stop the learner writes what its periodic rows have not shown yet:
+  nothing before any update; after only the first (tracing) update a row
+  without a rate; later, the rate of the updates since that first one."""
+  samples = [make_sample(seed=200 + i) for i in range(4)]
+  logger = acme_loggers.InMemoryLogger()
+  learner, _, _ = make_learner(samples, counter=counting.Counter(),
+                               logger=logger, log_every=1e9)
+  learner.write_final_log()
+  assert logger.data == []
+
+  start = time.time()
+  learner.step()
+  learner.write_final_log()
+  (row,) = logger.data
+  assert row['steps'] == 1
+  assert math.isnan(row['steps_per_second'])
+  assert row['loss'] == learner.last_update['loss']
+  learner.write_final_log()  # Nothing new since.
+  assert len(logger.data) == 1
+
+  for _ in range(3):
+    learner.step()
+  learner.write_final_log()
+  end = time.time()
+  assert len(logger.data) == 2
+  row = logger.data[-1]
+  assert row['steps'] == 4
+  assert row['loss'] == learner.last_update['loss']
+  # 3 updates timed from the end of the first: at least 3 per whole span.
+  assert 3 / (end - start) <= row['steps_per_second'] < math.inf
 
 
 # --------------------------------------------------------------------------

@@ -844,7 +844,11 @@ def test_program_with_three_environments_per_actor(tmp_path):
       '--mlp_hidden_sizes=32', '--dueling_hidden_size=32',
       '--target_update_period=50', '--actor_flush_size=10',
       f'--max_actor_steps={PROGRAM_ACTOR_STEPS}', '--log_every=0.5',
-      '--checkpoint_every=0', '--replay_checkpoint_every=0']
+      '--checkpoint_every=0', '--replay_checkpoint_every=0',
+      # Ties the actors to the learner: without it, on a loaded machine the
+      # six fast CartPole environments could reach the step limit before the
+      # learner's first (tracing) update, and the learner check below fail.
+      '--samples_per_insert=1']
   try:
     result = subprocess.run(command, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, timeout=90,
