@@ -82,7 +82,7 @@ class VideoWriter:
   def __init__(self, path: str, fps: float):
     self._path = path
     self._temporary = f'{path}.tmp.mp4'
-    self._fps = fps
+    self.fps = fps
     self._writer = None
     self.frames = 0
 
@@ -92,7 +92,7 @@ class VideoWriter:
     if self._writer is None:
       height, width = frame.shape[:2]
       self._writer = cv2.VideoWriter(
-          self._temporary, cv2.VideoWriter_fourcc(*'mp4v'), float(self._fps),
+          self._temporary, cv2.VideoWriter_fourcc(*'mp4v'), float(self.fps),
           (width, height))
       if not self._writer.isOpened():
         raise RuntimeError(
@@ -144,8 +144,7 @@ def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
         recorder.add(environment.render())
     if recording:
       recorder.close()
-      info = {'path': video, 'frames': recorder.frames,
-              'fps': frames_per_second(environment, spec)}
+      info = {'path': video, 'frames': recorder.frames, 'fps': recorder.fps}
     returns.append(episode_return)
     lengths.append(length)
   environment.close()
