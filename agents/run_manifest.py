@@ -74,10 +74,22 @@ def read_manifest(workdir: str) -> Dict[str, Any]:
     return json.load(f)
 
 
+# For runs recorded before run.json held `frames_per_step`: the only
+# environments then acting on more than one frame per step were Atari games,
+# with the frame skip of `environments.ATARI_FRAME_SKIP` (a test checks the
+# two agree; that module needs TensorFlow and gymnasium, this one nothing).
+_UNRECORDED_FRAMES_PER_STEP = {'atari': 4}
+
+
 def frames_per_step(workdir: str) -> int:
   """Environment frames per agent step (Atari's frame skip) of the run in
-  `workdir`; 1 when unknown."""
+  `workdir`: as recorded, else from its environment's kind; 1 when there is
+  no manifest."""
   try:
-    return int(read_manifest(workdir).get('frames_per_step', 1))
+    manifest = read_manifest(workdir)
   except ValueError:
     return 1
+  if 'frames_per_step' in manifest:
+    return int(manifest['frames_per_step'])
+  kind = str(manifest.get('env', '')).partition(':')[0]
+  return _UNRECORDED_FRAMES_PER_STEP.get(kind, 1)

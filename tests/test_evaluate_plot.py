@@ -242,6 +242,28 @@ def test_frame_rates_count_the_runs_frames_per_step(runs, tmp_path):
   np.testing.assert_allclose(four, 4 * one)
 
 
+@pytest.mark.parametrize('manifest, expected', [
+    # Runs recorded before run.json held frames_per_step: from the kind.
+    ({'env': 'atari:Pong'}, 'atari skip'),
+    ({'env': 'gym:CartPole-v1'}, 1),
+    ({'env': 'minatar:breakout'}, 1),
+    ({'env': 'control:cartpole:balance'}, 1),
+    # A recorded value wins.
+    ({'env': 'atari:Pong', 'frames_per_step': 3}, 3),
+    (None, 1),  # No manifest: not a run.
+])
+def test_frames_per_step_of_runs_recorded_without_it(manifest, expected,
+                                                     tmp_path):
+  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents import run_manifest  # pylint: disable=g-import-not-at-top
+  if manifest is not None:
+    with open(tmp_path / 'run.json', 'w') as f:
+      json.dump(dict(manifest, program='apex_dqn', config={}), f)
+  if expected == 'atari skip':
+    expected = environments.ATARI_FRAME_SKIP
+  assert run_manifest.frames_per_step(str(tmp_path)) == expected
+
+
 def test_terminal_lines_show_progress_and_eta(runs):
   _, stdout = runs['dqn']
   assert re.search(r'Progress = \d+\.\d%', stdout)
