@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 import acme
 import launchpad as lp
@@ -310,6 +310,8 @@ class ActorNode:
           'Actor %d stops: %d environment failures within %.0f s, the last: '
           '%s. The rest of the program keeps training.', self._actor_id,
           self._budget.max_failures, self._budget.window_seconds, error)
+      # Counted, so that the coordinator stops a program left without actors.
+      self._counter.increment(stopped_on_failures=1)
       self._counter.flush()  # Send the counts before leaving.
       return None
     if self._stopping.wait(self._budget.backoff_seconds):
@@ -398,48 +400,103 @@ class EvaluatorNode:
       next_round = self._learner_steps() + self._options.evaluation_period
 
 
-class StepLimiter:
+# `<workdir>/stop.json`: why this launch of the program stopped (written by
+# the coordinator just before it stops the program), for the launcher's exit
+# status and for scripts reading runs.
+STOP_RECORD = 'stop.json'
+# Counter key: actors that stopped after repeated environment failures.
+ACTORS_GIVEN_UP = 'actor_stopped_on_failures'
+
+
+def write_stop_record(workdir: str, record: dict):
+  path = os.path.join(workdir, STOP_RECORD)
+  with open(f'{path}.tmp', 'w') as f:
+    json.dump(record, f, indent=2, sort_keys=True)
+  os.replace(f'{path}.tmp', path)
+
+
+def read_stop_record(workdir: str) -> Optional[dict]:
+  """This launch's stop record, or None if the coordinator wrote none."""
+  try:
+    with open(os.path.join(workdir, STOP_RECORD)) as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    return None
+
+
+class Coordinator:
   """Stops the whole program once the actors have taken `max_actor_steps`,
   or `max_seconds` after the actors' first step of this launch (either may
   be None): the nodes' start-up, longer with more actors on few cores, is
-  not part of a wall-clock budget."""
+  not part of a wall-clock budget. Also stops it, as failed, once every
+  actor has given up on its environment: a learner left alone would train on
+  stale data, or wait forever on a rate limiter."""
 
   def __init__(self, counter: counting.Counter,
                max_actor_steps: Optional[int],
                poll_seconds: float = 1.0,
-               max_seconds: Optional[float] = None):
+               max_seconds: Optional[float] = None,
+               num_actors: int = 1,
+               workdir: Optional[str] = None):
     self._counter = counter
     self._max_actor_steps = max_actor_steps
     self._poll_seconds = poll_seconds
     self._max_seconds = max_seconds
+    self._num_actors = num_actors
+    self._workdir = workdir
+
+  def _reason_to_stop(self, counts, start,
+                      given_up: int) -> Optional[Tuple[str, bool]]:
+    """(why, whether the run failed), or None to go on."""
+    actor_steps = counts.get('actor_steps', 0)
+    if given_up >= self._num_actors:
+      return (f'all {self._num_actors} actors stopped after repeated '
+              'environment failures (their logs name the errors); fix the '
+              'environment, or raise --actor_max_failures, and launch again '
+              'with the same --workdir to resume', True)
+    if self._max_actor_steps and actor_steps >= self._max_actor_steps:
+      return (f'reached {actor_steps} actor steps (limit '
+              f'{self._max_actor_steps})', False)
+    if (self._max_seconds and start is not None and
+        time.time() - start >= self._max_seconds):
+      return (f'ran for {time.time() - start:.0f} s since the actors started '
+              f'(limit {self._max_seconds:.0f} s)', False)
+    return None
 
   def run(self):
     start = None  # When the actors' count first grew in this launch.
-    initial_steps = None
+    initial = None  # A resumed run's counts.
+    reported = 0
     with signals.runtime_terminator():
       while True:
         counts = self._counter.get_counts()
         actor_steps = counts.get('actor_steps', 0)
-        if initial_steps is None:
-          initial_steps = actor_steps  # A resumed run's counts.
-        elif start is None and actor_steps > initial_steps:
+        if initial is None:
+          initial = counts
+        elif start is None and actor_steps > initial.get('actor_steps', 0):
           start = time.time()
           logging.info('The actors have started: the wall-clock budget '
                        'counts from now.')
-        if self._max_actor_steps and actor_steps >= self._max_actor_steps:
-          reason = f'reached {actor_steps} actor steps ' \
-                   f'(limit {self._max_actor_steps})'
-        elif (self._max_seconds and start is not None and
-              time.time() - start >= self._max_seconds):
-          reason = f'ran for {time.time() - start:.0f} s since the actors ' \
-                   f'started (limit {self._max_seconds:.0f} s)'
-        else:
+        # Actors that gave up in an earlier launch act again in this one.
+        given_up = (counts.get(ACTORS_GIVEN_UP, 0) -
+                    initial.get(ACTORS_GIVEN_UP, 0))
+        if given_up > reported:
+          reported = given_up
+          logging.warning('%d of %d actors have stopped after repeated '
+                          'environment failures.', given_up, self._num_actors)
+        stop = self._reason_to_stop(counts, start, given_up)
+        if stop is None:
           time.sleep(self._poll_seconds)
           continue
+        reason, failed = stop
+        counts = {key: int(value) for key, value in sorted(counts.items())}
         # The counts at the stop, for whoever reads the run's output.
-        logging.info('Stopping: %s. Counts: %s', reason,
-                     json.dumps({key: int(value) for key, value
-                                 in sorted(counts.items())}))
+        (logging.error if failed else logging.info)(
+            'Stopping: %s. Counts: %s', reason, json.dumps(counts))
+        if self._workdir:
+          write_stop_record(self._workdir, {'reason': reason,
+                                            'failed': failed,
+                                            'counts': counts})
         lp.stop()
         return
 
@@ -456,11 +513,11 @@ def make_program(builder, options: RunOptions) -> lp.Program:
     counter = program.add_node(lp.CourierNode(
         checkpointing.CheckpointedCounter, options.workdir,
         options.checkpoint_every > 0))
-  if options.max_actor_steps or options.max_seconds:
-    with program.group('coordinator'):
-      program.add_node(lp.CourierNode(
-          StepLimiter, counter, options.max_actor_steps,
-          max_seconds=options.max_seconds))
+  with program.group('coordinator'):
+    program.add_node(lp.CourierNode(
+        Coordinator, counter, options.max_actor_steps,
+        max_seconds=options.max_seconds, num_actors=options.num_actors,
+        workdir=options.workdir))
   with program.group('learner'):
     learner = program.add_node(
         lp.CourierNode(LearnerNode, builder, replay, counter, options))

@@ -34,7 +34,7 @@ def main(_):
   program, options, environment = build()
   print(f'Ape-X DPG on {environment.name} with {options.num_actors} actors; '
         f'logs in {options.workdir}')
-  program_flags.launch(program)
+  program_flags.launch(program, workdir=options.workdir)
 
 
 if __name__ == '__main__':

@@ -11,6 +11,7 @@ return NaN/inf (tests/faulty_envs.py).
 import ast
 import csv
 import io
+import json
 import logging
 import os
 import re
@@ -589,8 +590,44 @@ def test_actor_with_an_always_failing_environment_gives_up(tmp_path, caplog):
     server.stop()
   assert counter.get_counts().get('actor_environment_errors') == 3, (
       counter.get_counts())
+  assert counter.get_counts().get('actor_stopped_on_failures') == 1, (
+      counter.get_counts())
+  # The give-up message (not the 'stops after K environment steps' line
+  # every actor logs when it ends).
   stops = [record.getMessage() for record in caplog.records
-           if 'stops' in record.getMessage()]
+           if 'stops:' in record.getMessage()]
   assert len(stops) == 1, [r.getMessage() for r in caplog.records]
   assert '3 environment failures' in stops[0], stops
   assert 'simulated simulator crash' in stops[0], stops
+
+
+def test_program_stops_as_failed_once_every_actor_has_given_up(tmp_path):
+  # The rate limit would hold the learner waiting for new data forever once
+  # no actor is left: the coordinator stops the program instead, and the
+  # launcher exits with an error naming the cause and the fix.
+  workdir = tmp_path / 'run'
+  extra = ['--num_evaluators=0', '--actor_max_failures=2',
+           '--samples_per_insert=1']
+  ends = []
+  for launch in range(2):
+    returncode, output = _run_to_end(tmp_path, f'launch{launch}', workdir,
+                                     ALWAYS_CRASHING_ENV, extra, timeout=240)
+    assert returncode == 1, output[-4000:]
+    assert ('error: the program stopped because all 2 actors stopped after '
+            'repeated environment failures') in output, output[-4000:]
+    assert '--actor_max_failures' in output.splitlines()[-1]
+    with open(workdir / distributed.STOP_RECORD) as f:
+      ends.append(json.load(f))
+    assert ends[-1]['failed'] is True
+    # Nothing saved is lost: the final checkpoints of learner and counter.
+    assert _learner_checkpoint_steps(workdir) >= 0
+    saved = _read_counter_checkpoint(workdir)
+    for key in ('actor_stopped_on_failures', 'actor_environment_errors'):
+      assert saved[key] == ends[-1]['counts'][key], (saved, ends[-1])
+  # Each launch: both actors gave up after 2 failures each. The relaunch
+  # (the counts resumed) waited for its own actors to give up.
+  first, second = (end['counts'] for end in ends)
+  assert first['actor_stopped_on_failures'] == 2, first
+  assert first['actor_environment_errors'] == 4, first
+  assert second['actor_stopped_on_failures'] == 4, second
+  assert second['actor_environment_errors'] == 8, second

@@ -87,6 +87,16 @@ def test_program_stops_cleanly_at_max_actor_steps(tmp_path, launch_type):
   assert result.returncode == 0, result.stdout[-5000:]
   assert 'did not terminate in time' not in result.stdout
   _check_logs(tmp_path)
+  # The coordinator's record of why it stopped the program, with the counts
+  # then (at least the limit; the learner's final row was written later).
+  with open(tmp_path / 'stop.json') as f:
+    stop = json.load(f)
+  assert stop['failed'] is False
+  steps = stop['counts']['actor_steps']
+  assert stop['reason'] == (f'reached {steps} actor steps (limit '
+                            f'{MAX_ACTOR_STEPS})')
+  assert MAX_ACTOR_STEPS <= steps <= int(
+      _rows(tmp_path, 'learner')[-1]['actor_steps'])
 
 
 @pytest.mark.parametrize('flag, message', [
