@@ -114,8 +114,12 @@ class ApeXLearner(acme.Learner, abc.ABC):
           self._table, keys=sample.info.key,
           priorities=tf.cast(priorities, tf.float64))
 
-    self._num_steps.assign_add(1)
-    if tf.math.mod(self._num_steps, self._target_update_period) == 0:
+    # Counted only once the update is made: without this dependency the
+    # count (a resource of its own, unordered with the iterator's) went up
+    # also when `next` ended the step, e.g. at each rate-limiter timeout.
+    with tf.control_dependencies([priorities]):
+      num_steps = self._num_steps.assign_add(1)
+    if tf.math.mod(num_steps, self._target_update_period) == 0:
       for online, target in self._target_pairs:
         for source, destination in zip(online.variables, target.variables):
           destination.assign(source)

@@ -403,6 +403,28 @@ def test_target_network_copied_exactly_every_period_and_not_before():
   assert not np.array_equal(last_copy, initial_target)
 
 
+def test_a_step_ended_by_the_dataset_changes_nothing():
+  # A Reverb dataset ends when the rate limiter lets no sample through for a
+  # while: such a step must neither count as an update nor copy the target.
+  sample = make_sample(seed=300)
+  learner, online, target = make_learner([sample], target_update_period=1)
+  learner._iterator = iter(  # pylint: disable=protected-access
+      tf.data.Dataset.from_tensors(sample).take(0))
+  initial_target = flat(params_of(target))
+  for _ in range(3):
+    with pytest.raises(tf.errors.OutOfRangeError):
+      learner.step()
+  assert learner.num_steps == 0
+  np.testing.assert_array_equal(flat(params_of(target)), initial_target)
+  assert not np.allclose(flat(params_of(online)), initial_target)
+  # The next batch is the first update, and the first copy.
+  learner._iterator = iterator_over([sample])  # pylint: disable=protected-access
+  learner.step()
+  assert learner.num_steps == 1
+  np.testing.assert_array_equal(flat(params_of(target)),
+                                flat(params_of(online)))
+
+
 def test_final_log_row_holds_the_updates_since_the_last_row():
   """At stop the learner writes what its periodic rows have not shown yet:
   nothing before any update; after only the first (tracing) update a row
