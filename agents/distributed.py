@@ -204,8 +204,13 @@ class LearnerNode(acme.Learner, acme.VariableSource):
       self._learner_counter.increment(steps=self._learner.num_steps - counted)
 
   def _save(self, force: bool = False) -> bool:
-    """A checkpoint (and policy snapshot) if one is due or `force`d."""
-    if self._checkpointer is None or not self._checkpointer.save(force):
+    """A checkpoint (and policy snapshot) if one is due or `force`d; none
+    before the first update: nothing is learned yet, and the optimiser's
+    state, made by its first step, would be missing from it, so that a
+    relaunch could not restore it."""
+    if self._checkpointer is None or self._learner.num_steps == 0:
+      return False
+    if not self._checkpointer.save(force):
       return False
     self._snapshot.export(self._options.workdir, self._learner.num_steps)
     return True
