@@ -163,6 +163,9 @@ class LearnerNode(acme.Learner, acme.VariableSource):
 
   def __init__(self, builder, replay_client: reverb.Client,
                counter: counting.Counter, options: RunOptions):
+    # First: a learner that fails to start (e.g. to restore its checkpoint)
+    # must already be known to the coordinator, which watches its PID.
+    setup_node_process(options, 'learner')
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     tf.random.set_seed(_seed(options, 0))
     self._counter = counter
@@ -216,7 +219,6 @@ class LearnerNode(acme.Learner, acme.VariableSource):
     return True
 
   def run(self):
-    setup_node_process(self._options, 'learner')
     logging.info('Learner starts at step %d (parameters checksum %s).',
                  self._learner.num_steps,
                  checkpointing.parameters_checksum(
@@ -267,6 +269,11 @@ class ActorNode:
   def __init__(self, builder, replay_client: reverb.Client,
                variable_source: acme.VariableSource,
                counter: counting.Counter, actor_id: int, options: RunOptions):
+    # Acme's convention: the first actor writes `logs/actor/`.
+    self._label = 'actor' if actor_id == 0 else f'actor_{actor_id}'
+    # First: building the actor waits for the learner's parameters, a wait
+    # that a stop request must be able to end (the watchdog).
+    setup_node_process(options, self._label)
     if options.launch_type == 'local_mp':
       use_actor_threads()  # Before this process's first TensorFlow operation.
     self._builder = builder
@@ -279,8 +286,6 @@ class ActorNode:
                                               options.envs_per_actor),
         replay_client=replay_client,
         seed=_seed(options, 100_000 + actor_id))
-    # Acme's convention: the first actor writes `logs/actor/`.
-    self._label = 'actor' if actor_id == 0 else f'actor_{actor_id}'
     self._logger = loggers_lib.make_logger(
         options.workdir, self._label, steps_key='actor_steps',
         max_actor_steps=options.max_actor_steps)
@@ -325,7 +330,6 @@ class ActorNode:
     return self._make_environment()
 
   def run(self):
-    setup_node_process(self._options, self._label)
     lp.register_stop_handler(self._stopping.set)
     # As in acme.EnvironmentLoop: under local_mt / test_mt the stop request
     # also raises in this thread, so that it cannot stay blocked in a call
@@ -348,6 +352,7 @@ class EvaluatorNode:
 
   def __init__(self, builder, variable_source: acme.VariableSource,
                counter: counting.Counter, options: RunOptions):
+    setup_node_process(options, 'evaluator')  # First, as the actors do.
     self._builder = builder
     self._num_environments = 0
     self._actor = builder.make_actor(
@@ -386,7 +391,6 @@ class EvaluatorNode:
         self._loop = self._make_loop()
 
   def run(self):
-    setup_node_process(self._options, 'evaluator')
     stopping = threading.Event()
     lp.register_stop_handler(stopping.set)
     next_round = 0
@@ -429,21 +433,72 @@ def read_stop_record(workdir: str) -> Optional[dict]:
     return None
 
 
+def _parent_of(pid: int) -> Optional[int]:
+  """The parent of a live (not zombie) process, from /proc; None if gone."""
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      fields = f.read().rsplit(')', 1)[1].split()
+  except (OSError, IndexError):
+    return None
+  return None if fields[0] in ('Z', 'X') else int(fields[1])
+
+
+class NodeWatch:
+  """Under local_mp, tells when a node of this launch has died (a crash, an
+  out-of-memory kill, `kill -9`): Launchpad runs each node under a shell
+  wrapper whose exit status hides the node's, and leaves the rest of the
+  program running. A node is watched once its PID file names a live process
+  of this launch (the same launcher as the watcher's: a file of an earlier
+  launch names none); it has died once that process has been gone for
+  `confirm_seconds` (a stopping program's nodes end at about the same time
+  as the watcher is told to stop)."""
+
+  def __init__(self, workdir: str, label: str, confirm_seconds: float = 3.0):
+    self._path = os.path.join(workdir, NODES, f'{label}.pid')
+    self._launcher = _parent_of(os.getppid())
+    self._confirm_seconds = confirm_seconds
+    self.pid = None
+    self._gone_since = None
+
+  def dead(self) -> bool:
+    if self.pid is None:
+      try:
+        with open(self._path) as f:
+          pid = int(f.read())
+      except (OSError, ValueError):
+        return False
+      parent = _parent_of(pid)
+      if parent is None or _parent_of(parent) != self._launcher:
+        return False
+      self.pid = pid
+    if _parent_of(self.pid) is not None:
+      self._gone_since = None
+      return False
+    if self._gone_since is None:
+      self._gone_since = time.time()
+    return time.time() - self._gone_since >= self._confirm_seconds
+
+
 class Coordinator:
   """Stops the whole program once the actors have taken `max_actor_steps`,
   or `max_seconds` after the actors' first step of this launch (either may
   be None): the nodes' start-up, longer with more actors on few cores, is
   not part of a wall-clock budget. Also stops it, as failed, once every
-  actor has given up on its environment: a learner left alone would train on
-  stale data, or wait forever on a rate limiter."""
+  actor has given up on its environment (a learner left alone would train on
+  stale data, or wait forever on a rate limiter), or, under local_mp, once
+  the learner's process has died (the actors would act on forever for
+  nobody)."""
 
   def __init__(self, counter: counting.Counter,
                max_actor_steps: Optional[int],
                poll_seconds: float = 1.0,
                max_seconds: Optional[float] = None,
                num_actors: int = 1,
-               workdir: Optional[str] = None):
+               workdir: Optional[str] = None,
+               watch_learner: bool = False):
     self._counter = counter
+    self._learner = (NodeWatch(workdir, 'learner')
+                     if watch_learner and workdir else None)
     self._max_actor_steps = max_actor_steps
     self._poll_seconds = poll_seconds
     self._max_seconds = max_seconds
@@ -454,6 +509,10 @@ class Coordinator:
                       given_up: int) -> Optional[Tuple[str, bool]]:
     """(why, whether the run failed), or None to go on."""
     actor_steps = counts.get('actor_steps', 0)
+    if self._learner is not None and self._learner.dead():
+      return (f'the learner\'s process (pid {self._learner.pid}) has died (the '
+              'output above says why); launch again with the same --workdir '
+              'to resume from the newest checkpoints', True)
     if given_up >= self._num_actors:
       return (f'all {self._num_actors} actors stopped after repeated '
               'environment failures (their logs name the errors); fix the '
@@ -522,7 +581,8 @@ def make_program(builder, options: RunOptions) -> lp.Program:
     program.add_node(lp.CourierNode(
         Coordinator, counter, options.max_actor_steps,
         max_seconds=options.max_seconds, num_actors=options.num_actors,
-        workdir=options.workdir))
+        workdir=options.workdir,
+        watch_learner=options.launch_type == 'local_mp'))
   with program.group('learner'):
     learner = program.add_node(
         lp.CourierNode(LearnerNode, builder, replay, counter, options))

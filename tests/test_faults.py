@@ -323,19 +323,29 @@ def _interrupt(program: Launched) -> str:
   return output
 
 
+def _kill_node_when_running(program: Launched, workdir, label: str,
+                            before=lambda: None):
+  """Once every node runs and the learner trains: `before()`, then SIGKILL
+  of the node `label` (named by its pid file), waited for; returns what
+  `before` returned."""
+  program.wait_until(lambda: _all_nodes_running(workdir), START_TIMEOUT,
+                     'learner steps and node pid files')
+  victim = _pid(workdir, label)
+  program.note_processes()
+  assert victim in program.seen, f'{label}.pid is not a process of the run'
+  seen_before = before()
+  os.kill(victim, signal.SIGKILL)
+  _, left = psutil.wait_procs([program.seen[victim]], timeout=10)
+  assert not left, f'{label} survived SIGKILL'
+  return seen_before
+
+
 def test_killing_one_actor_leaves_the_program_training(tmp_path):
   workdir = tmp_path / 'run'
   program = Launched(tmp_path, 'run', workdir)
   try:
-    program.wait_until(lambda: _all_nodes_running(workdir), START_TIMEOUT,
-                       'learner steps and node pid files')
-    victim = _pid(workdir, 'actor_1')
-    program.note_processes()
-    assert victim in program.seen, 'actor_1.pid is not a process of the run'
-    actor_rows = len(_rows(workdir, 'actor'))
-    os.kill(victim, signal.SIGKILL)
-    _, left = psutil.wait_procs([program.seen[victim]], timeout=10)
-    assert not left, 'actor_1 survived SIGKILL'
+    actor_rows = _kill_node_when_running(program, workdir, 'actor_1',
+                                         lambda: len(_rows(workdir, 'actor')))
     killed_rows = len(_rows(workdir, 'actor_1'))
     learner_steps = _last(workdir, 'learner', 'learner_steps')
     actor_steps = _last(workdir, 'actor', 'actor_steps')
@@ -355,6 +365,32 @@ def test_killing_one_actor_leaves_the_program_training(tmp_path):
     _interrupt(program)
   finally:
     program.close()
+
+
+def test_a_dead_learner_stops_the_program_with_an_error(tmp_path):
+  # Launchpad would leave the actors acting for nobody: the coordinator,
+  # watching the learner's process, stops the program, which exits 1 saying
+  # so, with the counter's final checkpoint.
+  workdir = tmp_path / 'run'
+  program = Launched(tmp_path, 'run', workdir)
+  try:
+    _kill_node_when_running(program, workdir, 'learner')
+    victim = _pid(workdir, 'learner')
+    try:
+      returncode = program.process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+      pytest.fail(f'Still running 60 s after the learner was killed:\n'
+                  f'{program.tail()}')
+  finally:
+    program.close()
+  output = program.output()
+  assert returncode == 1, (returncode, output[-4000:])
+  assert (f"error: the program stopped because the learner's process (pid "
+          f'{victim}) has died') in output, output[-4000:]
+  assert 'did not terminate in time' not in output, output[-4000:]
+  with open(workdir / distributed.STOP_RECORD) as f:
+    assert json.load(f)['failed'] is True
+  assert 'Final counts' in output
 
 
 def test_sigint_stops_the_program_with_a_final_checkpoint(tmp_path):
