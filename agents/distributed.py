@@ -35,6 +35,7 @@ from acme.utils import signals
 from agents import checkpointing
 from agents import loggers as loggers_lib
 from agents import resilience
+from agents import run_manifest
 from agents import stop_watchdog
 from agents import vector_loop
 
@@ -409,28 +410,8 @@ class EvaluatorNode:
       next_round = self._learner_steps() + self._options.evaluation_period
 
 
-# `<workdir>/stop.json`: why this launch of the program stopped (written by
-# the coordinator just before it stops the program), for the launcher's exit
-# status and for scripts reading runs.
-STOP_RECORD = 'stop.json'
 # Counter key: actors that stopped after repeated environment failures.
 ACTORS_GIVEN_UP = 'actor_stopped_on_failures'
-
-
-def write_stop_record(workdir: str, record: dict):
-  path = os.path.join(workdir, STOP_RECORD)
-  with open(f'{path}.tmp', 'w') as f:
-    json.dump(record, f, indent=2, sort_keys=True)
-  os.replace(f'{path}.tmp', path)
-
-
-def read_stop_record(workdir: str) -> Optional[dict]:
-  """This launch's stop record, or None if the coordinator wrote none."""
-  try:
-    with open(os.path.join(workdir, STOP_RECORD)) as f:
-      return json.load(f)
-  except (OSError, ValueError):
-    return None
 
 
 def _parent_of(pid: int) -> Optional[int]:
@@ -558,9 +539,8 @@ class Coordinator:
         (logging.error if failed else logging.info)(
             'Stopping: %s. Counts: %s', reason, json.dumps(counts))
         if self._workdir:
-          write_stop_record(self._workdir, {'reason': reason,
-                                            'failed': failed,
-                                            'counts': counts})
+          run_manifest.write_stop_record(self._workdir, reason, failed,
+                                         counts)
         lp.stop()
         return
 

@@ -191,18 +191,15 @@ def launch(program: lp.Program, launch_type: Optional[str] = None,
   """Launches `program` and waits until it stops; exits with status 1 if the
   program's coordinator stopped it as failed (see `<workdir>/stop.json`)."""
   launch_type = launch_type or FLAGS.lp_launch_type
-  if workdir:  # The record of an earlier launch says nothing of this one.
-    try:
-      os.remove(os.path.join(workdir, distributed.STOP_RECORD))
-    except FileNotFoundError:
-      pass
+  if workdir:
+    run_manifest.remove_stop_record(workdir)
   if launch_type == 'local_mp':
     manager = lp.launch(program, launch_type=launch_type,
                         terminal='current_terminal')
   else:
     manager = lp.launch(program, launch_type=launch_type)
   manager.wait()
-  record = distributed.read_stop_record(workdir) if workdir else None
+  record = run_manifest.read_stop_record(workdir) if workdir else None
   if record and record.get('failed'):
     sys.stderr.write(f'error: the program stopped because '
                      f'{record["reason"]}.\n')

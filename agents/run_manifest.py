@@ -1,13 +1,18 @@
-"""A run's record of what made it: `<workdir>/run.json` (program,
+"""A run's records: what made it, `<workdir>/run.json` (program,
 environment, frames per agent step, and the config values its checkpoints
-depend on). Standard library only, so that tools reading runs (plot.py) need
+depend on), and why its latest launch stopped, `<workdir>/stop.json`.
+Standard library only, so that tools reading runs (plot.py) need
 no TensorFlow."""
 
 import json
 import os
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 MANIFEST = 'run.json'
+# Why the program's latest launch stopped, when it stopped itself (a limit
+# reached, or a failure): written by its coordinator, read by its launcher
+# (whose exit status it decides) and by scripts reading runs.
+STOP_RECORD = 'stop.json'
 CHECKPOINTS = 'checkpoints'  # <workdir>/checkpoints/<part>/
 
 
@@ -55,11 +60,16 @@ def check_or_write_manifest(workdir: str, program: str, env_name: str,
     raise ValueError(
         f'--workdir={workdir} holds checkpoints but no {MANIFEST} saying what '
         'made them; choose a new --workdir.')
+  _write_json(path, wanted)
+  return False
+
+
+def _write_json(path: str, data: Dict[str, Any]):
+  """Whole or not at all: a reader never sees a half-written file."""
   temporary = f'{path}.tmp'
   with open(temporary, 'w') as f:
-    json.dump(wanted, f, indent=2, sort_keys=True)
+    json.dump(data, f, indent=2, sort_keys=True)
   os.replace(temporary, path)
-  return False
 
 
 def read_manifest(workdir: str) -> Dict[str, Any]:
@@ -93,3 +103,26 @@ def frames_per_step(workdir: str) -> int:
     return int(manifest['frames_per_step'])
   kind = str(manifest.get('env', '')).partition(':')[0]
   return _UNRECORDED_FRAMES_PER_STEP.get(kind, 1)
+
+
+def write_stop_record(workdir: str, reason: str, failed: bool,
+                      counts: Dict[str, int]):
+  _write_json(os.path.join(workdir, STOP_RECORD),
+              {'reason': reason, 'failed': failed, 'counts': counts})
+
+
+def read_stop_record(workdir: str) -> Optional[Dict[str, Any]]:
+  """The stop record, or None if there is none (or none readable)."""
+  try:
+    with open(os.path.join(workdir, STOP_RECORD)) as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    return None
+
+
+def remove_stop_record(workdir: str):
+  """Before a launch: an earlier launch's record says nothing of it."""
+  try:
+    os.remove(os.path.join(workdir, STOP_RECORD))
+  except FileNotFoundError:
+    pass

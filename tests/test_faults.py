@@ -388,7 +388,7 @@ def test_a_dead_learner_stops_the_program_with_an_error(tmp_path):
   assert (f"error: the program stopped because the learner's process (pid "
           f'{victim}) has died') in output, output[-4000:]
   assert 'did not terminate in time' not in output, output[-4000:]
-  with open(workdir / distributed.STOP_RECORD) as f:
+  with open(workdir / run_manifest.STOP_RECORD) as f:
     assert json.load(f)['failed'] is True
   assert 'Final counts' in output
 
@@ -652,7 +652,7 @@ def test_program_stops_as_failed_once_every_actor_has_given_up(tmp_path):
     assert ('error: the program stopped because all 2 actors stopped after '
             'repeated environment failures') in output, output[-4000:]
     assert '--actor_max_failures' in output.splitlines()[-1]
-    with open(workdir / distributed.STOP_RECORD) as f:
+    with open(workdir / run_manifest.STOP_RECORD) as f:
       ends.append(json.load(f))
     assert ends[-1]['failed'] is True
     # The learner never trained: no learner checkpoint, whose optimiser state
