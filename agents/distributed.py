@@ -208,13 +208,8 @@ class LearnerNode(acme.Learner, acme.VariableSource):
       self._learner_counter.increment(steps=self._learner.num_steps - counted)
 
   def _save(self, force: bool = False) -> bool:
-    """A checkpoint (and policy snapshot) if one is due or `force`d; none
-    before the first update: nothing is learned yet, and the optimiser's
-    state, made by its first step, would be missing from it, so that a
-    relaunch could not restore it."""
-    if self._checkpointer is None or self._learner.num_steps == 0:
-      return False
-    if not self._checkpointer.save(force):
+    """A checkpoint (and policy snapshot) if one is due or `force`d."""
+    if self._checkpointer is None or not self._checkpointer.save(force):
       return False
     self._snapshot.export(self._options.workdir, self._learner.num_steps)
     return True
@@ -231,9 +226,13 @@ class LearnerNode(acme.Learner, acme.VariableSource):
         if self._save():
           self._counter.save_checkpoint()
     # The stop request ended the loop: a final log row and checkpoint. Only
-    # the learner's own: the counter saves itself when it stops.
+    # the learner's own: the counter saves itself when it stops. None before
+    # the first update (the loop saves only after one): nothing is learned
+    # yet, and the optimiser's state, made by its first step, would be
+    # missing from it, so that a relaunch could not restore it.
     self._learner.write_final_log()
-    self._save(force=True)
+    if self._learner.num_steps:
+      self._save(force=True)
 
 
 class _FlushableCounter(counting.Counter):
