@@ -5,7 +5,6 @@ evaluator) on control:cartpole:balance (1,000-step episodes), stopped by
 --max_actor_steps.
 """
 
-import csv
 import json
 import math
 import os
@@ -14,6 +13,9 @@ import subprocess
 import sys
 
 import pytest
+
+from run_checks import check_stopped_at_step_limit
+from run_checks import csv_rows as _rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAM = os.path.join(ROOT, 'programs', 'apex_dpg.py')
@@ -44,11 +46,6 @@ def _run(script, workdir, launch_type, extra=(), timeout=300):
       timeout=timeout, cwd=ROOT, check=False)
 
 
-def _rows(workdir, label):
-  with open(os.path.join(workdir, 'logs', label, 'logs.csv')) as f:
-    return list(csv.DictReader(f))
-
-
 def _check_logs(workdir, max_actor_steps):
   learner = _rows(workdir, 'learner')
   assert learner, 'the learner logged nothing'
@@ -68,25 +65,7 @@ def _check_logs(workdir, max_actor_steps):
       assert int(row['episode_length']) == EPISODE_LENGTH, (label, row)
       assert 0.0 <= float(row['episode_return']) <= EPISODE_LENGTH, (label,
                                                                      row)
-  # The coordinator stopped the program at the limit (it polls once a
-  # second; actors send their counts once a second), and the last counts
-  # (the learner's final row, after the stop) exceed it by no more than a
-  # few seconds of acting at the actors' logged rates. Actors count an
-  # episode's steps when it ends: up to an episode each on top.
-  with open(os.path.join(workdir, 'stop.json')) as f:
-    stop = json.load(f)
-  stopped_at = stop['counts']['actor_steps']
-  assert stop['reason'] == (f'reached {stopped_at} actor steps (limit '
-                            f'{max_actor_steps})')
-  rate = sum(max(float(row['steps_per_second']) for row in _rows(workdir,
-                                                                 label))
-             for label in ('actor', 'actor_1'))
-  episodes = 2 * EPISODE_LENGTH
-  assert max_actor_steps <= stopped_at <= (max_actor_steps + episodes +
-                                           3 * rate)
-  actor_steps = max(int(row['actor_steps']) for row in learner)
-  assert actor_steps <= stopped_at + episodes + 5 * rate, (
-      actor_steps, stopped_at, rate)
+  check_stopped_at_step_limit(workdir, max_actor_steps, EPISODE_LENGTH)
   for label in ('actor', 'learner', 'evaluator'):
     events = os.listdir(os.path.join(workdir, 'tensorboard', label))
     assert any(name.startswith('events.out.tfevents') for name in events)

@@ -4,7 +4,6 @@ Each run is a real Launchpad program (replay, counter, learner, 2 actors,
 evaluator) on gym:CartPole-v1, stopped by --max_actor_steps.
 """
 
-import csv
 import json
 import math
 import os
@@ -12,6 +11,9 @@ import subprocess
 import sys
 
 import pytest
+
+from run_checks import check_stopped_at_step_limit
+from run_checks import csv_rows as _rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAM = os.path.join(ROOT, 'programs', 'apex_dqn.py')
@@ -35,11 +37,6 @@ def _run(script, workdir, launch_type, extra=(), timeout=300):
        f'--workdir={workdir}', *SMALL_RUN, *extra],
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
       timeout=timeout, cwd=ROOT, check=False)
-
-
-def _rows(workdir, label):
-  with open(os.path.join(workdir, 'logs', label, 'logs.csv')) as f:
-    return list(csv.DictReader(f))
 
 
 def _check_logs(workdir):
@@ -75,24 +72,8 @@ def test_program_under_test_mt_learns_and_reprioritises(tmp_path):
   # ... and the learner rewrites the priorities of the items it trained on.
   assert seen['changed_keys'] > 0, seen
   _check_logs(tmp_path)
-  # The coordinator stopped the program at its step limit (it polls once a
-  # second; actors send their counts once a second), and the last counts
-  # (the learner's final row, after the stop) exceed it by no more than a
-  # few seconds of acting at the actors' logged rates. Actors count an
-  # episode's steps when it ends: up to an episode (at most 500) each on top.
-  with open(tmp_path / 'stop.json') as f:
-    stop = json.load(f)
-  stopped_at = stop['counts']['actor_steps']
-  assert stop['reason'] == (f'reached {stopped_at} actor steps (limit '
-                            f'{PROBE_ACTOR_STEPS})')
-  rate = sum(max(float(row['steps_per_second'])
-                 for row in _rows(tmp_path, label))
-             for label in ('actor', 'actor_1'))
-  episodes = 2 * 500
-  assert PROBE_ACTOR_STEPS <= stopped_at <= (PROBE_ACTOR_STEPS + episodes +
-                                             3 * rate)
-  final = int(_rows(tmp_path, 'learner')[-1]['actor_steps'])
-  assert final <= stopped_at + episodes + 5 * rate, (final, stopped_at, rate)
+  check_stopped_at_step_limit(tmp_path, PROBE_ACTOR_STEPS,
+                              episode_length=500)  # CartPole's longest.
 
 
 @pytest.mark.parametrize('launch_type', ['local_mp', 'local_mt'])
