@@ -180,12 +180,7 @@ class CheckpointingReverbNode(lp.ReverbNode):
         args=(self._priority_tables_fn, port,
               self._directory if self._checkpoint_ctor else None))
     process.start()
-    nodes = os.path.join(self._workdir, 'nodes')
-    os.makedirs(nodes, exist_ok=True)
-    with open(os.path.join(nodes, 'replay_server.pid.tmp'), 'w') as f:
-      f.write(f'{process.pid}\n')
-    os.replace(os.path.join(nodes, 'replay_server.pid.tmp'),
-               os.path.join(nodes, 'replay_server.pid'))
+    run_manifest.write_pid_file(self._workdir, 'replay_server', process.pid)
     return process
 
   def _supervise_server(self, port: int, stopping: threading.Event):

@@ -13,6 +13,7 @@ nodes and runs their loops.
 """
 
 import collections
+from concurrent import futures
 import dataclasses
 import faulthandler
 import json
@@ -22,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import acme
 import launchpad as lp
@@ -117,22 +118,17 @@ def exit_soon_after_stop(launch_type: str):
   os.close(read_fd)  # The pipe ends for the watchdog when this process ends.
 
 
-NODES = 'nodes'
+NODES = run_manifest.NODES
 
 
 def setup_node_process(options: RunOptions, label: str):
   """Under local_mp: installs the stop watchdog and writes this process's
-  PID to <workdir>/nodes/<label>.pid (for operators, and for tests that
-  kill a node)."""
+  PID to <workdir>/nodes/<label>.pid (for the coordinator's watch, for
+  operators, and for tests that kill a node)."""
   if options.launch_type != 'local_mp':
     return
   exit_soon_after_stop(options.launch_type)
-  directory = os.path.join(options.workdir, NODES)
-  os.makedirs(directory, exist_ok=True)
-  path = os.path.join(directory, f'{label}.pid')
-  with open(f'{path}.tmp', 'w') as f:
-    f.write(f'{os.getpid()}\n')
-  os.replace(f'{path}.tmp', path)
+  run_manifest.write_pid_file(options.workdir, label, os.getpid())
 
 
 # Ape-X gives every actor one CPU core: an actor's TensorFlow runs its batched
@@ -269,8 +265,7 @@ class ActorNode:
   def __init__(self, builder, replay_client: reverb.Client,
                variable_source: acme.VariableSource,
                counter: counting.Counter, actor_id: int, options: RunOptions):
-    # Acme's convention: the first actor writes `logs/actor/`.
-    self._label = 'actor' if actor_id == 0 else f'actor_{actor_id}'
+    self._label = actor_label(actor_id)
     # First: building the actor waits for the learner's parameters, a wait
     # that a stop request must be able to end (the watchdog).
     setup_node_process(options, self._label)
@@ -423,6 +418,22 @@ def _parent_of(pid: int) -> Optional[int]:
   return None if fields[0] in ('Z', 'X') else int(fields[1])
 
 
+def actor_label(actor_id: int) -> str:
+  """An actor's name in logs/ and nodes/ (Acme's convention: the first
+  actor writes `logs/actor/`)."""
+  return 'actor' if actor_id == 0 else f'actor_{actor_id}'
+
+
+class CounterNode(checkpointing.CheckpointedCounter):
+  """The program's counter. Under local_mp it writes its PID file, for the
+  coordinator's watch: every node waits on a dead counter forever."""
+
+  def __init__(self, options: 'RunOptions'):
+    if options.launch_type == 'local_mp':
+      run_manifest.write_pid_file(options.workdir, 'counter', os.getpid())
+    super().__init__(options.workdir, options.checkpoint_every > 0)
+
+
 class NodeWatch:
   """Under local_mp, tells when a node of this launch has died (a crash, an
   out-of-memory kill, `kill -9`): Launchpad runs each node under a shell
@@ -434,7 +445,7 @@ class NodeWatch:
   as the watcher is told to stop)."""
 
   def __init__(self, workdir: str, label: str, confirm_seconds: float = 3.0):
-    self._path = os.path.join(workdir, NODES, f'{label}.pid')
+    self._path = run_manifest.pid_path(workdir, label)
     self._launcher = _parent_of(os.getppid())
     self._confirm_seconds = confirm_seconds
     self.pid = None
@@ -465,9 +476,10 @@ class Coordinator:
   be None): the nodes' start-up, longer with more actors on few cores, is
   not part of a wall-clock budget. Also stops it, as failed, once every
   actor has given up on its environment (a learner left alone would train on
-  stale data, or wait forever on a rate limiter), or, under local_mp, once
-  the learner's process has died (the actors would act on forever for
-  nobody)."""
+  stale data, or wait forever on a rate limiter), or, under local_mp
+  (`watch_nodes`), once the process of the learner (the actors would act on
+  forever for nobody), of the counter (every node would wait on it forever)
+  or of every actor has died."""
 
   def __init__(self, counter: counting.Counter,
                max_actor_steps: Optional[int],
@@ -475,24 +487,59 @@ class Coordinator:
                max_seconds: Optional[float] = None,
                num_actors: int = 1,
                workdir: Optional[str] = None,
-               watch_learner: bool = False):
+               watch_nodes: bool = False):
     self._counter = counter
-    self._learner = (NodeWatch(workdir, 'learner')
-                     if watch_learner and workdir else None)
+    self._watches = None
+    if watch_nodes and workdir:
+      self._watches = (NodeWatch(workdir, 'learner'),
+                       NodeWatch(workdir, 'counter'),
+                       [NodeWatch(workdir, actor_label(actor_id))
+                        for actor_id in range(num_actors)])
     self._max_actor_steps = max_actor_steps
     self._poll_seconds = poll_seconds
     self._max_seconds = max_seconds
     self._num_actors = num_actors
     self._workdir = workdir
 
+  def _dead_node(self) -> Optional[Tuple[str, bool]]:
+    """(why, True) once a watched node has died, else None."""
+    if self._watches is None:
+      return None
+    learner, counter, actors = self._watches
+    resume = ('(the output above says why); launch again with the same '
+              '--workdir to resume from the newest checkpoints')
+    if learner.dead():
+      return (f'the learner\'s process (pid {learner.pid}) has died {resume}',
+              True)
+    if counter.dead():
+      return (f'the counter\'s process (pid {counter.pid}) has died {resume}',
+              True)
+    if all([actor.dead() for actor in actors]):  # Each one checked.
+      return (f'all {len(actors)} actor processes have died {resume}', True)
+    return None
+
+  def _counts(self) -> Tuple[Optional[Dict[str, Any]],
+                             Optional[Tuple[str, bool]]]:
+    """(the counter's counts, None), or (None, (why, True)) once a watched
+    node has died: a dead counter's clients wait for it forever, so its
+    answer is awaited in slices, between checks of the watched nodes."""
+    requests = getattr(self._counter, 'futures', None)
+    if self._watches is None or requests is None:
+      return self._counter.get_counts(), None
+    answer = requests.get_counts()
+    while True:
+      try:
+        return answer.result(timeout=self._poll_seconds), None
+      except futures.TimeoutError:
+        dead = self._dead_node()
+        if dead is not None:
+          answer.cancel()
+          return None, dead
+
   def _reason_to_stop(self, counts, start,
                       given_up: int) -> Optional[Tuple[str, bool]]:
     """(why, whether the run failed), or None to go on."""
     actor_steps = counts.get('actor_steps', 0)
-    if self._learner is not None and self._learner.dead():
-      return (f'the learner\'s process (pid {self._learner.pid}) has died (the '
-              'output above says why); launch again with the same --workdir '
-              'to resume from the newest checkpoints', True)
     if given_up >= self._num_actors:
       return (f'all {self._num_actors} actors stopped after repeated '
               'environment failures (their logs name the errors); fix the '
@@ -505,15 +552,19 @@ class Coordinator:
         time.time() - start >= self._max_seconds):
       return (f'ran for {time.time() - start:.0f} s since the actors started '
               f'(limit {self._max_seconds:.0f} s)', False)
-    return None
+    return self._dead_node()
 
   def run(self):
     start = None  # When the actors' count first grew in this launch.
     initial = None  # A resumed run's counts.
     reported = 0
     with signals.runtime_terminator():
+      counts = {}
       while True:
-        counts = self._counter.get_counts()
+        new_counts, stop = self._counts()
+        if stop is not None:
+          break  # With the last counts seen.
+        counts = new_counts
         actor_steps = counts.get('actor_steps', 0)
         if initial is None:
           initial = counts
@@ -529,19 +580,17 @@ class Coordinator:
           logging.warning('%d of %d actors have stopped after repeated '
                           'environment failures.', given_up, self._num_actors)
         stop = self._reason_to_stop(counts, start, given_up)
-        if stop is None:
-          time.sleep(self._poll_seconds)
-          continue
-        reason, failed = stop
-        counts = {key: int(value) for key, value in sorted(counts.items())}
-        # The counts at the stop, for whoever reads the run's output.
-        (logging.error if failed else logging.info)(
-            'Stopping: %s. Counts: %s', reason, json.dumps(counts))
-        if self._workdir:
-          run_manifest.write_stop_record(self._workdir, reason, failed,
-                                         counts)
-        lp.stop()
-        return
+        if stop is not None:
+          break
+        time.sleep(self._poll_seconds)
+      reason, failed = stop
+      counts = {key: int(value) for key, value in sorted(counts.items())}
+      # The counts at the stop, for whoever reads the run's output.
+      (logging.error if failed else logging.info)(
+          'Stopping: %s. Counts: %s', reason, json.dumps(counts))
+      if self._workdir:
+        run_manifest.write_stop_record(self._workdir, reason, failed, counts)
+      lp.stop()
 
 
 def make_program(builder, options: RunOptions) -> lp.Program:
@@ -553,15 +602,13 @@ def make_program(builder, options: RunOptions) -> lp.Program:
         options.replay_checkpoint_every,
         supervise=options.launch_type == 'local_mp'))
   with program.group('counter'):
-    counter = program.add_node(lp.CourierNode(
-        checkpointing.CheckpointedCounter, options.workdir,
-        options.checkpoint_every > 0))
+    counter = program.add_node(lp.CourierNode(CounterNode, options))
   with program.group('coordinator'):
     program.add_node(lp.CourierNode(
         Coordinator, counter, options.max_actor_steps,
         max_seconds=options.max_seconds, num_actors=options.num_actors,
         workdir=options.workdir,
-        watch_learner=options.launch_type == 'local_mp'))
+        watch_nodes=options.launch_type == 'local_mp'))
   with program.group('learner'):
     learner = program.add_node(
         lp.CourierNode(LearnerNode, builder, replay, counter, options))

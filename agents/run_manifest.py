@@ -13,6 +13,8 @@ MANIFEST = 'run.json'
 # reached, or a failure): written by its coordinator, read by its launcher
 # (whose exit status it decides) and by scripts reading runs.
 STOP_RECORD = 'stop.json'
+# Under local_mp, <workdir>/nodes/<label>.pid holds each node's process id.
+NODES = 'nodes'
 CHECKPOINTS = 'checkpoints'  # <workdir>/checkpoints/<part>/
 
 
@@ -126,3 +128,16 @@ def remove_stop_record(workdir: str):
     os.remove(os.path.join(workdir, STOP_RECORD))
   except FileNotFoundError:
     pass
+
+
+def pid_path(workdir: str, label: str) -> str:
+  return os.path.join(workdir, NODES, f'{label}.pid')
+
+
+def write_pid_file(workdir: str, label: str, pid: int):
+  """<workdir>/nodes/<label>.pid, written whole or not at all."""
+  os.makedirs(os.path.join(workdir, NODES), exist_ok=True)
+  path = pid_path(workdir, label)
+  with open(f'{path}.tmp', 'w') as f:
+    f.write(f'{pid}\n')
+  os.replace(f'{path}.tmp', path)

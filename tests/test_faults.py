@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import numpy as np
 import psutil
@@ -388,6 +388,62 @@ def test_a_dead_learner_stops_the_program_with_an_error(tmp_path):
   assert (f"error: the program stopped because the learner's process (pid "
           f'{victim}) has died') in output, output[-4000:]
   assert 'did not terminate in time' not in output, output[-4000:]
+  with open(workdir / run_manifest.STOP_RECORD) as f:
+    assert json.load(f)['failed'] is True
+  assert 'Final counts' in output
+
+
+def _exit_after_kill(program: Launched, workdir, labels) -> Tuple[int, str]:
+  """SIGKILLs the nodes `labels` once all run; the program's exit status
+  and output once it has stopped itself."""
+  _kill_node_when_running(program, workdir, labels[0])
+  for label in labels[1:]:
+    victim = _pid(workdir, label)
+    assert victim in program.seen, f'{label}.pid is not a process of the run'
+    os.kill(victim, signal.SIGKILL)
+  try:
+    returncode = program.process.wait(timeout=60)
+  except subprocess.TimeoutExpired:
+    pytest.fail(f'Still running 60 s after {labels} were killed:\n'
+                f'{program.tail()}')
+  return returncode, program.output()
+
+
+def test_a_dead_counter_stops_the_program_with_an_error(tmp_path):
+  # Every node's calls to a dead counter would wait for it forever.
+  workdir = tmp_path / 'run'
+  program = Launched(tmp_path, 'run', workdir)
+  try:
+    program.wait_until(lambda: _pid(workdir, 'counter'), START_TIMEOUT,
+                       'the counter\'s pid file')
+    victim = _pid(workdir, 'counter')
+    returncode, output = _exit_after_kill(program, workdir, ['counter'])
+  finally:
+    program.close()
+  assert returncode == 1, (returncode, output[-4000:])
+  assert (f"error: the program stopped because the counter's process (pid "
+          f'{victim}) has died') in output, output[-4000:]
+  assert 'did not terminate in time' not in output, output[-4000:]
+  with open(workdir / run_manifest.STOP_RECORD) as f:
+    record = json.load(f)
+  assert record['failed'] is True
+  # The counts the coordinator saw last, before the counter died.
+  assert record['counts']['actor_steps'] > 0, record
+
+
+def test_program_stops_once_every_actor_process_has_died(tmp_path):
+  # Killing one actor leaves the program training (above); killing both
+  # leaves a learner with no new data: the program stops as failed.
+  workdir = tmp_path / 'run'
+  program = Launched(tmp_path, 'run', workdir)
+  try:
+    returncode, output = _exit_after_kill(program, workdir,
+                                          ['actor', 'actor_1'])
+  finally:
+    program.close()
+  assert returncode == 1, (returncode, output[-4000:])
+  assert ('error: the program stopped because all 2 actor processes have '
+          'died') in output, output[-4000:]
   with open(workdir / run_manifest.STOP_RECORD) as f:
     assert json.load(f)['failed'] is True
   assert 'Final counts' in output
