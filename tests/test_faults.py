@@ -367,32 +367,6 @@ def test_killing_one_actor_leaves_the_program_training(tmp_path):
     program.close()
 
 
-def test_a_dead_learner_stops_the_program_with_an_error(tmp_path):
-  # Launchpad would leave the actors acting for nobody: the coordinator,
-  # watching the learner's process, stops the program, which exits 1 saying
-  # so, with the counter's final checkpoint.
-  workdir = tmp_path / 'run'
-  program = Launched(tmp_path, 'run', workdir)
-  try:
-    _kill_node_when_running(program, workdir, 'learner')
-    victim = _pid(workdir, 'learner')
-    try:
-      returncode = program.process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-      pytest.fail(f'Still running 60 s after the learner was killed:\n'
-                  f'{program.tail()}')
-  finally:
-    program.close()
-  output = program.output()
-  assert returncode == 1, (returncode, output[-4000:])
-  assert (f"error: the program stopped because the learner's process (pid "
-          f'{victim}) has died') in output, output[-4000:]
-  assert 'did not terminate in time' not in output, output[-4000:]
-  with open(workdir / run_manifest.STOP_RECORD) as f:
-    assert json.load(f)['failed'] is True
-  assert 'Final counts' in output
-
-
 def _exit_after_kill(program: Launched, workdir, labels) -> Tuple[int, str]:
   """SIGKILLs the nodes `labels` once all run; the program's exit status
   and output once it has stopped itself."""
@@ -407,6 +381,26 @@ def _exit_after_kill(program: Launched, workdir, labels) -> Tuple[int, str]:
     pytest.fail(f'Still running 60 s after {labels} were killed:\n'
                 f'{program.tail()}')
   return returncode, program.output()
+
+
+def test_a_dead_learner_stops_the_program_with_an_error(tmp_path):
+  # Launchpad would leave the actors acting for nobody: the coordinator,
+  # watching the learner's process, stops the program, which exits 1 saying
+  # so, with the counter's final checkpoint.
+  workdir = tmp_path / 'run'
+  program = Launched(tmp_path, 'run', workdir)
+  try:
+    returncode, output = _exit_after_kill(program, workdir, ['learner'])
+    victim = _pid(workdir, 'learner')
+  finally:
+    program.close()
+  assert returncode == 1, (returncode, output[-4000:])
+  assert (f"error: the program stopped because the learner's process (pid "
+          f'{victim}) has died') in output, output[-4000:]
+  assert 'did not terminate in time' not in output, output[-4000:]
+  with open(workdir / run_manifest.STOP_RECORD) as f:
+    assert json.load(f)['failed'] is True
+  assert 'Final counts' in output
 
 
 def test_a_dead_counter_stops_the_program_with_an_error(tmp_path):
