@@ -1,7 +1,16 @@
 """Hyper-parameters shared by every Ape-X agent (replay, n-step, actors)."""
 
 import dataclasses
-from typing import Optional
+from typing import Any, Mapping, Optional
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+  """A named configuration: values of a program's flags (config fields and
+  run options), selected by `--preset=<name>`; a flag given explicitly wins
+  over the preset's value."""
+  description: str
+  values: Mapping[str, Any]
 
 
 REPLAY_REMOVERS = ('fifo', 'prioritized')

@@ -1,6 +1,7 @@
 """A run's records: what made it, `<workdir>/run.json` (program,
-environment, frames per agent step, and the config values its checkpoints
-depend on), and why its latest launch stopped, `<workdir>/stop.json`.
+environment, frames per agent step, the config values its checkpoints
+depend on, and every flag value and the preset it last launched with), and
+why its latest launch stopped, `<workdir>/stop.json`.
 Standard library only, so that tools reading runs (plot.py) need
 no TensorFlow."""
 
@@ -13,8 +14,6 @@ MANIFEST = 'run.json'
 # reached, or a failure): written by its coordinator, read by its launcher
 # (whose exit status it decides) and by scripts reading runs.
 STOP_RECORD = 'stop.json'
-# Under local_mp, <workdir>/nodes/<label>.pid holds each node's process id.
-NODES = 'nodes'
 CHECKPOINTS = 'checkpoints'  # <workdir>/checkpoints/<part>/
 
 
@@ -27,8 +26,11 @@ def _manifest(program: str, env_name: str, frames_per_step: int, config,
 
 def check_or_write_manifest(workdir: str, program: str, env_name: str,
                             frames_per_step: int, config,
-                            fields: Sequence[str]) -> bool:
-  """Refuses a workdir holding another run; records this run in a new one.
+                            fields: Sequence[str],
+                            flags: Optional[Dict[str, Any]] = None,
+                            preset: Optional[str] = None) -> bool:
+  """Refuses a workdir holding another run; records this run in a new one,
+  and this launch's `flags` (every flag's value) and `preset` in either.
 
   Returns True when the workdir holds a compatible run to resume.
 
@@ -54,15 +56,16 @@ def check_or_write_manifest(workdir: str, program: str, env_name: str,
       raise ValueError(
           f'--workdir={workdir} holds a run that differs from this one in '
           f'{", ".join(differences)}; its checkpoints cannot be resumed with '
-          'these flags. Pass the same values to resume it, or choose a new '
-          '--workdir.')
+          'these flags. Pass the same values (or only --workdir) to resume '
+          'it, or choose a new --workdir.')
+    _write_json(path, {**found, 'flags': flags or {}, 'preset': preset})
     return True
   if os.path.isdir(os.path.join(workdir, CHECKPOINTS)) and os.listdir(
       os.path.join(workdir, CHECKPOINTS)):
     raise ValueError(
         f'--workdir={workdir} holds checkpoints but no {MANIFEST} saying what '
         'made them; choose a new --workdir.')
-  _write_json(path, wanted)
+  _write_json(path, {**wanted, 'flags': flags or {}, 'preset': preset})
   return False
 
 
@@ -128,16 +131,3 @@ def remove_stop_record(workdir: str):
     os.remove(os.path.join(workdir, STOP_RECORD))
   except FileNotFoundError:
     pass
-
-
-def pid_path(workdir: str, label: str) -> str:
-  return os.path.join(workdir, NODES, f'{label}.pid')
-
-
-def write_pid_file(workdir: str, label: str, pid: int):
-  """<workdir>/nodes/<label>.pid, written whole or not at all."""
-  os.makedirs(os.path.join(workdir, NODES), exist_ok=True)
-  path = pid_path(workdir, label)
-  with open(f'{path}.tmp', 'w') as f:
-    f.write(f'{pid}\n')
-  os.replace(f'{path}.tmp', path)

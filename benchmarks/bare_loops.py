@@ -68,8 +68,10 @@ def _run(step):
 
 def actor_loop():
   """Steps the environments with the batched forward pass."""
-  from agents import distributed  # pylint: disable=g-import-not-at-top
-  distributed.use_actor_threads()  # The same threads as the program's actor.
+  from agents.distributed import nodes  # pylint: disable=g-import-not-at-top
+  from agents.distributed import platforms  # pylint: disable=g-import-not-at-top
+  # The same threads as the program's actor.
+  platforms.use_tf_threads(nodes.ActorNode.tf_threads_per_process)
   builder = _builder()
   network = builder.make_network()
   spec = builder.environment.spec.observations

@@ -1,9 +1,10 @@
 """Ape-X DQN as a Launchpad program.
 
   python programs/apex_dqn.py --lp_launch_type=local_mp
-  python programs/apex_dqn.py --env=gym:CartPole-v1 --num_actors=2 ...
+  python programs/apex_dqn.py --lp_launch_type=local_mp --preset=cartpole
 
-Every hyper-parameter of `ApeXDQNConfig` is a flag of the same name.
+Every hyper-parameter of `ApeXDQNConfig` and every run option is a flag of the
+same name; `--preset=<name>` selects a named configuration (`--list_presets`).
 """
 
 import os
@@ -14,26 +15,28 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 from agents import environments  # pylint: disable=wrong-import-position
-from agents import program_flags  # pylint: disable=wrong-import-position
+from agents.distributed import command_line  # pylint: disable=wrong-import-position
+from agents.distributed import launcher  # pylint: disable=wrong-import-position
 from agents.apex_dqn import ApeXDQNBuilder  # pylint: disable=wrong-import-position
 from agents.apex_dqn import ApeXDQNConfig  # pylint: disable=wrong-import-position
+from agents.apex_dqn.presets import PRESETS  # pylint: disable=wrong-import-position
 
 PROGRAM = 'apex_dqn'
-program_flags.define_run_flags(PROGRAM, default_env='atari:Pong')
-program_flags.define_config_flags(ApeXDQNConfig)
+command_line.define_flags(ApeXDQNConfig, PRESETS, default_env='atari:Pong')
 
 
 def build():
   """Validates the flags and returns (program, run options, environment)."""
-  return program_flags.build_program(PROGRAM, ApeXDQNConfig, ApeXDQNBuilder,
-                                     environments.resolve_discrete)
+  return command_line.build_program(PROGRAM, ApeXDQNConfig, ApeXDQNBuilder,
+                                     environments.resolve_discrete,
+                                     PRESETS)
 
 
 def main(_):
   program, options, environment = build()
   print(f'Ape-X DQN on {environment.name} with {options.num_actors} actors; '
         f'logs in {options.workdir}')
-  program_flags.launch(program, workdir=options.workdir)
+  launcher.launch(program, options, PROGRAM)
 
 
 if __name__ == '__main__':

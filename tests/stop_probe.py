@@ -5,7 +5,7 @@ node never answers (`--block=courier`), or in a C call that holds the GIL
 (`--block=gil`, as a C++ extension that does not release it); the `stopper`
 node then stops the program. Used by
 test_stop.py as a subprocess under local_mp, with and without the stop
-watchdog of `agents.distributed.exit_soon_after_stop`.
+watchdog of `agents.distributed.local.install_stop_watchdog`.
 """
 
 import ctypes
@@ -22,7 +22,7 @@ from absl import app  # pylint: disable=wrong-import-position
 from absl import flags  # pylint: disable=wrong-import-position
 from acme.utils import signals  # pylint: disable=wrong-import-position
 
-from agents import distributed  # pylint: disable=wrong-import-position
+from agents.distributed import local  # pylint: disable=wrong-import-position
 
 flags.DEFINE_bool('watchdog', True, 'Install the stop watchdog in each node.')
 flags.DEFINE_enum('block', 'courier', ['courier', 'gil'],
@@ -32,7 +32,7 @@ FLAGS = flags.FLAGS
 
 def _maybe_watchdog(watchdog: bool):
   if watchdog:
-    distributed.exit_soon_after_stop('local_mp')
+    local.install_stop_watchdog()
 
 
 def _hold_the_gil_forever():

@@ -35,7 +35,9 @@ from acme.utils import counting
 
 from agents import adders
 from agents import checkpointing
-from agents import distributed
+from agents.distributed import local
+from agents.distributed import nodes
+from agents.distributed.options import RunOptions
 from agents import environments
 from agents import replay
 from agents import run_manifest
@@ -189,7 +191,7 @@ def _max_count(workdir, key: str) -> int:
 
 
 def _pid(workdir, label: str):
-  path = os.path.join(str(workdir), distributed.NODES, f'{label}.pid')
+  path = os.path.join(str(workdir), local.NODES, f'{label}.pid')
   if not os.path.exists(path):
     return None
   with open(path) as f:
@@ -317,6 +319,13 @@ def _interrupt(program: Launched) -> str:
   output = program.output()
   assert returncode == 0, (returncode, output[-4000:])
   assert 'did not terminate in time' not in output, output[-4000:]
+  # The ordered stop leaves no node waiting on one that has gone: the stop
+  # watchdog (which prints the node's threads before it kills it) never
+  # acts, and nothing crashes on the way out.
+  for sign in ('stop_watchdog:', 'most recent call first', 'Traceback'):
+    assert sign not in output, (sign, output[-4000:])
+  assert 'The program stopped: stopped by the user (Ctrl-C).' in output, (
+      output[-4000:])
   left = program.alive()
   assert not left, [(p.pid, p.cmdline()) for p in left]
   print(f'stopped by SIGINT in {took:.1f} s')
@@ -653,11 +662,11 @@ def test_actor_with_an_always_failing_environment_gives_up(tmp_path, caplog):
   server = reverb.Server(builder.make_replay_tables())
   client = reverb.Client(f'localhost:{server.port}')
   counter = counting.Counter()
-  options = distributed.RunOptions(workdir=str(tmp_path), num_actors=1,
-                                   launch_type='local_mt',
-                                   actor_max_failures=3, log_every=0.0)
+  options = RunOptions(workdir=str(tmp_path), num_actors=1,
+                       launch_type='local_mt', actor_max_failures=3,
+                       log_every=0.0)
   learner = builder.make_learner(client)
-  actor = distributed.ActorNode(builder, client, learner, counter, 0, options)
+  actor = nodes.ActorNode(builder, client, learner, counter, 0, options)
 
   def on_alarm(signum, frame):
     del signum, frame

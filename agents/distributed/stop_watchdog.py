@@ -1,6 +1,6 @@
 """Ends a node's process that is still running a grace period after a stop.
 
-Run by `agents.distributed.exit_soon_after_stop` as a small child process of
+Run by `agents.distributed.local.install_stop_watchdog` as a small child process of
 each local_mp node (plain Python, no imports beyond the standard library):
 
     python -S stop_watchdog.py <read fd> <node pid> <grace seconds>

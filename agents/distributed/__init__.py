@@ -1,0 +1,14 @@
+"""The distributed Ape-X program, one file per role:
+
+  program.py       the program graph: which nodes, wired how
+  nodes.py         what runs in each node: replay, learner, actors, evaluator
+  coordinator.py   the stop policy: when the program stops, and in which order
+  platforms.py     where the nodes run, and what their processes need there
+  local.py         this machine's processes (local_mp): pid files, node
+                   watching, the stop watchdog, the supervised replay server
+  stop_watchdog.py the watchdog process itself (standard library only)
+  options.py       the run options (`RunOptions`), one flag each
+  command_line.py  flags, presets and resuming; the program built before
+                   anything starts
+  launcher.py      launching, Ctrl-C, the exit status
+"""

@@ -1,0 +1,258 @@
+"""The programs' command line: flags, presets, resuming, and building the
+program before anything starts.
+
+Every field of the agent's config dataclass and of `RunOptions` is a flag of
+the same name, with the field's docstring as help. A value of a flag comes,
+from the strongest to the weakest, from:
+
+  1. the flag given on the command line;
+  2. the preset named by `--preset` (the agent's `presets.py`);
+  3. when `--workdir` holds a run, the values that run last launched with
+     (`run.json`), so that a relaunch naming only `--workdir` resumes it;
+  4. the field's default.
+
+A run cannot be resumed with other values of the fields its checkpoints
+depend on (`CHECKPOINT_FIELDS`): such a launch is refused, naming them.
+"""
+
+import ast
+import dataclasses
+import datetime
+import inspect
+import json
+import os
+import sys
+import typing
+from typing import Any, Dict, Mapping, Optional
+
+from absl import flags
+
+from agents import run_manifest
+from agents.config import Preset
+from agents.distributed import program as program_lib
+from agents.distributed.options import RunOptions
+
+FLAGS = flags.FLAGS
+
+
+def _field_docstrings(dataclass) -> Dict[str, str]:
+  """Reads the docstring written under each dataclass field."""
+  docs = {}
+  for cls in reversed(dataclass.__mro__):
+    if not dataclasses.is_dataclass(cls):
+      continue
+    body = ast.parse(inspect.getsource(cls)).body[0].body
+    for field, following in zip(body, body[1:]):
+      if (isinstance(field, ast.AnnAssign) and
+          isinstance(following, ast.Expr) and
+          isinstance(following.value, ast.Constant)):
+        docs[field.target.id] = ' '.join(following.value.value.split())
+  return docs
+
+
+def _base_type(annotation):
+  """`Optional[float]` -> (float, True); others -> (annotation, False)."""
+  if typing.get_origin(annotation) is typing.Union:
+    kind = next(a for a in typing.get_args(annotation) if a is not type(None))
+    return kind, True
+  return annotation, False
+
+
+class _OptionalParser(flags.ArgumentParser):
+  """A flag's parser that also takes `none` (the field's None: no limit, no
+  rate limiter), so that a command line can undo a preset's value."""
+
+  def __init__(self, parser: flags.ArgumentParser):
+    super().__init__()
+    self._parser = parser
+
+  def parse(self, argument):
+    if isinstance(argument, str) and argument.strip().lower() == 'none':
+      return None
+    return self._parser.parse(argument)
+
+  def flag_type(self):
+    return f'{self._parser.flag_type()} or none'
+
+
+_PARSERS = {int: flags.IntegerParser, float: flags.FloatParser,
+            str: flags.ArgumentParser, bool: flags.BooleanParser}
+
+
+def _flag_fields(dataclass):
+  return [field for field in dataclasses.fields(dataclass)
+          if field.metadata.get('flag', True)]
+
+
+def _define_flags(dataclass, defaults: Mapping[str, Any]):
+  docs = _field_docstrings(dataclass)
+  hints = typing.get_type_hints(dataclass)
+  for field in _flag_fields(dataclass):
+    kind, optional = _base_type(hints[field.name])
+    parser = _PARSERS[kind]()
+    if optional:
+      parser = _OptionalParser(parser)
+    serializer = None if kind is bool else flags.ArgumentSerializer()
+    flags.DEFINE(parser, field.name, defaults.get(field.name, field.default),
+                 docs.get(field.name, field.name), serializer=serializer)
+
+
+def define_flags(config_class, presets: Mapping[str, Preset],
+                 default_env: str):
+  """Defines the program's flags: `--preset`, `--list_presets`, the run
+  options and the fields of `config_class`."""
+  flags.DEFINE_string(
+      'preset', None, 'A named configuration; flags given explicitly win '
+      'over its values (--list_presets shows them). ' + ' '.join(
+          f'"{name}": {preset.description}'
+          for name, preset in presets.items()))
+  flags.DEFINE_bool('list_presets', False,
+                    'Print every preset with its values, and exit.')
+  flags.DEFINE_bool('print_config', False,
+                    'Print the value of every flag this launch would run '
+                    'with (after --preset and a resumed run\'s record), as '
+                    'JSON, and exit without creating anything.')
+  _define_flags(RunOptions, {'env': default_env})
+  _define_flags(config_class, {})
+
+
+def _check_field_names(config_class, presets: Mapping[str, Preset]):
+  """A preset naming no flag is a mistake in its module: said at once."""
+  known = {field.name for field in _flag_fields(RunOptions)}
+  known |= {field.name for field in _flag_fields(config_class)}
+  for name, preset in presets.items():
+    unknown = sorted(set(preset.values) - known)
+    if unknown:
+      raise ValueError(f'Preset {name!r} sets unknown flags {unknown}.')
+
+
+def format_presets(presets: Mapping[str, Preset]) -> str:
+  """Every preset, its description and values, as `--list_presets` prints
+  them."""
+  lines = []
+  for name, preset in presets.items():
+    lines.append(f'{name}: {preset.description}')
+    lines.append('  ' + ' '.join(f'--{flag}={_flag_text(value)}'
+                                 for flag, value in preset.values.items()))
+  return '\n'.join(lines)
+
+
+def _flag_text(value) -> str:
+  return 'none' if value is None else f'{value:g}' if isinstance(
+      value, float) else str(value)
+
+
+def _workdir(program_name: str, workdir: Optional[str]) -> str:
+  """The run's directory, created; raises ValueError if it cannot be."""
+  workdir = workdir or os.path.join(
+      '~', 'apex_runs', program_name,
+      datetime.datetime.now().strftime('%Y%m%d-%H%M%S'))
+  workdir = os.path.abspath(os.path.expanduser(workdir))
+  try:
+    os.makedirs(workdir, exist_ok=True)
+  except OSError as error:
+    raise ValueError(f'--workdir={workdir} cannot be created ({error}); '
+                     'choose a directory you can write to.') from error
+  if not os.access(workdir, os.W_OK | os.X_OK):
+    raise ValueError(f'--workdir={workdir} is not writable; choose a '
+                     'directory you can write to.')
+  return workdir
+
+
+def _recorded_values(workdir: Optional[str], program_name: str,
+                     names) -> Dict[str, Any]:
+  """The flag values the run in `workdir` last launched with (run.json);
+  empty if there is none, or if it is another program's run (which the
+  manifest's check then refuses)."""
+  if not workdir:
+    return {}
+  path = os.path.join(os.path.abspath(os.path.expanduser(workdir)),
+                      run_manifest.MANIFEST)
+  if not os.path.isfile(path):
+    return {}
+  with open(path) as f:
+    manifest = json.load(f)
+  if manifest.get('program') != program_name:
+    return {}
+  # Runs recorded before run.json held every flag: their checkpointed
+  # fields; the environment only if its recorded name is a flag's value.
+  recorded = dict(manifest.get('config', {}))
+  if 'flags' in manifest:
+    recorded.update(manifest['flags'])
+  elif 'env' in manifest:
+    recorded['env'] = manifest['env']
+  return {name: value for name, value in recorded.items() if name in names}
+
+
+def resolve_flags(program_name: str, config_class,
+                  presets: Mapping[str, Preset]) -> Dict[str, Any]:
+  """Every flag's value after presets and the workdir's record (see the
+  module docstring). Raises ValueError for an unknown preset."""
+  names = [field.name for field in _flag_fields(RunOptions)]
+  names += [field.name for field in _flag_fields(config_class)]
+  values = {name: FLAGS[name].value for name in names}
+  layers = [_recorded_values(FLAGS.workdir, program_name, names)]
+  if FLAGS.preset is not None:
+    if FLAGS.preset not in presets:
+      raise ValueError(f'--preset={FLAGS.preset} is not a preset of '
+                       f'{program_name}; choose one of '
+                       f'{", ".join(sorted(presets))} (--list_presets shows '
+                       'their values).')
+    layers.append(presets[FLAGS.preset].values)
+  for layer in layers:
+    for name, value in layer.items():
+      if not FLAGS[name].present and name not in RunOptions.PER_LAUNCH:
+        values[name] = value
+  return values
+
+
+def build_program(program_name: str, config_class, builder_class,
+                  resolve_environment, presets: Mapping[str, Preset]):
+  """Validates the flags and returns (program, run options, environment).
+
+  Every bad flag or environment is reported here, before any process starts
+  (exit status 2, no traceback).
+  """
+  if FLAGS.list_presets:
+    print(format_presets(presets))
+    sys.exit(0)
+  try:
+    _check_field_names(config_class, presets)
+    values = resolve_flags(program_name, config_class, presets)
+    config = config_class(**{field.name: values[field.name]
+                             for field in _flag_fields(config_class)})
+    config.validate()
+    option_values = {field.name: values[field.name]
+                     for field in _flag_fields(RunOptions)}
+    options = RunOptions(**{**option_values,
+                            'workdir': None,
+                            'launch_type': FLAGS.lp_launch_type})
+    options.validate()
+    environment = resolve_environment(options.env)
+    recorded = {name: value for name, value in values.items()
+                if name not in RunOptions.PER_LAUNCH}
+    if FLAGS.print_config:
+      print(json.dumps(recorded, indent=2, sort_keys=True))
+      sys.exit(0)
+    options = dataclasses.replace(
+        options, workdir=_workdir(program_name, FLAGS.workdir))
+    resuming = run_manifest.check_or_write_manifest(
+        options.workdir, program_name, environment.name,
+        environment.frames_per_step, config, config.CHECKPOINT_FIELDS,
+        flags=recorded, preset=FLAGS.preset)
+  except ValueError as error:
+    fail(str(error))
+  if resuming:
+    given = sorted(name for name in recorded if FLAGS[name].present)
+    print(f'Resuming the run in {options.workdir} from its checkpoints, with '
+          'the values it last ran with (run.json)' +
+          (f' but {", ".join(f"--{name}" for name in given)} as given now'
+           if given else '') + '.')
+  builder = builder_class(config, environment)
+  return program_lib.make_program(builder, options), options, environment
+
+
+def fail(message: str):
+  """Reports a usage error without a traceback and exits with status 2."""
+  sys.stderr.write(f'error: {message}\n')
+  sys.exit(2)

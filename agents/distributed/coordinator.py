@@ -1,0 +1,195 @@
+"""The program's stop policy: when to stop, and in which order.
+
+The coordinator stops the program once the actors have taken
+`max_actor_steps`, or `max_seconds` after the actors' first step of this
+launch (the nodes' start-up, longer with more actors on few cores, is not
+part of a wall-clock budget), or when asked (`request_stop`: the launcher's
+answer to Ctrl-C). It stops it as failed once every actor has given up on
+its environment (a learner left alone would train on stale data, or wait
+forever on a rate limiter), or, where the platform can watch processes, once
+the learner, the counter or every actor has died.
+
+It stops the nodes (unless one has died) in an order in which none waits on
+a node that has already gone: first the actors and the evaluator (which call the learner,
+the counter and replay), then the learner (which calls replay and the
+counter), then, through Launchpad, the rest (replay and the counter save
+their last checkpoints). Why it stopped goes to `<workdir>/stop.json`.
+"""
+
+from concurrent import futures
+import json
+import threading
+import time
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+import launchpad as lp
+from absl import logging
+from acme.utils import counting
+from acme.utils import signals
+
+from agents import run_manifest
+
+# Counter key: actors that stopped after repeated environment failures.
+ACTORS_GIVEN_UP = 'actor_stopped_on_failures'
+
+# How long the ordered stop waits for each step of it. A node's stop takes
+# an environment step (actors, evaluator) or an update and a checkpoint
+# (the learner); a node that does not answer in time (stuck, or dead) is
+# left to the program's stop and, on this machine, to the stop watchdog.
+ACTING_STOP_SECONDS = 30.0
+LEARNER_STOP_SECONDS = 120.0
+
+Stop = Tuple[str, bool]  # (why, whether the run failed)
+
+
+class Coordinator:
+  """Stops the program; see the module docstring.
+
+  Args:
+    counter: the program's counter.
+    learner, actors, evaluators: the nodes to stop in order (Courier
+      clients; each has `stop(timeout)`).
+    max_actor_steps, max_seconds: the run's budgets (None: none).
+    workdir: where `stop.json` goes (None: nowhere).
+    node_watch: None, or a factory of a watch whose `dead()` names a node
+      the program cannot go on without once it has died (the platform's,
+      `agents.distributed.platforms`).
+  """
+
+  def __init__(self, counter: counting.Counter, learner,
+               actors: Sequence[Any], evaluators: Sequence[Any],
+               max_actor_steps: Optional[int] = None,
+               max_seconds: Optional[float] = None,
+               workdir: Optional[str] = None,
+               node_watch: Optional[Callable[[], Any]] = None,
+               poll_seconds: float = 1.0):
+    self._counter = counter
+    self._learner = learner
+    self._actors = list(actors)
+    self._evaluators = list(evaluators)
+    self._max_actor_steps = max_actor_steps
+    self._max_seconds = max_seconds
+    self._workdir = workdir
+    self._watch = node_watch() if node_watch else None
+    self._poll_seconds = poll_seconds
+    self._requested: Optional[str] = None
+    self._wake = threading.Event()
+    self._node_died = False
+
+  def request_stop(self, reason: str):
+    """Stops the program in order, as not failed, saying `reason`."""
+    self._requested = reason
+    self._wake.set()
+
+  def _dead_node(self) -> Optional[Stop]:
+    if self._watch is None:
+      return None
+    dead = self._watch.dead()
+    if dead is None:
+      return None
+    self._node_died = True
+    return (f'{dead} has died (the output above says why); launch again '
+            'with the same --workdir to resume from the newest checkpoints',
+            True)
+
+  def _counts(self) -> Tuple[Optional[Dict[str, Any]], Optional[Stop]]:
+    """(the counter's counts, None), or (None, why) once a watched node has
+    died: a dead counter's clients wait for it forever, so its answer is
+    awaited in slices, between checks of the watched nodes."""
+    requests = getattr(self._counter, 'futures', None)
+    if self._watch is None or requests is None:
+      return self._counter.get_counts(), None
+    answer = requests.get_counts()
+    while True:
+      try:
+        return answer.result(timeout=self._poll_seconds), None
+      except futures.TimeoutError:
+        dead = self._dead_node()
+        if dead is not None:
+          answer.cancel()
+          return None, dead
+
+  def _reason_to_stop(self, counts, start,
+                      given_up: int) -> Optional[Stop]:
+    actor_steps = counts.get('actor_steps', 0)
+    num_actors = len(self._actors)
+    if given_up >= num_actors:
+      return (f'all {num_actors} actors stopped after repeated environment '
+              'failures (their logs name the errors); fix the environment, '
+              'or raise --actor_max_failures, and launch again with the same '
+              '--workdir to resume', True)
+    if self._max_actor_steps and actor_steps >= self._max_actor_steps:
+      return (f'reached {actor_steps} actor steps (limit '
+              f'{self._max_actor_steps})', False)
+    if (self._max_seconds and start is not None and
+        time.time() - start >= self._max_seconds):
+      return (f'ran for {time.time() - start:.0f} s since the actors started '
+              f'(limit {self._max_seconds:.0f} s)', False)
+    if self._requested is not None:
+      return (self._requested, False)
+    return self._dead_node()
+
+  def _watch_until_stop(self) -> Tuple[Stop, Dict[str, Any]]:
+    """Polls the counts until a reason to stop; (why, the last counts)."""
+    start = None  # When the actors' count first grew in this launch.
+    initial = None  # A resumed run's counts.
+    reported = 0
+    counts = {}
+    while True:
+      new_counts, stop = self._counts()
+      if stop is not None:
+        return stop, counts  # With the last counts seen.
+      counts = new_counts
+      actor_steps = counts.get('actor_steps', 0)
+      if initial is None:
+        initial = counts
+      elif start is None and actor_steps > initial.get('actor_steps', 0):
+        start = time.time()
+        logging.info('The actors have started: the wall-clock budget '
+                     'counts from now.')
+      # Actors that gave up in an earlier launch act again in this one.
+      given_up = (counts.get(ACTORS_GIVEN_UP, 0) -
+                  initial.get(ACTORS_GIVEN_UP, 0))
+      if given_up > reported:
+        reported = given_up
+        logging.warning('%d of %d actors have stopped after repeated '
+                        'environment failures.', given_up, len(self._actors))
+      stop = self._reason_to_stop(counts, start, given_up)
+      if stop is not None:
+        return stop, counts
+      self._wake.wait(self._poll_seconds)
+
+  @staticmethod
+  def _stop_nodes(nodes: Sequence[Any], what: str, timeout: float):
+    """Asks `nodes` to stop, all at once, and waits for their answers."""
+    if not nodes:
+      return
+    answers = [node.futures.stop(timeout) for node in nodes]
+    done, pending = futures.wait(answers, timeout=timeout + 5.0)
+    stopped = sum(1 for answer in done
+                  if answer.exception() is None and answer.result())
+    if stopped < len(nodes):
+      logging.warning('%d of %d %s did not confirm their stop within %.0f s; '
+                      'the program\'s stop ends them.', len(nodes) - stopped,
+                      len(nodes), what, timeout)
+    for answer in pending:
+      answer.cancel()
+
+  def run(self):
+    with signals.runtime_terminator():
+      (reason, failed), counts = self._watch_until_stop()
+      counts = {key: int(value) for key, value in sorted(counts.items())}
+      # The counts at the stop, for whoever reads the run's output.
+      (logging.error if failed else logging.info)(
+          'Stopping: %s. Counts: %s', reason, json.dumps(counts))
+      if self._workdir:
+        run_manifest.write_stop_record(self._workdir, reason, failed, counts)
+      if self._node_died:
+        # The others may be blocked in calls to the dead node: no order
+        # helps them; the program's stop (and the stop watchdog) ends them.
+        lp.stop()
+        return
+      self._stop_nodes(self._actors + self._evaluators, 'actors and evaluators',
+                       ACTING_STOP_SECONDS)
+      self._stop_nodes([self._learner], 'learner', LEARNER_STOP_SECONDS)
+      lp.stop()

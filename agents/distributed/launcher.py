@@ -1,0 +1,90 @@
+"""Launching a program and waiting for it: Ctrl-C, the end, the exit status.
+
+A Ctrl-C asks the program's coordinator for its ordered stop (actors and
+evaluator first, then the learner's final checkpoint, then replay and the
+counter), so that no node is left waiting on one that has gone; a second
+Ctrl-C stops every node at once, as Launchpad does. The launcher then says
+why the program stopped and where its checkpoints are, and exits 0, or 1
+if the coordinator stopped the program as failed (`<workdir>/stop.json`).
+"""
+
+import os
+import signal
+import sys
+import threading
+from typing import Optional
+
+import launchpad as lp
+
+from agents import run_manifest
+from agents.distributed.options import RunOptions
+
+# How long the launcher tries to reach the coordinator with a Ctrl-C's stop
+# request before it stops every node at once instead.
+REQUEST_SECONDS = 10.0
+USER_STOP = 'stopped by the user (Ctrl-C)'
+
+
+class _StopOnCtrlC:
+  """The launcher's SIGINT handler: the first asks the coordinator to stop
+  the program in order, the next stops it at once (Launchpad's handler)."""
+
+  def __init__(self, program: lp.Program):
+    coordinator = program.groups['coordinator'][0]
+    self._handle = coordinator.create_handle()
+    self._launchpad_handler = None
+    self.requested = False
+
+  def install(self):
+    self._launchpad_handler = signal.signal(signal.SIGINT, self._on_sigint)
+
+  def _on_sigint(self, signum, frame):
+    if self.requested:
+      print('Stopping every node at once.', flush=True)
+      signal.signal(signal.SIGINT, self._launchpad_handler)
+      if callable(self._launchpad_handler):
+        self._launchpad_handler(signum, frame)
+      return
+    self.requested = True
+    print('\nStopping: the actors and the evaluator, then the learner\'s '
+          'final checkpoint, then replay. Press Ctrl-C again to stop every '
+          'node at once.', flush=True)
+    threading.Thread(target=self._request, daemon=True).start()
+
+  def _request(self):
+    # The client must outlive its call: its end shuts the call's queue.
+    coordinator = self._handle.dereference()
+    answer = coordinator.futures.request_stop(USER_STOP)
+    try:
+      answer.result(timeout=REQUEST_SECONDS)
+    except Exception:  # pylint: disable=broad-except
+      print('The coordinator does not answer; stopping every node at once.',
+            flush=True)
+      os.kill(os.getpid(), signal.SIGTERM)  # Launchpad's stop.
+
+
+def launch(program: lp.Program, options: RunOptions,
+           program_name: Optional[str] = None):
+  """Launches `program` and waits until it stops; exits with status 1 if
+  the program's coordinator stopped it as failed."""
+  run_manifest.remove_stop_record(options.workdir)
+  ctrl_c = _StopOnCtrlC(program)
+  if options.launch_type == 'local_mp':
+    manager = lp.launch(program, launch_type=options.launch_type,
+                        terminal='current_terminal')
+  else:
+    manager = lp.launch(program, launch_type=options.launch_type)
+  ctrl_c.install()
+  manager.wait()
+  record = run_manifest.read_stop_record(options.workdir)
+  if record and record.get('failed'):
+    sys.stderr.write(f'error: the program stopped because '
+                     f'{record["reason"]}.\n')
+    sys.exit(1)
+  if record:
+    print(f'The program stopped: {record["reason"]}.')
+  checkpoints = os.path.join(options.workdir, run_manifest.CHECKPOINTS)
+  if os.path.isdir(checkpoints) and os.listdir(checkpoints):
+    resume = f'python programs/{program_name}.py' if program_name else 'the program'
+    print(f'Checkpoints are in {checkpoints}; {resume} '
+          f'--workdir={options.workdir} resumes the run.')

@@ -1,0 +1,94 @@
+"""What a run needs beyond the agent's hyper-parameters.
+
+Each field of `RunOptions` is a command-line flag of the same name, its
+docstring the flag's help (`agents.distributed.command_line`), as the
+agents' config fields are: one source for the default, the help and the
+check of every run option.
+"""
+
+import dataclasses
+from typing import Optional
+
+from agents.config import check_flag
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+  """How a program runs: where, with how many nodes, for how long."""
+
+  env: str = ''
+  """Environment, <kind>:<name> (the program's default when empty); a bad
+  name is answered with the accepted forms."""
+  workdir: Optional[str] = None
+  """Directory of the run's logs, checkpoints and records; default:
+  ~/apex_runs/<program>/<timestamp>. A program launched again with the same
+  --workdir resumes the run there."""
+  num_actors: int = 4
+  """Actor processes (Ape-X §4.1 uses 360 on 360 cores)."""
+  envs_per_actor: int = 1
+  """Environments per actor process, acted in with one batched forward pass;
+  each keeps its own exploration (an epsilon of the Ape-X schedule over all
+  num_actors x envs_per_actor environments), n-step window and priorities."""
+  num_evaluators: int = 1
+  """Evaluator processes: 1, or 0 for none (benchmarks; training without
+  evaluation)."""
+  max_actor_steps: Optional[int] = None
+  """Stop the whole program once the actors have taken this many environment
+  steps; none: run until stopped."""
+  max_seconds: Optional[float] = None
+  """Stop the whole program this many seconds after the actors' first step
+  (a wall-clock budget; start-up is not counted); none: no budget."""
+  seed: int = 0
+  """Seed of the networks, environments and exploration."""
+  log_every: float = 10.0
+  """Seconds between two log rows of the learner and of each actor (the
+  evaluator logs every episode)."""
+  evaluation_period: int = 0
+  """Learner steps between two rounds of evaluation; 0: the evaluator never
+  pauses. On a small machine a pause leaves the cores to learner and
+  actors."""
+  evaluation_episodes: int = 10
+  """Episodes per round of evaluation (with --evaluation_period > 0)."""
+  checkpoint_every: float = 600.0
+  """Seconds between two checkpoints of the learner (and of the counter,
+  saved right after it), under <workdir>/checkpoints/; 0: none."""
+  replay_checkpoint_every: float = 3600.0
+  """Seconds between two checkpoints of the replay table (Reverb's own);
+  0: none."""
+  actor_max_failures: int = 5
+  """Environment failures within a minute after which an actor gives up
+  (the others go on)."""
+  launch_type: str = dataclasses.field(default='local_mp',
+                                       metadata={'flag': False})
+  """Launchpad's launch type (--lp_launch_type); under local_mp every node
+  is a process of this machine."""
+
+  # Options that say how this launch runs, not what the run is: a relaunch
+  # of a run may change them freely (see `command_line`).
+  PER_LAUNCH = ('workdir', 'launch_type')
+
+  def validate(self):
+    """Raises ValueError naming the first flag whose value is out of range."""
+    at_least_one = ('num_actors', 'envs_per_actor', 'evaluation_episodes',
+                    'actor_max_failures')
+    for name in at_least_one:
+      check_flag(name, getattr(self, name) >= 1, getattr(self, name), '>= 1')
+    for name in ('log_every', 'evaluation_period'):
+      check_flag(name, getattr(self, name) >= 0, getattr(self, name), '>= 0')
+    for name in ('checkpoint_every', 'replay_checkpoint_every'):
+      check_flag(name, getattr(self, name) >= 0, getattr(self, name),
+                 '>= 0 (0: none)')
+    check_flag('num_evaluators', self.num_evaluators in (0, 1),
+               self.num_evaluators, '0 or 1')
+    check_flag('max_actor_steps',
+               self.max_actor_steps is None or self.max_actor_steps >= 1,
+               self.max_actor_steps, '>= 1 (or none to run until stopped)')
+    check_flag('max_seconds',
+               self.max_seconds is None or self.max_seconds > 0,
+               self.max_seconds, '> 0 (or none to run until stopped)')
+
+
+def actor_label(actor_id: int) -> str:
+  """An actor's name in logs/ and nodes/ (Acme's convention: the first
+  actor writes `logs/actor/`)."""
+  return 'actor' if actor_id == 0 else f'actor_{actor_id}'
