@@ -46,7 +46,9 @@ def _labels(num_actors: int):
 
 
 def _measure(num_actors: int):
-  flags_ = [f'--env={FLAGS.env}', f'--num_actors={num_actors}',
+  # The paper's Ape-X DQN, with what this measurement changes.
+  flags_ = ['--preset=paper', f'--env={FLAGS.env}',
+            f'--num_actors={num_actors}',
             '--num_evaluators=0', f'--replay_capacity={FLAGS.replay_capacity}',
             f'--min_replay_size={FLAGS.replay_capacity}',
             f'--log_every={FLAGS.log_every}', '--checkpoint_every=0',

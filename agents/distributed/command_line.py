@@ -137,6 +137,20 @@ def format_presets(presets: Mapping[str, Preset]) -> str:
   return '\n'.join(lines)
 
 
+def run_options_table() -> str:
+  """The README's table of the run options, made from `RunOptions` (its
+  fields' defaults and docstrings), so that the README cannot drift from
+  the flags."""
+  docs = _field_docstrings(RunOptions)
+  rows = ['| flag | default | meaning |', '|---|---|---|']
+  for field in _flag_fields(RunOptions):
+    default = ('(the program\'s)' if field.name == 'env' else
+               _flag_text(field.default))
+    meaning = docs[field.name].replace('<', '&lt;').replace('>', '&gt;')
+    rows.append(f'| `--{field.name}` | {default} | {meaning} |')
+  return '\n'.join(rows)
+
+
 def _flag_text(value) -> str:
   return 'none' if value is None else f'{value:g}' if isinstance(
       value, float) else str(value)

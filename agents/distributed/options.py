@@ -17,14 +17,19 @@ class RunOptions:
   """How a program runs: where, with how many nodes, for how long."""
 
   env: str = ''
-  """Environment, <kind>:<name> (the program's default when empty); a bad
-  name is answered with the accepted forms."""
+  """Environment, <kind>:<name>. Ape-X DQN: atari:<Game> (ALE, DQN
+  preprocessing: 84x84 grey, action repeat 4, stack 4, training episodes
+  capped at 50,000 frames, 30 no-op starts for evaluation; default
+  atari:Pong), gym:<id> (discrete actions, vector observations),
+  minatar:<game>. Ape-X DPG: control:<domain>:<task> (dm_control; default
+  control:manipulator:bring_ball), gym:<id> (a bounded 1-D Box action
+  space). A bad name is answered with the accepted forms."""
   workdir: Optional[str] = None
   """Directory of the run's logs, checkpoints and records; default:
   ~/apex_runs/<program>/<timestamp>. A program launched again with the same
   --workdir resumes the run there."""
   num_actors: int = 4
-  """Actor processes (Ape-X §4.1 uses 360 on 360 cores)."""
+  """Actor processes (Ape-X §4.1: 360, one CPU core each)."""
   envs_per_actor: int = 1
   """Environments per actor process, acted in with one batched forward pass;
   each keeps its own exploration (an epsilon of the Ape-X schedule over all
@@ -33,11 +38,12 @@ class RunOptions:
   """Evaluator processes: 1, or 0 for none (benchmarks; training without
   evaluation)."""
   max_actor_steps: Optional[int] = None
-  """Stop the whole program once the actors have taken this many environment
-  steps; none: run until stopped."""
+  """Stop the whole program (exit 0) once the actors have taken this many
+  environment steps; none: run until stopped."""
   max_seconds: Optional[float] = None
-  """Stop the whole program this many seconds after the actors' first step
-  (a wall-clock budget; start-up is not counted); none: no budget."""
+  """Stop the whole program (exit 0) this many seconds after the actors'
+  first step (a wall-clock budget; start-up, longer with more actors, is not
+  counted); none: no budget."""
   seed: int = 0
   """Seed of the networks, environments and exploration."""
   log_every: float = 10.0

@@ -1,0 +1,138 @@
+"""The programs' command line: presets, `none`, resuming with `--workdir`
+alone, and the README's table of run options.
+
+Each check runs a program the way users run it; `--print_config` makes it
+print the values a launch would use and exit before anything starts.
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from agents.apex_dpg import ApeXDPGConfig
+from agents.apex_dpg.presets import PRESETS as DPG_PRESETS
+from agents.apex_dqn import ApeXDQNConfig
+from agents.apex_dqn.presets import PRESETS as DQN_PRESETS
+from agents.distributed.options import RunOptions
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROGRAMS = {'apex_dqn': (ApeXDQNConfig, DQN_PRESETS, 'atari:Pong'),
+            'apex_dpg': (ApeXDPGConfig, DPG_PRESETS,
+                         'control:manipulator:bring_ball')}
+
+
+def _program(name, *flags, timeout=120):
+  return subprocess.run(
+      [sys.executable, os.path.join(ROOT, 'programs', f'{name}.py'), *flags],
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+      timeout=timeout, cwd=ROOT, check=False)
+
+
+def _config(name, *flags):
+  result = _program(name, '--print_config', *flags)
+  assert result.returncode == 0, result.stdout[-3000:]
+  return json.loads(result.stdout[result.stdout.index('{'):])
+
+
+def _defaults(name):
+  """Every flag's default, from the dataclasses (not from the program)."""
+  config_class, _, default_env = PROGRAMS[name]
+  values = {field.name: field.default
+            for dataclass in (RunOptions, config_class)
+            for field in dataclasses.fields(dataclass)
+            if field.metadata.get('flag', True)}
+  values.pop('workdir')
+  values['env'] = default_env
+  return values
+
+
+@pytest.mark.parametrize('name', sorted(PROGRAMS))
+def test_without_preset_every_value_is_its_default(name):
+  assert _config(name) == _defaults(name)
+
+
+@pytest.mark.parametrize('name', sorted(PROGRAMS))
+def test_a_preset_sets_its_values_and_explicit_flags_win(name):
+  presets = PROGRAMS[name][1]
+  expected = {**_defaults(name), **presets['cartpole'].values}
+  assert expected['samples_per_insert'] is not None  # What `none` undoes.
+  expected.update(num_actors=3, samples_per_insert=None, seed=11)
+  assert _config(name, '--preset=cartpole', '--num_actors=3',
+                 '--samples_per_insert=none', '--seed=11') == expected
+
+
+@pytest.mark.parametrize('name', sorted(PROGRAMS))
+def test_list_presets_shows_every_preset_with_its_values(name):
+  result = _program(name, '--list_presets')
+  assert result.returncode == 0, result.stdout[-3000:]
+  for preset_name, preset in PROGRAMS[name][1].items():
+    assert f'{preset_name}: {preset.description}' in result.stdout
+    for flag in preset.values:
+      assert f'--{flag}=' in result.stdout
+
+
+def test_an_unknown_preset_is_refused_with_the_known_ones(tmp_path):
+  workdir = tmp_path / 'run'
+  result = _program('apex_dqn', '--preset=cartpol', f'--workdir={workdir}')
+  assert result.returncode == 2, result.stdout[-3000:]
+  assert ('--preset=cartpol is not a preset of apex_dqn; choose one of '
+          'cartpole, cartpole_smoke, paper') in result.stdout
+  assert 'Traceback' not in result.stdout
+  assert not workdir.exists()  # Refused before anything was made.
+
+
+def test_readme_run_options_table_is_made_from_the_dataclass():
+  sys.path.insert(0, os.path.join(ROOT, 'scripts'))
+  import update_readme  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(ROOT, 'README.md')) as f:
+    text = f.read()
+  assert update_readme.with_current_table(text) == text, (
+      'The README\'s run options are out of date: run '
+      '.venv/bin/python scripts/update_readme.py')
+  for field in dataclasses.fields(RunOptions):
+    if field.metadata.get('flag', True):
+      assert f'| `--{field.name}` |' in text
+
+
+def _counts(workdir):
+  with open(os.path.join(workdir, 'stop.json')) as f:
+    return json.load(f)['counts']
+
+
+def test_a_relaunch_naming_only_the_workdir_resumes_with_its_values(tmp_path):
+  workdir = tmp_path / 'run'
+  first = ['--preset=cartpole_smoke', '--num_actors=1', '--seed=7',
+           '--batch_size=16', '--max_actor_steps=600',
+           '--checkpoint_every=1', '--replay_checkpoint_every=0']
+  result = _program('apex_dqn', '--lp_launch_type=local_mt',
+                    f'--workdir={workdir}', *first, timeout=600)
+  assert result.returncode == 0, result.stdout[-3000:]
+  launched = _config('apex_dqn', '--preset=cartpole_smoke', '--num_actors=1',
+                     '--seed=7', '--batch_size=16', '--max_actor_steps=600',
+                     '--checkpoint_every=1', '--replay_checkpoint_every=0')
+  # The workdir alone: every value as the first launch had it.
+  assert _config('apex_dqn', f'--workdir={workdir}') == launched
+  # A flag the checkpoints depend on, given with another value: refused.
+  refused = _program('apex_dqn', f'--workdir={workdir}',
+                     '--mlp_hidden_sizes=64')
+  assert refused.returncode == 2, refused.stdout[-3000:]
+  assert "--mlp_hidden_sizes='32' (now '64')" in refused.stdout
+  # Other flags given explicitly win, and the relaunch resumes: the counts
+  # go on from the first launch's to the new limit.
+  stopped_at = _counts(workdir)['actor_steps']
+  limit = stopped_at + 600
+  result = _program('apex_dqn', '--lp_launch_type=local_mt',
+                    f'--workdir={workdir}', f'--max_actor_steps={limit}',
+                    timeout=600)
+  assert result.returncode == 0, result.stdout[-3000:]
+  assert 'Resuming the run in' in result.stdout
+  assert 'but --max_actor_steps as given now' in result.stdout
+  assert _counts(workdir)['actor_steps'] >= limit
+  with open(workdir / 'run.json') as f:
+    recorded = json.load(f)
+  assert recorded['flags'] == {**launched, 'max_actor_steps': limit}
+  assert recorded['preset'] is None  # This launch named none.
