@@ -52,7 +52,8 @@ class Coordinator:
     max_actor_steps, max_seconds: the run's budgets (None: none).
     workdir: where `stop.json` goes (None: nowhere).
     node_watch: None, or a factory of a watch whose `dead()` names a node
-      the program cannot go on without once it has died (the platform's,
+      the program cannot go on without once it has died, and whose
+      `dead_actors()` are the ids of the actors that have (the platform's,
       `agents.distributed.platforms`).
   """
 
@@ -189,7 +190,11 @@ class Coordinator:
         # helps them; the program's stop (and the stop watchdog) ends them.
         lp.stop()
         return
-      self._stop_nodes(self._actors + self._evaluators, 'actors and evaluators',
+      # A dead actor would never answer: it is not asked.
+      dead = set(self._watch.dead_actors()) if self._watch else set()
+      actors = [actor for actor_id, actor in enumerate(self._actors)
+                if actor_id not in dead]
+      self._stop_nodes(actors + self._evaluators, 'actors and evaluators',
                        ACTING_STOP_SECONDS)
       self._stop_nodes([self._learner], 'learner', LEARNER_STOP_SECONDS)
       lp.stop()

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 import reverb
 from absl import logging
@@ -165,9 +165,14 @@ class ProgramWatch:
     for watch in self._single:
       if watch.dead():
         return f'the {watch.label}\'s process (pid {watch.pid})'
-    if all([watch.dead() for watch in self._actors]):  # Each one checked.
+    if len(self.dead_actors()) == len(self._actors):
       return f'all {len(self._actors)} actor processes'
     return None
+
+  def dead_actors(self) -> List[int]:
+    """The ids of the actors whose process has died."""
+    return [actor_id for actor_id, watch in enumerate(self._actors)
+            if watch.dead()]
 
 
 def _serve_replay(tables_fn, port: int, directory: Optional[str]):
@@ -263,5 +268,5 @@ class LocalProcesses(platforms.ProcessPerNode):
   def replay_server(self):
     return functools.partial(SupervisedReplayServer, workdir=self._workdir)
 
-  def node_watch(self, labels: Sequence[str]):
-    return functools.partial(ProgramWatch, self._workdir, labels)
+  def node_watch(self, actor_labels: Sequence[str]):
+    return functools.partial(ProgramWatch, self._workdir, actor_labels)

@@ -77,10 +77,11 @@ class SharedProcess:
     directory or None) -> an object with `stop()`."""
     return InProcessReplayServer
 
-  def node_watch(self, labels: Sequence[str]):
+  def node_watch(self, actor_labels: Sequence[str]):
     """None, or a factory (called in the coordinator's process) of a watch
-    whose `dead()` names a node of `labels` that has died."""
-    del labels
+    over the learner, the counter and the actors `actor_labels` (see
+    `agents.distributed.coordinator.Coordinator`)."""
+    del actor_labels
     return None
 
 
