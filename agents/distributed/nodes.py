@@ -62,12 +62,16 @@ class _Stop:
     return self._done.wait(timeout)
 
   def finish(self):
-    """At the end of the node's `run`: answers `stop`, then, if a stop was
-    asked for, waits for the program's stop, so that the node's process
-    leaves with the program's other nodes."""
+    """At the end of the node's `run` (asked to stop, or an actor that gave
+    up): answers `stop`, then waits for the program's stop, so that the
+    node leaves with the program's other nodes and answers the
+    coordinator's `stop` until then."""
     self._done.set()
-    if self.requested.is_set():
-      self._program_stopping.wait()
+    try:
+      worker_manager.get_worker_manager()
+    except RuntimeError:
+      return  # Run directly, not as a node of a program: nothing to wait for.
+    self._program_stopping.wait()
 
 
 class LearnerNode(acme.Learner, acme.VariableSource):
