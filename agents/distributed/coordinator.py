@@ -89,8 +89,8 @@ class Coordinator:
     if dead is None:
       return None
     self._node_died = True
-    return (f'{dead} has died (the output above says why); launch again '
-            'with the same --workdir to resume from the newest checkpoints',
+    return (f'{dead} (the output above says why); launch again with the '
+            'same --workdir to resume from the newest checkpoints',
             True)
 
   def _counts(self) -> Tuple[Optional[Dict[str, Any]], Optional[Stop]]:

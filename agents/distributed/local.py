@@ -161,12 +161,13 @@ class ProgramWatch:
     self._actors = [NodeWatch(workdir, label) for label in actor_labels]
 
   def dead(self) -> Optional[str]:
-    """What has died (e.g. "the learner's process (pid 123)"), or None."""
+    """What has died (e.g. "the learner's process (pid 123) has died"), or
+    None."""
     for watch in self._single:
       if watch.dead():
-        return f'the {watch.label}\'s process (pid {watch.pid})'
+        return f'the {watch.label}\'s process (pid {watch.pid}) has died'
     if len(self.dead_actors()) == len(self._actors):
-      return f'all {len(self._actors)} actor processes'
+      return f'all {len(self._actors)} actor processes have died'
     return None
 
   def dead_actors(self) -> List[int]:
