@@ -1,21 +1,34 @@
 # Quick start:
-#   make train   Ape-X DQN on Pong, local multi-process (Ctrl-C to stop)
-#   make test    the test suite
-#   make bench   throughput benchmarks (about 12 minutes; results in
-#                benchmarks/results/)
+#   make train     Ape-X DQN on Pong, local multi-process (Ctrl-C to stop)
+#   make test      the quick tier of the test suite: everything but the tests
+#                  marked slow (at most about 8 minutes on 2 cores)
+#   make test-all  the whole suite: also the learning checks, the fault tests
+#                  and the long program runs (about 35 minutes on 2 cores)
+#   make bench     throughput benchmarks (about 12 minutes; results in
+#                  benchmarks/results/)
+SHELL := /bin/bash
 PYTHON := .venv/bin/python
 TRAIN_FLAGS ?=
+# Both tiers print their slowest tests.
+PYTEST := $(PYTHON) -m pytest tests -q --durations=15
 
-.PHONY: venv train test bench
+.PHONY: venv train test test-all bench
 
 venv:
 	@scripts/setup_venv.sh
 
+# `set -m` runs the program as a job of its own, in the terminal's
+# foreground: a Ctrl-C reaches the program (which stops in order and exits 0)
+# and not make, which would otherwise end itself with an "Interrupt" error.
 train: venv
-	$(PYTHON) programs/apex_dqn.py --lp_launch_type=local_mp $(TRAIN_FLAGS)
+	@set -m; $(PYTHON) programs/apex_dqn.py --lp_launch_type=local_mp $(TRAIN_FLAGS); \
+	status=$$?; exit $$status
 
 test: venv
-	$(PYTHON) -m pytest tests -q
+	$(PYTEST) -m "not slow"
+
+test-all: venv
+	$(PYTEST)
 
 bench: venv
 	$(PYTHON) benchmarks/program_throughput.py

@@ -1,20 +1,19 @@
 """Saves learner-style checkpoints in a loop until killed (for
-test_checkpoint_atomic.py).
+test_checkpoint_atomic.py):
 
-Each save holds a large variable filled with the save's number and a step
-count equal to it, through the same checkpointer the learner uses. On start
-it restores the newest checkpoint and prints the step it found.
+  python -m tests.checkpoint_writer <workdir>
+
+(from the repository root). Each save holds a large variable filled with the
+save's number and a step count equal to it, through the same checkpointer the
+learner uses. On start it restores the newest checkpoint and prints the step
+it found.
 """
 
-import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+import tensorflow as tf
 
-import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
-
-from agents import checkpointing  # pylint: disable=wrong-import-position
+from agents import checkpointing
 
 SIZE = 8_000_000  # 32 MB of float32: a save takes a while.
 

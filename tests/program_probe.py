@@ -1,25 +1,27 @@
-"""Runs an Ape-X program's Launchpad program under a launch type and watches
-its replay table from outside while it trains.
+"""Runs an Ape-X program's Launchpad program under a launch type, watches its
+replay table from outside while it trains, and stops it once it has seen
+what it looks for.
 
-  python tests/program_probe.py [--program=apex_dqn|apex_dpg] <program flags>
+  python -m tests.program_probe [--program=apex_dqn|apex_dpg] <program flags>
 
-`--program` picks programs/apex_dqn.py (the default) or programs/apex_dpg.py;
-every other flag is the program's own. Used by test_program.py and
-test_dpg_program.py as a subprocess (Launchpad stops a program by signalling
-its launcher process). Prints one JSON line: what was seen in the replay
-table and the counter.
+(from the repository root). `--program` picks programs/apex_dqn.py (the
+default) or programs/apex_dpg.py; every other flag is the program's own. Used
+by test_program.py and test_dpg_program.py as a subprocess. Prints one JSON
+line: what was seen in the replay table and the counter.
+
+The program is stopped by the probe, not by a step limit: once the table has
+been looked at twice, `--probe_learner_steps` learner steps apart, and every
+node has logged (the learner after an update, every actor, the evaluator an
+episode of parameters the learner had updated), the probe stops it with
+Launchpad's own program stopper, as the coordinator does at a step limit.
+Nothing then depends on which node of the program gets somewhere first.
 """
 
 import importlib
 import json
-import os
 import sys
 import threading
 import time
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, 'programs'))
-sys.path.insert(0, ROOT)
 
 PROGRAMS = ('apex_dqn', 'apex_dpg')
 
@@ -40,7 +42,8 @@ def _program_name(argv) -> str:
   return name
 
 
-program_module = importlib.import_module(_program_name(sys.argv))
+program_module = importlib.import_module(
+    f'programs.{_program_name(sys.argv)}')
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import launchpad as lp
@@ -48,6 +51,7 @@ from absl import app
 from absl import flags
 
 from agents import replay
+from tests import helpers
 
 flags.DEFINE_enum('program', PROGRAMS[0], PROGRAMS, 'Which Ape-X program to '
                   'run: programs/<program>.py.')
@@ -67,10 +71,11 @@ def _priorities(client, num_samples):
 
 
 def main(_):
-  program, _, _ = program_module.build()
+  program, options, _ = program_module.build()
   replay_handle = program.groups['replay'][0].create_handle()
   counter_handle = program.groups['counter'][0].create_handle()
   report = {'program': FLAGS.program}
+  stop_program = lp.make_program_stopper(FLAGS.lp_launch_type)
 
   def watch():
     replay_client = replay_handle.dereference()
@@ -92,10 +97,14 @@ def main(_):
         changed_keys=sum(first[k] != second[k] for k in common),
         learner_steps_between=learner_steps() - first_learner_steps,
         table_size=replay_client.server_info()[replay.TABLE].current_size)
+    while not helpers.every_node_logged(options.workdir, options.num_actors,
+                                        evaluator=options.num_evaluators > 0):
+      time.sleep(0.2)
+    print('PROBE: seen all it looks for; stopping the program', flush=True)
+    stop_program()
 
   watcher = threading.Thread(target=watch, daemon=True)
-  launch_type = FLAGS.lp_launch_type
-  manager = lp.launch(program, launch_type=launch_type)
+  manager = lp.launch(program, launch_type=FLAGS.lp_launch_type)
   watcher.start()
   manager.wait()
   watcher.join(timeout=1.0)

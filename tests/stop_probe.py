@@ -5,24 +5,23 @@ node never answers (`--block=courier`), or in a C call that holds the GIL
 (`--block=gil`, as a C++ extension that does not release it); the `stopper`
 node then stops the program. Used by
 test_stop.py as a subprocess under local_mp, with and without the stop
-watchdog of `agents.distributed.local.install_stop_watchdog`.
+watchdog of `agents.distributed.local.install_stop_watchdog`:
+
+  python -m tests.stop_probe --watchdog=false --block=gil
+
+(from the repository root).
 """
 
 import ctypes
-import os
-import sys
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+import launchpad as lp
+from absl import app
+from absl import flags
+from acme.utils import signals
 
-import launchpad as lp  # pylint: disable=wrong-import-position
-from absl import app  # pylint: disable=wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-from acme.utils import signals  # pylint: disable=wrong-import-position
-
-from agents.distributed import local  # pylint: disable=wrong-import-position
+from agents.distributed import local
 
 flags.DEFINE_bool('watchdog', True, 'Install the stop watchdog in each node.')
 flags.DEFINE_enum('block', 'courier', ['courier', 'gil'],

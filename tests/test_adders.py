@@ -12,14 +12,13 @@ from typing import Dict, List, Optional, Tuple
 import dm_env
 import numpy as np
 import pytest
-import reverb
 from acme import specs
 
 from agents import adders
 from agents import replay
 from agents.apex_dqn.priorities import initial_priorities
-from agents.config import ApeXConfig
-from replay_items import Item, read_all_items, table_size
+from replay_items import Item, Reference, check_item
+from replay_items import read_all_items, table_size
 
 NUM_ACTIONS = 5
 # observation = [episode id, step index, noise...]: unique per step.
@@ -33,25 +32,7 @@ SPEC = specs.EnvironmentSpec(
     discounts=specs.BoundedArray((), np.float32, 0.0, 1.0))
 
 
-# --------------------------------------------------------------------------
-# Reverb fixtures and helpers.
-
-
-@pytest.fixture(scope='module')
-def server():
-  config = ApeXConfig(replay_capacity=CAPACITY, min_replay_size=1,
-                      batch_size=1)
-  server = reverb.Server([replay.make_replay_table(config, SPEC)])
-  yield server
-  server.stop()
-
-
-@pytest.fixture
-def client(server):
-  client = reverb.Client(f'localhost:{server.port}')
-  client.reset(replay.TABLE)
-  yield client
-  client.reset(replay.TABLE)
+# Reverb: conftest's `server` (for SPEC and CAPACITY) and `client`.
 
 
 # --------------------------------------------------------------------------
@@ -128,16 +109,6 @@ def feed(adder: adders.NStepPrioritizedAdder, episode: Episode,
 # The slow reference.
 
 
-@dataclasses.dataclass
-class Reference:
-  observation: np.ndarray
-  action: int
-  n_step_return: float
-  discount: float
-  next_observation: np.ndarray
-  priority: float
-
-
 def reference_priority(values: np.ndarray, action: int, n_step_return: float,
                        discount: float, bootstrap_values: np.ndarray) -> float:
   """|R + Gamma Q_boot[argmax Q_boot] - Q_t[a_t]| by an explicit loop."""
@@ -191,19 +162,7 @@ def check_items(items: List[Item], expected: Dict[Tuple[int, int], Reference]):
     assert key in expected, key
     assert key not in seen, key
     seen.add(key)
-    reference = expected[key]
-    np.testing.assert_array_equal(item.observation, reference.observation)
-    np.testing.assert_array_equal(item.next_observation,
-                                  reference.next_observation)
-    assert item.action.dtype == np.int32 and item.action.shape == ()
-    assert int(item.action) == reference.action
-    assert item.n_step_return.shape == () and item.discount.shape == ()
-    np.testing.assert_allclose(item.n_step_return, reference.n_step_return,
-                               rtol=1e-5, atol=1e-5, err_msg=str(key))
-    np.testing.assert_allclose(item.discount, reference.discount,
-                               rtol=1e-6, atol=1e-7, err_msg=str(key))
-    np.testing.assert_allclose(item.priority, reference.priority,
-                               rtol=1e-4, atol=1e-4, err_msg=str(key))
+    check_item(item, expected[key], key)
   assert seen == set(expected)
   # Real TD errors, not a constant (or max-so-far) initial priority.
   priorities = np.array([item.priority for item in items])

@@ -5,13 +5,15 @@ log lines' own timestamps give the times.
 """
 
 import datetime
-import json
 import os
 import re
-import subprocess
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import pytest
+
+import helpers
+
+pytestmark = pytest.mark.slow
+
 BUDGET = 15
 # An absl log line: 'I1123 03:26:09.323005 <thread> <file>:<line>] <message>'.
 LOG_TIME = r'[IWE]\d{4} (\d\d:\d\d:\d\d\.\d+) .*?\] '
@@ -24,19 +26,14 @@ def _time_of(message: str, output: str) -> datetime.datetime:
 
 
 def test_wall_clock_budget_counts_from_the_first_actor_step(tmp_path):
-  result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, 'programs', 'apex_dqn.py'),
-       '--lp_launch_type=local_mp', f'--workdir={tmp_path}',
-       '--env=gym:CartPole-v1', '--num_actors=1', '--num_evaluators=0',
-       '--batch_size=32', '--min_replay_size=100', '--replay_capacity=10000',
-       '--mlp_hidden_sizes=32', '--dueling_hidden_size=32',
-       f'--max_seconds={BUDGET}', '--log_every=1',
-       '--replay_checkpoint_every=0', '--checkpoint_every=0'],
-      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-      timeout=300, cwd=ROOT, check=False)
+  result = helpers.run_program(
+      'apex_dqn', f'--workdir={tmp_path}', '--preset=cartpole_smoke',
+      '--num_actors=1', '--num_evaluators=0', '--min_replay_size=100',
+      '--replay_capacity=10000', f'--max_seconds={BUDGET}',
+      '--replay_checkpoint_every=0', '--checkpoint_every=0')
   output = result.stdout
   assert result.returncode == 0, output[-4000:]
-  assert 'did not terminate in time' not in output, output[-4000:]
+  helpers.check_stopped_in_order(output)
   started = _time_of('The actors have started', output)
   stopping = _time_of('Stopping: ran for', output)
   # The limiter polls once a second.
@@ -51,7 +48,6 @@ def test_wall_clock_budget_counts_from_the_first_actor_step(tmp_path):
   actor_ready = actor_ready.replace(year=1900, month=1, day=1)
   assert actor_ready <= started, (actor_ready, started)
   # Every step the actor took is in the counter's final counts.
-  own = re.findall(r'Actor 0 stops after (\d+) environment steps', output)
-  final = re.findall(r'Final counts: (\{.*?\})', output)
-  assert len(own) == 1 and len(final) == 1, output[-4000:]
-  assert json.loads(final[0])['actor_steps'] == int(own[0]) > 0
+  own = helpers.own_actor_steps(output)
+  assert list(own) == [0], output[-4000:]
+  assert helpers.final_counts(output)['actor_steps'] == own[0] > 0

@@ -8,24 +8,24 @@ saved with it) and not be older than the last save the writer reported
 complete.
 """
 
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WRITER = os.path.join(ROOT, 'tests', 'checkpoint_writer.py')
+from agents import checkpointing
+import checkpoint_writer
+import helpers
+
+pytestmark = pytest.mark.slow
+
 KILLS = 6
 
 
 def _restore_newest(workdir):
-  from agents import checkpointing  # pylint: disable=g-import-not-at-top
-  import checkpoint_writer  # pylint: disable=g-import-not-at-top
   state = {
       'weights': tf.Variable(tf.zeros([checkpoint_writer.SIZE])),
       'num_steps': tf.Variable(0, dtype=tf.int64),
@@ -34,27 +34,20 @@ def _restore_newest(workdir):
   return int(state['num_steps'].numpy()), state['weights'].numpy()
 
 
-def test_kill_during_save_leaves_a_usable_checkpoint(tmp_path):
-  sys.path.insert(0, os.path.join(ROOT, 'tests'))
+def test_kill_during_save_leaves_a_usable_checkpoint(tmp_path, launch):
   rng = random.Random(0)
   last_reported = 0
   for kill in range(KILLS):
-    log_path = tmp_path / f'writer_{kill}.log'
-    with open(log_path, 'w') as log:
-      writer = subprocess.Popen([sys.executable, WRITER, str(tmp_path)],
-                                stdout=log, stderr=subprocess.STDOUT,
-                                cwd=ROOT)
-      deadline = time.time() + 120
-      # Let it save a few times, then kill it at an arbitrary moment.
-      while time.time() < deadline:
-        saves = log_path.read_text().count('saved ')
-        if saves >= 2 + kill % 3:
-          break
-        time.sleep(0.05)
-      time.sleep(rng.uniform(0.0, 0.3))
-      writer.send_signal(signal.SIGKILL)
-      writer.wait()
-    lines = log_path.read_text().splitlines()
+    writer = launch(f'writer_{kill}', helpers.module_command(
+        'checkpoint_writer', str(tmp_path)))
+    # Let it save a few times, then kill it at an arbitrary moment.
+    writer.wait_until(
+        lambda: writer.output().count('saved ') >= 2 + kill % 3,  # pylint: disable=cell-var-from-loop
+        helpers.START_TIMEOUT, 'saves', poll_seconds=0.05)
+    time.sleep(rng.uniform(0.0, 0.3))
+    writer.signal_group(signal.SIGKILL)
+    writer.wait_exit(30, 'SIGKILL')
+    lines = writer.output().splitlines()
     restored = [int(line.split()[1]) for line in lines
                 if line.startswith('restored')]
     saved = [int(line.split()[1]) for line in lines

@@ -8,28 +8,23 @@ print the values a launch would use and exit before anything starts.
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
+import helpers
 from agents.apex_dpg import ApeXDPGConfig
 from agents.apex_dpg.presets import PRESETS as DPG_PRESETS
 from agents.apex_dqn import ApeXDQNConfig
 from agents.apex_dqn.presets import PRESETS as DQN_PRESETS
 from agents.distributed.options import RunOptions
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = {'apex_dqn': (ApeXDQNConfig, DQN_PRESETS, 'atari:Pong'),
             'apex_dpg': (ApeXDPGConfig, DPG_PRESETS,
                          'control:manipulator:bring_ball')}
 
 
 def _program(name, *flags, timeout=120):
-  return subprocess.run(
-      [sys.executable, os.path.join(ROOT, 'programs', f'{name}.py'), *flags],
-      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-      timeout=timeout, cwd=ROOT, check=False)
+  return helpers.run_script(name, *flags, timeout=timeout)
 
 
 def _config(name, *flags):
@@ -86,9 +81,8 @@ def test_an_unknown_preset_is_refused_with_the_known_ones(tmp_path):
 
 
 def test_readme_run_options_table_is_made_from_the_dataclass():
-  sys.path.insert(0, os.path.join(ROOT, 'scripts'))
-  import update_readme  # pylint: disable=g-import-not-at-top
-  with open(os.path.join(ROOT, 'README.md')) as f:
+  from scripts import update_readme  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(helpers.ROOT, 'README.md')) as f:
     text = f.read()
   assert update_readme.with_current_table(text) == text, (
       'The README\'s run options are out of date: run '
@@ -103,6 +97,7 @@ def _counts(workdir):
     return json.load(f)['counts']
 
 
+@pytest.mark.slow
 def test_a_relaunch_naming_only_the_workdir_resumes_with_its_values(tmp_path):
   workdir = tmp_path / 'run'
   first = ['--preset=cartpole_smoke', '--num_actors=1', '--seed=7',

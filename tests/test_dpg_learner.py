@@ -8,7 +8,7 @@ differences of numpy losses, and dq/da is a finite difference of the numpy
 critic. No TensorFlow gradient is used as a reference.
 """
 
-from typing import List, Sequence
+from typing import List
 
 import numpy as np
 import pytest
@@ -23,6 +23,7 @@ from agents.apex_dpg.builder import ApeXDPGBuilder
 from agents.apex_dpg.config import ApeXDPGConfig
 from agents.apex_dpg.learning import ApeXDPGLearner
 from agents.environments import resolve_continuous
+import replay_items
 
 OBS_DIM = 3
 ACTION_DIM = 2
@@ -222,37 +223,10 @@ def reference(params, sample: reverb.ReplaySample, beta: float,
 
 def make_sample(seed: int, batch: int = BATCH) -> reverb.ReplaySample:
   """A hand-made prioritised batch, as `replay.make_dataset` yields it."""
-  rng = np.random.default_rng(seed)
-  probabilities = rng.uniform(0.005, 0.06, size=batch)
-  discounts = np.full(batch, DISCOUNT_3, np.float32)
-  discounts[1::3] = 0.0  # Terminated within n steps: no bootstrap.
-  info = reverb.SampleInfo(
-      key=tf.constant(rng.integers(1, 2**62, size=batch, dtype=np.uint64)),
-      probability=tf.constant(probabilities, tf.float64),
-      table_size=tf.constant(np.full(batch, TABLE_SIZE, np.int64)),
-      priority=tf.constant(probabilities * 100.0, tf.float64))
-  data = {
-      adders.OBSERVATION:
-          tf.constant(rng.normal(size=(batch, OBS_DIM)).astype(np.float32)),
-      adders.ACTION:
-          tf.constant(rng.uniform(MINIMUM, MAXIMUM,
-                                  size=(batch, ACTION_DIM)).astype(np.float32)),
-      adders.N_STEP_RETURN:
-          tf.constant(rng.normal(size=batch).astype(np.float32)),
-      adders.DISCOUNT: tf.constant(discounts),
-      adders.NEXT_OBSERVATION:
-          tf.constant(rng.normal(size=(batch, OBS_DIM)).astype(np.float32)),
-  }
-  return reverb.ReplaySample(info=info, data=data)
-
-
-def iterator_over(samples: Sequence[reverb.ReplaySample]):
-  """A tf.data iterator (a Python iterator would be frozen into the
-  learner's tf.function at trace time and replay its first batch)."""
-  dataset = tf.data.Dataset.from_tensors(samples[0])
-  for sample in samples[1:]:
-    dataset = dataset.concatenate(tf.data.Dataset.from_tensors(sample))
-  return iter(dataset)
+  return replay_items.hand_made_batch(
+      seed, batch, OBS_DIM, TABLE_SIZE, DISCOUNT_3,
+      actions=lambda rng, size: rng.uniform(
+          MINIMUM, MAXIMUM, size=(size, ACTION_DIM)).astype(np.float32))
 
 
 def make_learner(samples, *, nets=None, policy_lr=0.1, critic_lr=0.1,
@@ -263,7 +237,7 @@ def make_learner(samples, *, nets=None, policy_lr=0.1, critic_lr=0.1,
       critic=nets.critic,
       target_policy=nets.target_policy,
       target_critic=nets.target_critic,
-      iterator=iterator_over(samples),
+      iterator=replay_items.iterator_over(samples),
       replay_client=None,
       policy_optimizer=snt.optimizers.SGD(learning_rate=policy_lr),
       critic_optimizer=snt.optimizers.SGD(learning_rate=critic_lr),
@@ -543,18 +517,6 @@ def test_target_networks_copied_exactly_every_period_and_not_before():
 # --------------------------------------------------------------------------
 
 
-def _sample_priorities(client: reverb.Client, done, max_rounds=100):
-  """{key: priority} read back by sampling the table until `done(seen)`."""
-  seen = {}
-  for _ in range(max_rounds):
-    for sample in client.sample(replay.TABLE, num_samples=200,
-                                emit_timesteps=False):
-      seen[int(sample.info.key)] = float(sample.info.priority)
-    if done(seen):
-      break
-  return seen
-
-
 def test_end_to_end_priorities_written_back_to_reverb():
   env_spec = resolve_continuous('control:cartpole:balance')
   config = ApeXDPGConfig(batch_size=8, min_replay_size=8, replay_capacity=100,
@@ -586,7 +548,8 @@ def test_end_to_end_priorities_written_back_to_reverb():
     size = client.server_info()[replay.TABLE].current_size
     assert size == 40 - config.n_step
 
-    initial = _sample_priorities(client, lambda seen: len(seen) == size)
+    initial = replay_items.sample_priorities(client,
+                                             lambda seen: len(seen) == size)
     assert len(initial) == size
 
     learner = builder.make_learner(client)
@@ -617,14 +580,6 @@ def test_end_to_end_priorities_written_back_to_reverb():
       assert not np.array_equal(target, policy_before if online == 'policy'
                                 else critic_before)
 
-    stored = _sample_priorities(client, lambda seen: set(latest) <= set(seen))
-    assert set(latest) <= set(stored)
-    for key, priority in latest.items():
-      assert stored[key] == pytest.approx(priority, rel=1e-6), key
-      assert stored[key] != pytest.approx(initial[key], rel=1e-4), key
-    # Transitions the learner did not sample keep their actor priorities.
-    for key, priority in stored.items():
-      if key not in latest:
-        assert priority == pytest.approx(initial[key], rel=1e-9), key
+    replay_items.check_priorities_written_back(client, latest, initial)
   finally:
     server.stop()

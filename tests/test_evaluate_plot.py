@@ -1,12 +1,14 @@
 """evaluate.py, policy snapshots and plot.py on tiny real runs made here.
 
 Two programs are launched as users launch them (local_mp): Ape-X DQN on
-minatar:breakout and Ape-X DPG on control:cartpole:balance, a few thousand
-actor steps each, checkpointing every few seconds (so that each leaves
-learner checkpoints and policy snapshots).
+minatar:breakout and Ape-X DPG on control:cartpole:balance, checkpointing
+every few seconds (so that each leaves learner checkpoints and policy
+snapshots). Each is stopped with Ctrl-C once every node has logged what the
+tests read (the learner after an update, the actor, the evaluator) and its
+terminal lines have shown a progress and an ETA: none of these waits for
+another, so no step limit could guarantee them all.
 """
 
-import csv
 import json
 import os
 import re
@@ -17,46 +19,56 @@ import sys
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EVALUATE = os.path.join(ROOT, 'programs', 'evaluate.py')
-PLOT = os.path.join(ROOT, 'programs', 'plot.py')
-sys.path.insert(0, os.path.join(ROOT, 'programs'))
+import helpers
 
 RUNS = {
-    'dqn': ['programs/apex_dqn.py', '--env=minatar:breakout',
+    'dqn': ['apex_dqn', '--env=minatar:breakout',
             '--num_actors=1', '--batch_size=32', '--min_replay_size=200',
-            '--replay_capacity=5000', '--max_actor_steps=3000',
-            '--log_every=1', '--checkpoint_every=5', '--evaluation_period=20',
-            '--evaluation_episodes=1', '--samples_per_insert=8'],
-    'dpg': ['programs/apex_dpg.py', '--env=control:cartpole:balance',
-            '--num_actors=1', '--batch_size=32', '--min_replay_size=300',
-            '--replay_capacity=20000', '--critic_hidden_sizes=32,32',
-            '--policy_hidden_sizes=32,32', '--max_actor_steps=3000',
-            '--log_every=1', '--checkpoint_every=5', '--evaluation_period=50',
-            '--evaluation_episodes=1'],
+            '--replay_capacity=5000', '--log_every=1', '--checkpoint_every=5',
+            '--evaluation_period=20', '--evaluation_episodes=1',
+            '--samples_per_insert=8'],
+    'dpg': ['apex_dpg', '--preset=cartpole_smoke', '--num_actors=1',
+            '--checkpoint_every=5'],
 }
+# Only for the terminal's progress and ETA: Ctrl-C stops the runs long
+# before they could get there.
+DISPLAYED_LIMIT = 10**9
+ETA = r'Eta = \d+(h\d\dm|m\d\ds|s)'
+
+
+def _ready(program: helpers.Program, workdir) -> bool:
+  return (helpers.every_node_logged(workdir, num_actors=1) and
+          re.search(ETA, program.output()) is not None)
 
 
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory):
-  """{name: (workdir, stdout)} of the two tiny runs."""
-  made = {}
-  for name, (script, *flags) in RUNS.items():
-    workdir = str(tmp_path_factory.mktemp(name))
-    result = subprocess.run(
-        [sys.executable, script, '--lp_launch_type=local_mp',
-         f'--workdir={workdir}', *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        timeout=600, cwd=ROOT, check=False)
-    assert result.returncode == 0, result.stdout[-5000:]
-    made[name] = (workdir, result.stdout)
-  return made
+  """{name: (workdir, output)} of the two tiny runs, made side by side."""
+  directory = tmp_path_factory.mktemp('runs')
+  programs = {}
+  try:
+    for name, (program, *flags) in RUNS.items():
+      workdir = str(directory / name)
+      programs[name] = (workdir, helpers.Program(
+          helpers.program_command(program, f'--workdir={workdir}',
+                                  f'--max_actor_steps={DISPLAYED_LIMIT}',
+                                  *flags),
+          directory / f'{name}.out'))
+    made = {}
+    for name, (workdir, program) in programs.items():
+      program.wait_until(lambda: _ready(program, workdir),  # pylint: disable=cell-var-from-loop
+                         helpers.START_TIMEOUT,
+                         f'log rows of every node of the {name} run')
+      made[name] = (workdir, program.interrupt())
+    return made
+  finally:
+    for _, program in programs.values():
+      program.close()
 
 
 def _evaluate(*flags, timeout=300):
-  return subprocess.run([sys.executable, EVALUATE, *flags],
-                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                        text=True, timeout=timeout, cwd=ROOT, check=False)
+  return helpers.run_script('evaluate', *flags, timeout=timeout,
+                            stderr=subprocess.PIPE)
 
 
 def _evaluate_json(tmp_path, name, *flags):
@@ -87,6 +99,7 @@ def _snapshots(workdir):
   return sorted(name for name in os.listdir(directory))
 
 
+@pytest.mark.slow  # Reads the two local_mp runs.
 @pytest.mark.parametrize('name, episodes, frame_shape', [
     ('dqn', 3, (160, 160, 3)),  # MinAtar's 10x10 screen scaled by 16.
     ('dpg', 1, (240, 320, 3)),  # MuJoCo rendered off-screen.
@@ -112,6 +125,7 @@ def test_evaluate_reports_returns_and_writes_a_video(runs, tmp_path, name,
   assert result['video']['frames'] == result['lengths'][0] + 1
 
 
+@pytest.mark.slow  # Reads the two local_mp runs.
 @pytest.mark.parametrize('name', ['dqn', 'dpg'])
 def test_snapshot_and_checkpoint_of_one_step_act_alike(runs, tmp_path, name):
   workdir, _ = runs[name]
@@ -150,6 +164,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow  # Reads the two local_mp runs.
 @pytest.mark.parametrize('name', ['dqn', 'dpg'])
 def test_snapshot_loads_without_the_project(runs, tmp_path, name):
   from agents import restore  # pylint: disable=g-import-not-at-top
@@ -193,19 +208,18 @@ def test_snapshot_loads_without_the_project(runs, tmp_path, name):
 
 
 def _learner_rates(workdir):
-  with open(os.path.join(workdir, 'logs', 'learner', 'logs.csv')) as f:
-    return [float(row['steps_per_second']) for row in csv.DictReader(f)]
+  return [float(row['steps_per_second'])
+          for row in helpers.rows(workdir, 'learner')]
 
 
+@pytest.mark.slow  # Reads the two local_mp runs.
 def test_plot_draws_the_four_panels_of_every_run(runs, tmp_path):
-  import plot  # pylint: disable=g-import-not-at-top
+  from programs import plot  # pylint: disable=g-import-not-at-top
   from matplotlib import image  # pylint: disable=g-import-not-at-top
   workdirs = [runs['dqn'][0], runs['dpg'][0]]
   out = str(tmp_path / 'curves.png')
-  result = subprocess.run(
-      [sys.executable, PLOT, *workdirs, f'--out={out}', '--labels=dqn,dpg'],
-      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-      timeout=120, cwd=ROOT, check=False)
+  result = helpers.run_script('plot', *workdirs, f'--out={out}',
+                              '--labels=dqn,dpg', timeout=120)
   assert result.returncode == 0, result.stdout[-3000:]
   assert image.imread(out).shape[:2] == (800, 1200)  # 12x8 in at 100 dpi.
   figure = plot.plot(workdirs, ['dqn', 'dpg'], str(tmp_path / 'again.png'))
@@ -221,10 +235,11 @@ def test_plot_draws_the_four_panels_of_every_run(runs, tmp_path):
     np.testing.assert_allclose(line.get_ydata(), _learner_rates(workdir))
 
 
+@pytest.mark.slow  # Reads the two local_mp runs.
 def test_frame_rates_count_the_runs_frames_per_step(runs, tmp_path):
   # Frames per agent step come from the run's record (4 for Atari's frame
   # skip): the same run recorded with 4 plots 4 times the frame rate.
-  import plot  # pylint: disable=g-import-not-at-top
+  from programs import plot  # pylint: disable=g-import-not-at-top
   workdir = runs['dqn'][0]
   with open(os.path.join(workdir, 'run.json')) as f:
     assert json.load(f)['frames_per_step'] == 1  # MinAtar has no skip.
@@ -264,10 +279,11 @@ def test_frames_per_step_of_runs_recorded_without_it(manifest, expected,
   assert run_manifest.frames_per_step(str(tmp_path)) == expected
 
 
+@pytest.mark.slow  # Reads the two local_mp runs.
 def test_terminal_lines_show_progress_and_eta(runs):
   _, stdout = runs['dqn']
   assert re.search(r'Progress = \d+\.\d%', stdout)
-  assert re.search(r'Eta = \d+(h\d\dm|m\d\ds|s)', stdout)
+  assert re.search(ETA, stdout)
 
 
 def test_progress_and_eta_by_hand(monkeypatch):
@@ -301,6 +317,7 @@ def test_progress_and_eta_by_hand(monkeypatch):
   assert rows.rows[3] == {'loss': 1.0}
 
 
+@pytest.mark.slow  # Reads the two local_mp runs.
 def test_bad_input_is_refused_with_the_fix(runs, tmp_path):
   workdir, _ = runs['dpg']
   cases = [

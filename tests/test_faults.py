@@ -9,26 +9,18 @@ return NaN/inf (tests/faulty_envs.py).
 """
 
 import ast
-import csv
-import io
+import dataclasses
 import json
 import logging
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from typing import Dict, List, Tuple
 
 import numpy as np
 import psutil
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 import reverb
 import tensorflow as tf
 from acme.utils import counting
@@ -43,137 +35,42 @@ from agents import replay
 from agents import run_manifest
 from agents.apex_dqn import ApeXDQNBuilder
 from agents.apex_dqn import ApeXDQNConfig
+from agents.apex_dqn.presets import PRESETS
+import helpers
+from helpers import last as _last
+from helpers import rows as _rows
+from helpers import rows_from as _rows_from
 
-PROGRAM = os.path.join(ROOT, 'programs', 'apex_dqn.py')
-DPG_PROGRAM = os.path.join(ROOT, 'programs', 'apex_dpg.py')
 ENV = 'gym:CartPole-v1'
 CRASHING_ENV = 'gym:tests.faulty_envs:CrashingCartPole-v0'
 NONFINITE_ENV = 'gym:tests.faulty_envs:NonFiniteCartPole-v0'
 ALWAYS_CRASHING_ENV = 'gym:tests.faulty_envs:AlwaysCrashingCartPole-v0'
 
-# The small CartPole run of test_program.py, without its step limit. Each
-# value is passed as a flag and used for the in-process builders that read
-# the runs' checkpoints.
-CONFIG = dict(batch_size=32, min_replay_size=300, replay_capacity=20000,
-              mlp_hidden_sizes='32', dueling_hidden_size=32,
-              target_update_period=50)
-RUN_FLAGS = ['--num_actors=2', '--log_every=1', '--evaluation_period=50',
-             '--evaluation_episodes=2']
+# The `cartpole_smoke` preset's runs; its config's values are also those of
+# the in-process builders that read the runs' checkpoints.
+PRESET = PRESETS['cartpole_smoke']
+CONFIG = {field.name: PRESET.values[field.name]
+          for field in dataclasses.fields(ApeXDQNConfig)
+          if field.name in PRESET.values}
+RUN_FLAGS = ['--preset=cartpole_smoke']
 NODE_LABELS = ('learner', 'actor', 'actor_1', 'evaluator')
 COUNT_KEYS = ('actor_steps', 'actor_episodes', 'learner_steps',
               'evaluator_steps', 'evaluator_episodes')
 
-START_TIMEOUT = 300  # Seconds until the nodes run and the learner trains
-# (a loaded 2-core machine can take minutes to start a dozen TF processes).
-STOP_BOUND = 30  # Seconds a stopped program may take to exit.
+START_TIMEOUT = helpers.START_TIMEOUT
 
 
-def _command(workdir, env=ENV, extra=(), script=PROGRAM, config=None):
-  config = dict(CONFIG, **(config or {}))
-  return [sys.executable, script, '--lp_launch_type=local_mp',
-          f'--workdir={workdir}', f'--env={env}',
-          *[f'--{name}={value}' for name, value in config.items()],
-          *RUN_FLAGS, *extra]
+def _command(workdir, env=ENV, extra=(), config=None):
+  return helpers.program_command(
+      'apex_dqn', f'--workdir={workdir}', *RUN_FLAGS, f'--env={env}',
+      *[f'--{name}={value}' for name, value in (config or {}).items()],
+      *extra)
 
 
-class Launched:
-  """A program started in its own session; `close` kills what is left."""
-
-  def __init__(self, tmp_path, name: str, workdir, env=ENV, extra=()):
-    self.workdir = str(workdir)
-    self.output_path = os.path.join(str(tmp_path), f'{name}.out')
-    self._output = open(self.output_path, 'w')
-    self.process = subprocess.Popen(
-        _command(self.workdir, env, extra), stdout=self._output,
-        stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
-    self.pgid = self.process.pid
-    self.seen: Dict[int, psutil.Process] = {}
-
-  def output(self) -> str:
-    with open(self.output_path, errors='replace') as f:
-      return f.read()
-
-  def tail(self, characters: int = 4000) -> str:
-    return self.output()[-characters:]
-
-  def note_processes(self):
-    """Records the launcher and all its descendants (node processes)."""
-    try:
-      launcher = psutil.Process(self.process.pid)
-      processes = [launcher] + launcher.children(recursive=True)
-    except psutil.NoSuchProcess:
-      return
-    for process in processes:
-      self.seen.setdefault(process.pid, process)
-
-  def alive(self) -> List[psutil.Process]:
-    """Processes seen so far that still run (zombies count as ended)."""
-    alive = []
-    for process in self.seen.values():
-      try:
-        if (process.is_running() and
-            process.status() != psutil.STATUS_ZOMBIE):
-          alive.append(process)
-      except psutil.NoSuchProcess:
-        pass
-    return alive
-
-  def wait_until(self, condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-      self.note_processes()
-      value = condition()
-      if value:
-        return value
-      if self.process.poll() is not None:
-        pytest.fail(f'The program exited ({self.process.returncode}) while '
-                    f'waiting for {what}:\n{self.tail()}')
-      if time.monotonic() > deadline:
-        pytest.fail(f'No {what} within {timeout} s:\n{self.tail()}')
-      time.sleep(0.5)
-
-  def signal_group(self, number: int):
-    os.killpg(self.pgid, number)
-
-  def close(self):
-    """Kills the whole process group and every process seen in it."""
-    try:
-      os.killpg(self.pgid, signal.SIGKILL)
-    except ProcessLookupError:
-      pass
-    for process in self.seen.values():
-      try:
-        process.kill()
-      except psutil.NoSuchProcess:
-        pass
-    try:
-      self.process.wait(timeout=30)
-    finally:
-      self._output.close()
-
-
-def _rows(workdir, label) -> List[Dict[str, str]]:
-  """The complete rows of a node's CSV log ([] before it exists)."""
-  path = os.path.join(str(workdir), 'logs', label, 'logs.csv')
-  if not os.path.exists(path):
-    return []
-  with open(path) as f:
-    return _rows_from(f.read())
-
-
-def _rows_from(text: str) -> List[Dict[str, str]]:
-  """The complete rows of a CSV log's text."""
-  if not text.endswith('\n'):  # A row being written.
-    text = text[:text.rfind('\n') + 1]
-  return [row for row in csv.DictReader(io.StringIO(text))
-          if None not in row.values() and '' not in row.values()]
-
-
-def _last(workdir, label: str, key: str) -> int:
-  rows = _rows(workdir, label)
-  return int(float(rows[-1][key])) if rows else 0
-
-
+def _launch(launch, name: str, workdir, env=ENV, extra=()) -> helpers.Program:
+  """The small run in `workdir`, started by conftest's `launch` fixture
+  (killed, whatever is left of it, when the test ends)."""
+  return launch(name, _command(workdir, env, extra))
 def _max_logged(workdir) -> Dict[str, int]:
   """The largest count any node has logged, per count."""
   logged = {key: 0 for key in COUNT_KEYS}
@@ -192,11 +89,7 @@ def _max_count(workdir, key: str) -> int:
 
 def _pid(workdir, label: str):
   path = os.path.join(str(workdir), local.NODES, f'{label}.pid')
-  if not os.path.exists(path):
-    return None
-  with open(path) as f:
-    text = f.read().strip()
-  return int(text) if text else None
+  return helpers.read_pid(path)
 
 
 def _all_nodes_running(workdir) -> bool:
@@ -303,36 +196,15 @@ def _parse_dict(pattern: str, output: str):
   return ast.literal_eval(matches[0])
 
 
-def _interrupt(program: Launched) -> str:
-  """Ctrl-C: SIGINT to the program's process group. Checks that it exits
-  0 within STOP_BOUND seconds and leaves no process; returns its output."""
+def _interrupt(program: helpers.Program) -> str:
+  """Ctrl-C (`helpers.Program.interrupt`): exit 0 within helpers.STOP_BOUND
+  seconds, no process left; returns the output."""
   program.note_processes()
   assert len(program.seen) > len(NODE_LABELS), 'node processes not seen'
-  started = time.monotonic()
-  program.signal_group(signal.SIGINT)
-  try:
-    returncode = program.process.wait(timeout=STOP_BOUND)
-  except subprocess.TimeoutExpired:
-    pytest.fail(f'Still running {STOP_BOUND} s after SIGINT:\n'
-                f'{program.tail()}')
-  took = time.monotonic() - started
-  output = program.output()
-  assert returncode == 0, (returncode, output[-4000:])
-  assert 'did not terminate in time' not in output, output[-4000:]
-  # The ordered stop leaves no node waiting on one that has gone: the stop
-  # watchdog (which prints the node's threads before it kills it) never
-  # acts, and nothing crashes on the way out.
-  for sign in ('stop_watchdog:', 'most recent call first', 'Traceback'):
-    assert sign not in output, (sign, output[-4000:])
-  assert 'The program stopped: stopped by the user (Ctrl-C).' in output, (
-      output[-4000:])
-  left = program.alive()
-  assert not left, [(p.pid, p.cmdline()) for p in left]
-  print(f'stopped by SIGINT in {took:.1f} s')
-  return output
+  return program.interrupt()
 
 
-def _kill_node_when_running(program: Launched, workdir, label: str,
+def _kill_node_when_running(program: helpers.Program, workdir, label: str,
                             before=lambda: None):
   """Once every node runs and the learner trains: `before()`, then SIGKILL
   of the node `label` (named by its pid file), waited for; returns what
@@ -349,34 +221,33 @@ def _kill_node_when_running(program: Launched, workdir, label: str,
   return seen_before
 
 
-def test_killing_one_actor_leaves_the_program_training(tmp_path):
+@pytest.mark.slow
+def test_killing_one_actor_leaves_the_program_training(tmp_path, launch):
   workdir = tmp_path / 'run'
-  program = Launched(tmp_path, 'run', workdir)
-  try:
-    actor_rows = _kill_node_when_running(program, workdir, 'actor_1',
-                                         lambda: len(_rows(workdir, 'actor')))
-    killed_rows = len(_rows(workdir, 'actor_1'))
-    learner_steps = _last(workdir, 'learner', 'learner_steps')
-    actor_steps = _last(workdir, 'actor', 'actor_steps')
+  program = _launch(launch, 'run', workdir)
+  actor_rows = _kill_node_when_running(program, workdir, 'actor_1',
+                                       lambda: len(_rows(workdir, 'actor')))
+  killed_rows = len(_rows(workdir, 'actor_1'))
+  learner_steps = _last(workdir, 'learner', 'learner_steps')
+  actor_steps = _last(workdir, 'actor', 'actor_steps')
 
-    program.wait_until(
-        lambda: _last(workdir, 'learner', 'learner_steps') >
-        learner_steps + 300, 120, 'learner progress after the kill')
-    # Actor 0 goes on acting and writing: the actors' step count (now its
-    # own steps only) grows in its log.
-    program.wait_until(
-        lambda: (len(_rows(workdir, 'actor')) > actor_rows + 3 and
-                 _last(workdir, 'actor', 'actor_steps') > actor_steps + 500),
-        120, 'actor 0 progress after the kill')
-    # The pid file named actor 1: its log stopped with it (nothing restarts
-    # an actor).
-    assert len(_rows(workdir, 'actor_1')) == killed_rows
-    _interrupt(program)
-  finally:
-    program.close()
+  program.wait_until(
+      lambda: _last(workdir, 'learner', 'learner_steps') >
+      learner_steps + 300, START_TIMEOUT, 'learner progress after the kill')
+  # Actor 0 goes on acting and writing: the actors' step count (now its
+  # own steps only) grows in its log.
+  program.wait_until(
+      lambda: (len(_rows(workdir, 'actor')) > actor_rows + 3 and
+               _last(workdir, 'actor', 'actor_steps') > actor_steps + 500),
+      START_TIMEOUT, 'actor 0 progress after the kill')
+  # The pid file named actor 1: its log stopped with it (nothing restarts
+  # an actor).
+  assert len(_rows(workdir, 'actor_1')) == killed_rows
+  _interrupt(program)
 
 
-def _exit_after_kill(program: Launched, workdir, labels) -> Tuple[int, str]:
+def _exit_after_kill(program: helpers.Program, workdir,
+                     labels) -> Tuple[int, str]:
   """SIGKILLs the nodes `labels` once all run; the program's exit status
   and output once it has stopped itself."""
   _kill_node_when_running(program, workdir, labels[0])
@@ -384,100 +255,98 @@ def _exit_after_kill(program: Launched, workdir, labels) -> Tuple[int, str]:
     victim = _pid(workdir, label)
     assert victim in program.seen, f'{label}.pid is not a process of the run'
     os.kill(victim, signal.SIGKILL)
-  try:
-    returncode = program.process.wait(timeout=60)
-  except subprocess.TimeoutExpired:
-    pytest.fail(f'Still running 60 s after {labels} were killed:\n'
-                f'{program.tail()}')
+  returncode = program.wait_exit(60, f'{labels} were killed')
   return returncode, program.output()
 
 
-def test_a_dead_learner_stops_the_program_with_an_error(tmp_path):
+def _check_stopped_as_failed(workdir, returncode: int, output: str,
+                             because: str, final_counts: bool = True):
+  """The coordinator stopped the program as failed: exit 1 with an error
+  naming the cause, a clean stop of the other nodes (with the counter's
+  final counts, unless the counter is what died), and the stop record.
+  Returns the record."""
+  assert returncode == 1, (returncode, output[-4000:])
+  assert f'error: the program stopped because {because}' in output, (
+      output[-4000:])
+  assert 'did not terminate in time' not in output, output[-4000:]
+  with open(workdir / run_manifest.STOP_RECORD) as f:
+    record = json.load(f)
+  assert record['failed'] is True, record
+  if final_counts:
+    assert 'Final counts' in output, output[-4000:]
+  return record
+
+
+@pytest.mark.slow
+def test_a_dead_learner_stops_the_program_with_an_error(tmp_path, launch):
   # Launchpad would leave the actors acting for nobody: the coordinator,
   # watching the learner's process, stops the program, which exits 1 saying
   # so, with the counter's final checkpoint.
   workdir = tmp_path / 'run'
-  program = Launched(tmp_path, 'run', workdir)
-  try:
-    returncode, output = _exit_after_kill(program, workdir, ['learner'])
-    victim = _pid(workdir, 'learner')
-  finally:
-    program.close()
-  assert returncode == 1, (returncode, output[-4000:])
-  assert (f"error: the program stopped because the learner's process (pid "
-          f'{victim}) has died') in output, output[-4000:]
-  assert 'did not terminate in time' not in output, output[-4000:]
-  with open(workdir / run_manifest.STOP_RECORD) as f:
-    assert json.load(f)['failed'] is True
-  assert 'Final counts' in output
+  program = _launch(launch, 'run', workdir)
+  returncode, output = _exit_after_kill(program, workdir, ['learner'])
+  victim = _pid(workdir, 'learner')
+  _check_stopped_as_failed(
+      workdir, returncode, output,
+      f"the learner's process (pid {victim}) has died")
 
 
-def test_a_dead_counter_stops_the_program_with_an_error(tmp_path):
+@pytest.mark.slow
+def test_a_dead_counter_stops_the_program_with_an_error(tmp_path, launch):
   # Every node's calls to a dead counter would wait for it forever.
   workdir = tmp_path / 'run'
-  program = Launched(tmp_path, 'run', workdir)
-  try:
-    program.wait_until(lambda: _pid(workdir, 'counter'), START_TIMEOUT,
-                       'the counter\'s pid file')
-    victim = _pid(workdir, 'counter')
-    returncode, output = _exit_after_kill(program, workdir, ['counter'])
-  finally:
-    program.close()
-  assert returncode == 1, (returncode, output[-4000:])
-  assert (f"error: the program stopped because the counter's process (pid "
-          f'{victim}) has died') in output, output[-4000:]
-  assert 'did not terminate in time' not in output, output[-4000:]
-  with open(workdir / run_manifest.STOP_RECORD) as f:
-    record = json.load(f)
-  assert record['failed'] is True
+  program = _launch(launch, 'run', workdir)
+  program.wait_until(lambda: _pid(workdir, 'counter'), START_TIMEOUT,
+                     'the counter\'s pid file')
+  victim = _pid(workdir, 'counter')
+  # The coordinator logs this line once it has seen the actors' count grow:
+  # from then on, the counts it last saw (and records at the stop) hold
+  # actor steps. The learner's first log row does not tell.
+  program.wait_until(lambda: 'The actors have started' in program.output(),
+                     START_TIMEOUT, 'actor steps seen by the coordinator')
+  returncode, output = _exit_after_kill(program, workdir, ['counter'])
+  record = _check_stopped_as_failed(
+      workdir, returncode, output,
+      f"the counter's process (pid {victim}) has died", final_counts=False)
   # The counts the coordinator saw last, before the counter died.
   assert record['counts']['actor_steps'] > 0, record
 
 
-def test_program_stops_once_every_actor_process_has_died(tmp_path):
+@pytest.mark.slow
+def test_program_stops_once_every_actor_process_has_died(tmp_path, launch):
   # Killing one actor leaves the program training (above); killing both
   # leaves a learner with no new data: the program stops as failed.
   workdir = tmp_path / 'run'
-  program = Launched(tmp_path, 'run', workdir)
-  try:
-    returncode, output = _exit_after_kill(program, workdir,
-                                          ['actor', 'actor_1'])
-  finally:
-    program.close()
-  assert returncode == 1, (returncode, output[-4000:])
-  assert ('error: the program stopped because all 2 actor processes have '
-          'died') in output, output[-4000:]
-  with open(workdir / run_manifest.STOP_RECORD) as f:
-    assert json.load(f)['failed'] is True
-  assert 'Final counts' in output
+  program = _launch(launch, 'run', workdir)
+  returncode, output = _exit_after_kill(program, workdir,
+                                        ['actor', 'actor_1'])
+  _check_stopped_as_failed(workdir, returncode, output,
+                           'all 2 actor processes have died')
 
 
-def test_sigint_stops_the_program_with_a_final_checkpoint(tmp_path):
+@pytest.mark.slow
+def test_sigint_stops_the_program_with_a_final_checkpoint(tmp_path, launch):
   workdir = tmp_path / 'run'
   # The periodic checkpoints are far apart: the learner saves at its first
   # step, then only at the stop.
-  program = Launched(tmp_path, 'run', workdir,
-                     extra=['--checkpoint_every=600'])
-  try:
-    program.wait_until(
-        lambda: (_all_nodes_running(workdir) and
-                 _last(workdir, 'learner', 'learner_steps') > 100),
-        START_TIMEOUT, 'learner steps and node pid files')
-    logged = _last(workdir, 'learner', 'learner_steps')
-    output = _interrupt(program)
-  finally:
-    program.close()
+  program = _launch(launch, 'run', workdir, extra=['--checkpoint_every=600'])
+  program.wait_until(
+      lambda: (_all_nodes_running(workdir) and
+               _last(workdir, 'learner', 'learner_steps') > 100),
+      START_TIMEOUT, 'learner steps and node pid files')
+  logged = _last(workdir, 'learner', 'learner_steps')
+  output = _interrupt(program)
   assert 'Final replay checkpoint' in output
   steps, _ = _read_learner_checkpoint(workdir, _builder())
   assert steps >= logged, (steps, logged)
 
 
-def _kill_right_after_a_log_row(program: Launched, attempts: int = 60):
+def _kill_right_after_a_log_row(program: helpers.Program, workdir,
+                                attempts: int = 60):
   """SIGKILLs the program's group at a moment when the learner has logged a
   step newer than its newest checkpoint, so that the logs hold counts at
   least as new as every checkpoint. The group is frozen (SIGSTOP) while this
   is checked, and killed frozen."""
-  workdir = program.workdir
   for attempt in range(attempts):
     program.note_processes()
     program.signal_group(signal.SIGSTOP)
@@ -490,22 +359,21 @@ def _kill_right_after_a_log_row(program: Launched, attempts: int = 60):
   pytest.fail('The learner never logged a step after its newest checkpoint')
 
 
-def test_kill_9_then_relaunch_resumes_from_the_checkpoints(tmp_path):
+@pytest.mark.slow
+def test_kill_9_then_relaunch_resumes_from_the_checkpoints(tmp_path, launch):
   workdir = tmp_path / 'run'
   periods = ['--checkpoint_every=2', '--replay_checkpoint_every=2']
-  program = Launched(tmp_path, 'first', workdir, extra=periods)
-  try:
-    program.wait_until(
-        lambda: (_all_nodes_running(workdir) and
-                 _learner_checkpoint_steps(workdir) > 200 and
-                 _replay_checkpoints(workdir)),
-        START_TIMEOUT, 'learner and replay checkpoints')
-    _kill_right_after_a_log_row(program)
-    program.process.wait(timeout=30)
-    _, left = psutil.wait_procs(list(program.seen.values()), timeout=10)
-    assert not left, [p.pid for p in left]
-  finally:
-    program.close()
+  program = _launch(launch, 'first', workdir, extra=periods)
+  program.wait_until(
+      lambda: (_all_nodes_running(workdir) and
+               _learner_checkpoint_steps(workdir) > 200 and
+               _replay_checkpoints(workdir)),
+      START_TIMEOUT, 'learner and replay checkpoints')
+  _kill_right_after_a_log_row(program, workdir)
+  program.wait_exit(30, 'SIGKILL')
+  _, left = psutil.wait_procs(list(program.seen.values()), timeout=10)
+  assert not left, [p.pid for p in left]
+  program.close()
 
   # What the checkpoints hold, read independently of the program.
   logged = _max_logged(workdir)
@@ -533,25 +401,18 @@ def test_kill_9_then_relaunch_resumes_from_the_checkpoints(tmp_path):
        ["--mlp_hidden_sizes='32'", "'64'"]),
       (_command(workdir, env='gym:Acrobot-v1'),
        ["'gym:CartPole-v1'", "'gym:Acrobot-v1'"]),
-      ([sys.executable, DPG_PROGRAM, '--lp_launch_type=local_mp',
-        f'--workdir={workdir}', '--env=gym:Pendulum-v1', '--num_actors=2'],
+      (helpers.program_command('apex_dpg', f'--workdir={workdir}',
+                               '--env=gym:Pendulum-v1', '--num_actors=2'),
        ["'apex_dqn'", "'apex_dpg'"]),
   ]
-  refused = [subprocess.Popen(command, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                              start_new_session=True)
-             for command, _ in refusals]
-  try:
-    for process, (command, expected) in zip(refused, refusals):
-      output, _ = process.communicate(timeout=120)
-      assert process.returncode == 2, (command, output[-3000:])
-      assert 'Traceback' not in output, output[-3000:]
-      assert all(text in output for text in expected), (expected, output)
-  finally:
-    for process in refused:
-      if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+  refused = [launch(f'refused{index}', command)
+             for index, (command, _) in enumerate(refusals)]
+  for process, (command, expected) in zip(refused, refusals):
+    returncode = process.wait_exit(120)
+    output = process.output()
+    assert returncode == 2, (command, output[-3000:])
+    assert 'Traceback' not in output, output[-3000:]
+    assert all(text in output for text in expected), (expected, output)
   with open(os.path.join(workdir, run_manifest.MANIFEST)) as f:
     assert f.read() == manifest
   with open(os.path.join(workdir, 'logs', 'learner', 'logs.csv')) as f:
@@ -561,15 +422,12 @@ def test_kill_9_then_relaunch_resumes_from_the_checkpoints(tmp_path):
   # is stopped as a user stops it.
   learner_rows = len(_rows_from(logs_before['learner']))
   actor_rows = len(_rows_from(logs_before['actor']))
-  relaunched = Launched(tmp_path, 'relaunch', workdir, extra=periods)
-  try:
-    relaunched.wait_until(
-        lambda: (len(_rows(workdir, 'learner')) > learner_rows + 1 and
-                 len(_rows(workdir, 'actor')) > actor_rows),
-        START_TIMEOUT, 'log rows of the relaunched learner and actor')
-    output = _interrupt(relaunched)
-  finally:
-    relaunched.close()
+  relaunched = _launch(launch, 'relaunch', workdir, extra=periods)
+  relaunched.wait_until(
+      lambda: (len(_rows(workdir, 'learner')) > learner_rows + 1 and
+               len(_rows(workdir, 'actor')) > actor_rows),
+      START_TIMEOUT, 'log rows of the relaunched learner and actor')
+  output = _interrupt(relaunched)
   assert 'Resuming the run in' in output
 
   starts = re.findall(
@@ -598,46 +456,62 @@ def test_kill_9_then_relaunch_resumes_from_the_checkpoints(tmp_path):
   assert int(new_rows[0]['learner_steps']) > steps, (new_rows[0], steps)
 
 
-def _run_to_end(tmp_path, name, workdir, env, extra, timeout=300):
-  program = Launched(tmp_path, name, workdir, env=env, extra=extra)
-  try:
-    returncode = program.process.wait(timeout=timeout)
-  except subprocess.TimeoutExpired:
-    pytest.fail(f'The run did not end within {timeout} s:\n{program.tail()}')
-  finally:
-    program.close()
-  return returncode, program.output()
+def _first_error_row(learner_rows):
+  """The index of the learner's first row that counts an environment
+  error, None before one."""
+  return next((index for index, row in enumerate(learner_rows)
+               if int(row['actor_environment_errors']) > 0), None)
 
 
-def test_crashing_environment_costs_episodes_not_the_run(tmp_path):
+def _trained_on_after_the_first_error(workdir) -> bool:
+  """Whether both actors have logged an error count (the program's), and
+  the learner a row counting one and, later, 100 more learner steps."""
+  if not all(_last(workdir, label, 'actor_environment_errors') > 0
+             for label in ('actor', 'actor_1')):
+    return False
+  learner = _rows(workdir, 'learner')
+  first_error = _first_error_row(learner)
+  return first_error is not None and (
+      int(learner[-1]['learner_steps']) >
+      int(learner[first_error]['learner_steps']) + 100)
+
+
+@pytest.mark.slow
+def test_crashing_environment_costs_episodes_not_the_run(tmp_path, launch):
   workdir = tmp_path / 'run'
   # The rate limit keeps the learner in step with the actors: it trains
-  # throughout the run, before and after the environments' crashes.
-  returncode, output = _run_to_end(tmp_path, 'run', workdir, CRASHING_ENV,
-                                   ['--max_actor_steps=5000',
-                                    '--samples_per_insert=4'])
-  assert returncode == 0, output[-4000:]
+  # throughout the run, before and after the environments' crashes. The run
+  # is stopped (Ctrl-C) once the logs show training after the crashes: how
+  # many actor steps that takes depends on when each node logs.
+  program = _launch(launch, 'run', workdir, CRASHING_ENV,
+                    ['--samples_per_insert=4'])
+  program.wait_until(lambda: _trained_on_after_the_first_error(workdir),
+                     START_TIMEOUT, 'learner steps after the first crash')
+  output = _interrupt(program)
   assert 'simulated simulator crash' in output
   for label in ('actor', 'actor_1'):
     assert int(_rows(workdir, label)[-1]['actor_environment_errors']) > 0, (
         label)
   learner = _rows(workdir, 'learner')
-  first_error = next(index for index, row in enumerate(learner)
-                     if int(row['actor_environment_errors']) > 0)
+  first_error = _first_error_row(learner)
   assert (int(learner[-1]['learner_steps']) >
           int(learner[first_error]['learner_steps']) + 100), (
               learner[first_error], learner[-1])
 
 
-def test_non_finite_steps_never_reach_the_replay(tmp_path):
+@pytest.mark.slow
+def test_non_finite_steps_never_reach_the_replay(tmp_path, launch):
   workdir = tmp_path / 'run'
-  # The replay's only checkpoint is the final one, taken at the stop.
-  returncode, output = _run_to_end(tmp_path, 'run', workdir, NONFINITE_ENV,
-                                   ['--max_actor_steps=4000',
-                                    '--replay_checkpoint_every=600'])
-  assert returncode == 0, output[-4000:]
-  # Every node logs the program's counts (the learner may not have logged
-  # yet in so short a run).
+  # The replay's only checkpoint is the final one, taken at the stop: once
+  # some node has logged a non-finite step (every node logs the program's
+  # counts; the actors their own at once) and 4,000 actor steps.
+  program = _launch(launch, 'run', workdir, NONFINITE_ENV,
+                    ['--replay_checkpoint_every=600'])
+  program.wait_until(
+      lambda: (_max_count(workdir, 'actor_nonfinite_steps') > 0 and
+               _max_count(workdir, 'actor_steps') >= 4000),
+      START_TIMEOUT, 'a logged non-finite step and 4,000 actor steps')
+  _interrupt(program)
   assert _max_count(workdir, 'actor_nonfinite_steps') > 0
   assert len(_replay_checkpoints(workdir)) == 1, _replay_checkpoints(workdir)
   stored = _ReplayCheckpoint(workdir, _builder(NONFINITE_ENV))
@@ -696,7 +570,9 @@ def test_actor_with_an_always_failing_environment_gives_up(tmp_path, caplog):
   assert 'simulated simulator crash' in stops[0], stops
 
 
-def test_program_stops_as_failed_once_every_actor_has_given_up(tmp_path):
+@pytest.mark.slow
+def test_program_stops_as_failed_once_every_actor_has_given_up(tmp_path,
+                                                                launch):
   # The rate limit would hold the learner waiting for new data forever once
   # no actor is left: the coordinator stops the program instead, and the
   # launcher exits with an error naming the cause and the fix.
@@ -704,16 +580,16 @@ def test_program_stops_as_failed_once_every_actor_has_given_up(tmp_path):
   extra = ['--num_evaluators=0', '--actor_max_failures=2',
            '--samples_per_insert=1']
   ends = []
-  for launch in range(2):
-    returncode, output = _run_to_end(tmp_path, f'launch{launch}', workdir,
-                                     ALWAYS_CRASHING_ENV, extra, timeout=240)
-    assert returncode == 1, output[-4000:]
-    assert ('error: the program stopped because all 2 actors stopped after '
-            'repeated environment failures') in output, output[-4000:]
+  for number in range(2):
+    program = _launch(launch, f'launch{number}', workdir,
+                      ALWAYS_CRASHING_ENV, extra)
+    returncode = program.wait_exit(240)
+    output = program.output()
+    program.close()  # Nothing of it left when the next launch starts.
+    ends.append(_check_stopped_as_failed(
+        workdir, returncode, output,
+        'all 2 actors stopped after repeated environment failures'))
     assert '--actor_max_failures' in output.splitlines()[-1]
-    with open(workdir / run_manifest.STOP_RECORD) as f:
-      ends.append(json.load(f))
-    assert ends[-1]['failed'] is True
     # The learner never trained: no learner checkpoint, whose optimiser state
     # (made by the first update) the relaunch could not have restored. The
     # counter's final checkpoint holds the counts.

@@ -9,7 +9,7 @@ networks' weights, except the reference gradient, which is also taken with
 import copy
 import math
 import time
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 import pytest
@@ -26,6 +26,7 @@ from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig
 from agents.apex_dqn.learning import ApeXDQNLearner
 from agents.environments import resolve_discrete
+import replay_items
 
 OBS_DIM = 4
 NUM_ACTIONS = 3
@@ -128,36 +129,10 @@ def reference(online: Dict[str, Layers], target: Dict[str, Layers],
 
 def make_sample(seed: int, batch: int = BATCH) -> reverb.ReplaySample:
   """A hand-made prioritised batch, as `replay.make_dataset` yields it."""
-  rng = np.random.default_rng(seed)
-  probabilities = rng.uniform(0.005, 0.06, size=batch)
-  discounts = np.full(batch, DISCOUNT_3, np.float32)
-  discounts[1::3] = 0.0  # Terminated within n steps: no bootstrap.
-  info = reverb.SampleInfo(
-      key=tf.constant(rng.integers(1, 2**62, size=batch, dtype=np.uint64)),
-      probability=tf.constant(probabilities, tf.float64),
-      table_size=tf.constant(np.full(batch, TABLE_SIZE, np.int64)),
-      priority=tf.constant(probabilities * 100.0, tf.float64))
-  data = {
-      adders.OBSERVATION:
-          tf.constant(rng.normal(size=(batch, OBS_DIM)).astype(np.float32)),
-      adders.ACTION:
-          tf.constant(rng.integers(0, NUM_ACTIONS, size=batch).astype(np.int32)),
-      adders.N_STEP_RETURN:
-          tf.constant(rng.normal(size=batch).astype(np.float32)),
-      adders.DISCOUNT: tf.constant(discounts),
-      adders.NEXT_OBSERVATION:
-          tf.constant(rng.normal(size=(batch, OBS_DIM)).astype(np.float32)),
-  }
-  return reverb.ReplaySample(info=info, data=data)
-
-
-def iterator_over(samples: Sequence[reverb.ReplaySample]):
-  """A tf.data iterator (a Python iterator would be frozen into the
-  learner's tf.function at trace time and replay its first batch)."""
-  dataset = tf.data.Dataset.from_tensors(samples[0])
-  for sample in samples[1:]:
-    dataset = dataset.concatenate(tf.data.Dataset.from_tensors(sample))
-  return iter(dataset)
+  return replay_items.hand_made_batch(
+      seed, batch, OBS_DIM, TABLE_SIZE, DISCOUNT_3,
+      actions=lambda rng, size: rng.integers(
+          0, NUM_ACTIONS, size=size).astype(np.int32))
 
 
 def make_learner(samples, *, learning_rate=0.1, beta=0.4, max_gradient_norm=1e6,
@@ -168,7 +143,7 @@ def make_learner(samples, *, learning_rate=0.1, beta=0.4, max_gradient_norm=1e6,
   learner = ApeXDQNLearner(
       network=online,
       target_network=target,
-      iterator=iterator_over(samples),
+      iterator=replay_items.iterator_over(samples),
       replay_client=None,
       optimizer=snt.optimizers.SGD(learning_rate=learning_rate),
       importance_sampling_exponent=beta,
@@ -418,7 +393,7 @@ def test_a_step_ended_by_the_dataset_changes_nothing():
   np.testing.assert_array_equal(flat(params_of(target)), initial_target)
   assert not np.allclose(flat(params_of(online)), initial_target)
   # The next batch is the first update, and the first copy.
-  learner._iterator = iterator_over([sample])  # pylint: disable=protected-access
+  learner._iterator = replay_items.iterator_over([sample])  # pylint: disable=protected-access
   learner.step()
   assert learner.num_steps == 1
   np.testing.assert_array_equal(flat(params_of(target)),
@@ -463,18 +438,6 @@ def test_final_log_row_holds_the_updates_since_the_last_row():
 # --------------------------------------------------------------------------
 
 
-def _sample_priorities(client: reverb.Client, done, max_rounds=100):
-  """{key: priority} read back by sampling the table until `done(seen)`."""
-  seen = {}
-  for _ in range(max_rounds):
-    for sample in client.sample(replay.TABLE, num_samples=200,
-                                emit_timesteps=False):
-      seen[int(sample.info.key)] = float(sample.info.priority)
-    if done(seen):
-      break
-  return seen
-
-
 def test_end_to_end_priorities_written_back_to_reverb():
   env_spec = resolve_discrete('gym:CartPole-v1')
   config = ApeXDQNConfig(batch_size=8, min_replay_size=8, replay_capacity=100,
@@ -503,7 +466,8 @@ def test_end_to_end_priorities_written_back_to_reverb():
     size = client.server_info()[replay.TABLE].current_size
     assert size >= 30
 
-    initial = _sample_priorities(client, lambda seen: len(seen) == size)
+    initial = replay_items.sample_priorities(client,
+                                             lambda seen: len(seen) == size)
     assert len(initial) == size
 
     learner = builder.make_learner(client)
@@ -518,14 +482,6 @@ def test_end_to_end_priorities_written_back_to_reverb():
         latest[int(key)] = float(priority)
     assert learner.num_steps == 3
 
-    stored = _sample_priorities(client, lambda seen: set(latest) <= set(seen))
-    assert set(latest) <= set(stored)
-    for key, priority in latest.items():
-      assert stored[key] == pytest.approx(priority, rel=1e-6), key
-      assert stored[key] != pytest.approx(initial[key], rel=1e-4), key
-    # Transitions the learner did not sample keep their actor priorities.
-    for key, priority in stored.items():
-      if key not in latest:
-        assert priority == pytest.approx(initial[key], rel=1e-9), key
+    replay_items.check_priorities_written_back(client, latest, initial)
   finally:
     server.stop()

@@ -9,44 +9,23 @@ rate limit, so that progress depends on steps, not on this machine's speed:
   last 5 episodes reaches 800 within 150,000 actor steps.
 """
 
-import csv
-import os
-import subprocess
-import sys
-
 import numpy as np
+import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import helpers
 
-# Keep in step with the README's "CartPole in minutes".
-DQN_CARTPOLE_FLAGS = [
-    '--env=gym:CartPole-v1', '--num_actors=2',
-    '--batch_size=64', '--samples_per_insert=16',
-    '--min_replay_size=1000', '--replay_capacity=100000',
-    '--learning_rate=0.001', '--target_update_period=100',
-    '--mlp_hidden_sizes=256,256', '--dueling_hidden_size=256',
-    '--variable_update_period=100',
-    '--evaluation_period=500', '--evaluation_episodes=10',
-]
+pytestmark = pytest.mark.slow
 
-# Keep in step with the README's Ape-X DPG example.
-DPG_CARTPOLE_FLAGS = [
-    '--env=control:cartpole:balance', '--num_actors=2',
-    '--batch_size=64', '--samples_per_insert=16',
-    '--min_replay_size=1000', '--replay_capacity=100000',
-    '--policy_learning_rate=0.001', '--critic_learning_rate=0.001',
-    '--critic_hidden_sizes=256,256', '--policy_hidden_sizes=256,256',
-    '--target_update_period=100', '--variable_update_period=100',
-    '--evaluation_period=1000', '--evaluation_episodes=5',
-]
+# The programs' `cartpole` presets, as the README runs them.
+DQN_CARTPOLE_FLAGS = ['--preset=cartpole']
+DPG_CARTPOLE_FLAGS = ['--preset=cartpole']
 
 
 def _first_step_reaching(workdir, window: int, target: float,
                          max_actor_steps: int):
   """Actor steps at which the mean of `window` evaluation episodes first
   reached `target`, and a description of the run for the failure message."""
-  with open(os.path.join(workdir, 'logs', 'evaluator', 'logs.csv')) as f:
-    rows = list(csv.DictReader(f))
+  rows = helpers.rows(workdir, 'evaluator')
   returns = np.array([float(row['episode_return']) for row in rows])
   actor_steps = np.array([int(row['actor_steps']) for row in rows])
   for end in range(window, len(rows) + 1):
@@ -63,13 +42,10 @@ def _first_step_reaching(workdir, window: int, target: float,
 
 def _check_learns(workdir, program: str, program_flags, max_actor_steps: int,
                   window: int, target: float):
-  result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, 'programs', program),
-       '--lp_launch_type=local_mp', f'--workdir={workdir}',
-       f'--max_actor_steps={max_actor_steps}', '--log_every=30',
-       *program_flags],
-      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-      timeout=1800, cwd=ROOT, check=False)
+  result = helpers.run_program(
+      program, f'--workdir={workdir}',
+      f'--max_actor_steps={max_actor_steps}', '--log_every=30',
+      *program_flags, timeout=1800)
   assert result.returncode == 0, result.stdout[-5000:]
   reached, why_not = _first_step_reaching(workdir, window, target,
                                           max_actor_steps)
@@ -77,11 +53,11 @@ def _check_learns(workdir, program: str, program_flags, max_actor_steps: int,
 
 
 def test_apex_dqn_cartpole_reaches_475_within_100k_actor_steps(tmp_path):
-  _check_learns(tmp_path, 'apex_dqn.py', DQN_CARTPOLE_FLAGS,
+  _check_learns(tmp_path, 'apex_dqn', DQN_CARTPOLE_FLAGS,
                 max_actor_steps=100_000, window=10, target=475.0)
 
 
 def test_apex_dpg_cartpole_balance_reaches_800_within_150k_actor_steps(
     tmp_path):
-  _check_learns(tmp_path, 'apex_dpg.py', DPG_CARTPOLE_FLAGS,
+  _check_learns(tmp_path, 'apex_dpg', DPG_CARTPOLE_FLAGS,
                 max_actor_steps=150_000, window=5, target=800.0)

@@ -8,7 +8,6 @@ A real Reverb server, learner and actor in one process, on CartPole.
 import dataclasses
 import os
 import subprocess
-import sys
 
 import acme
 import numpy as np
@@ -19,9 +18,8 @@ from agents import environments
 from agents import learning
 from agents import replay
 from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig
+import helpers
 import replay_items
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _parts(initial_priority):
@@ -109,12 +107,9 @@ def test_actor_priorities_are_the_actors_own_td_errors():
     ('--max_seconds=-5', '--max_seconds=-5'),
 ])
 def test_bad_flags_are_refused_before_launch(tmp_path, flag, message):
-  result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, 'programs', 'apex_dqn.py'),
-       '--lp_launch_type=local_mp', f'--workdir={tmp_path}',
-       '--env=gym:CartPole-v1', flag],
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
-      cwd=ROOT, check=False)
+  result = helpers.run_program('apex_dqn', f'--workdir={tmp_path}',
+                               '--env=gym:CartPole-v1', flag, timeout=120,
+                               stderr=subprocess.PIPE)
   assert result.returncode == 2
   assert message in result.stderr and 'out of range' in result.stderr
   assert not os.path.exists(tmp_path / 'logs')  # Nothing was launched.

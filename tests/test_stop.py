@@ -6,23 +6,19 @@ local_mp program whose `caller` node waits in a Courier call that is never
 answered when the program is stopped.
 """
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROBE = os.path.join(ROOT, 'tests', 'stop_probe.py')
+import helpers
+
+pytestmark = pytest.mark.slow
 
 
 def _run_probe(watchdog: bool, block: str = 'courier'):
-  return subprocess.run(
-      [sys.executable, PROBE, f'--watchdog={str(watchdog).lower()}',
-       f'--block={block}'],
-      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-      timeout=120, cwd=ROOT, check=False)
+  return helpers.run_module(
+      'stop_probe', f'--watchdog={str(watchdog).lower()}', f'--block={block}',
+      timeout=120)
 
 
 @pytest.mark.parametrize('block', ['courier', 'gil'])

@@ -13,13 +13,9 @@ a separately held copy of the actor's network.
 """
 
 import collections
-import csv
 import dataclasses
-import json
 import math
 import os
-import subprocess
-import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -35,7 +31,6 @@ from acme.utils import loggers
 from dm_env import specs as dm_specs
 
 from agents import environments
-from agents import replay
 from agents import resilience
 from agents import vector_loop
 from agents.apex_dpg import priorities as dpg_priorities
@@ -46,9 +41,9 @@ from agents.apex_dqn.actor import ApeXDQNActor
 from agents.apex_dqn.actor import apex_epsilons
 from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig
-from replay_items import Item, read_all_items, table_size
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import helpers
+from replay_items import Item, Reference, check_item
+from replay_items import read_all_items, table_size
 
 NUM_ACTIONS = 5
 # observation = [environment id, episode index, step index, noise].
@@ -196,24 +191,8 @@ def scripted_spec() -> environments.EnvironmentSpec:
 
 
 # --------------------------------------------------------------------------
-# Reverb, the DQN actor and its independent twin network.
-
-
-@pytest.fixture(scope='module')
-def server():
-  config = ApeXDQNConfig(replay_capacity=CAPACITY, min_replay_size=1,
-                         batch_size=1)
-  server = reverb.Server([replay.make_replay_table(config, SPEC)])
-  yield server
-  server.stop()
-
-
-@pytest.fixture
-def client(server):
-  client = reverb.Client(f'localhost:{server.port}')
-  client.reset(replay.TABLE)
-  yield client
-  client.reset(replay.TABLE)
+# Reverb (conftest's `server` for SPEC and CAPACITY, and `client`), the DQN
+# actor and its independent twin network.
 
 
 class FixedVariableSource(acme.VariableSource):
@@ -250,16 +229,6 @@ def make_dqn_actor(client, epsilons, seed=0, config=None):
 
 # --------------------------------------------------------------------------
 # The slow per-environment reference.
-
-
-@dataclasses.dataclass
-class Reference:
-  observation: np.ndarray
-  action: int
-  n_step_return: float
-  discount: float
-  next_observation: np.ndarray
-  priority: float
 
 
 def q_values(network, observation: np.ndarray) -> np.ndarray:
@@ -317,18 +286,7 @@ def check_items(items: List[Item], expected):
     assert key in expected, key
     assert key not in seen, key
     seen.add(key)
-    want = expected[key]
-    np.testing.assert_array_equal(item.observation, want.observation)
-    np.testing.assert_array_equal(item.next_observation,
-                                  want.next_observation)
-    assert item.action.dtype == np.int32 and item.action.shape == ()
-    assert int(item.action) == want.action, key
-    np.testing.assert_allclose(item.n_step_return, want.n_step_return,
-                               rtol=1e-5, atol=1e-5, err_msg=str(key))
-    np.testing.assert_allclose(item.discount, want.discount, rtol=1e-6,
-                               atol=1e-7, err_msg=str(key))
-    np.testing.assert_allclose(item.priority, want.priority, rtol=1e-4,
-                               atol=1e-4, err_msg=str(key))
+    check_item(item, expected[key], key)
   assert seen == set(expected), sorted(set(expected) - seen)
   priorities = np.array([item.priority for item in items])
   assert len(np.unique(priorities)) > len(priorities) // 2
@@ -540,18 +498,31 @@ def test_vector_loop_writes_each_environments_transitions(client):
 # 4. Counting and logging.
 
 
-class RecordingLogger(loggers.Logger):
-  """Keeps every row, when it was written, and how many steps the
-  environments had taken and finished by then."""
+class LoopClock:
+  """Stands in for the `time` module in agents/vector_loop.py: the real
+  clock, keeping every reading the loop takes."""
 
-  def __init__(self, envs):
+  def __init__(self):
+    self.readings = []
+
+  def time(self) -> float:
+    self.readings.append(time.time())
+    return self.readings[-1]
+
+
+class RecordingLogger(loggers.Logger):
+  """Keeps every row, the loop's clock reading it was written at, and how
+  many steps the environments had taken and finished by then."""
+
+  def __init__(self, envs, clock: LoopClock):
     self._envs = envs
+    self._clock = clock
     self.rows = []
 
   def write(self, data):
     finished = [e for env in self._envs for e in env.finished_episodes()]
     self.rows.append(dict(
-        data=dict(data), time=time.time(),
+        data=dict(data), time=self._clock.readings[-1],
         total_steps=sum(env.total_steps for env in self._envs),
         finished_steps=sum(e.length for e in finished),
         finished_episodes=len(finished),
@@ -563,7 +534,8 @@ class RecordingLogger(loggers.Logger):
     pass
 
 
-def test_counts_are_the_finished_episodes_and_rows_carry_steps_per_second():
+def test_counts_are_the_finished_episodes_and_rows_carry_steps_per_second(
+    monkeypatch):
   envs = [ScriptedEnvironment(i, SCRIPTS[i], step_sleep=0.001)
           for i in range(3)]
   tf.random.set_seed(8)
@@ -572,12 +544,14 @@ def test_counts_are_the_finished_episodes_and_rows_carry_steps_per_second():
                        seed=1)
   parent = counting.Counter()
   counter = counting.Counter(parent, prefix='actor', time_delta=0.0)
-  logger = RecordingLogger(envs)
+  clock = LoopClock()
+  monkeypatch.setattr(vector_loop, 'time', clock)
+  logger = RecordingLogger(envs, clock)
   loop = vector_loop.VectorEnvironmentLoop(envs, actor, counter=counter,
                                            logger=logger, log_every=0.2)
   iterations = 300
-  start = time.time()
   loop.run(should_stop=stop_after(iterations))
+  start = clock.readings[0]  # When the loop started (its first reading).
   assert [env.total_steps for env in envs] == [iterations] * 3
   finished = [e for env in envs for e in env.finished_episodes()]
   # By hand: env 0: 300 = 15 * 19 + 5 + 2 + 7 + 1, 15 * 5 + 4 episodes,
@@ -605,12 +579,11 @@ def test_counts_are_the_finished_episodes_and_rows_carry_steps_per_second():
                data['episode_return'] == pytest.approx(ret, abs=1e-9)
                for length, ret in row['last_episodes']), (data, row)
     # steps_per_second: the environment steps of all environments since
-    # the previous row, over the time since then.
-    # (Measured here with another clock reading than the loop's: a loose
-    # tolerance, which still tells all environments' steps from one's.)
+    # the previous row, over the loop's time since then (its own clock
+    # readings: exactly, whatever else runs on the machine).
     steps = data['steps_per_second'] * (row['time'] - previous_time)
     assert steps == pytest.approx(row['total_steps'] - previous_steps,
-                                  rel=0.2), (data, row)
+                                  rel=1e-9), (data, row)
     assert row['time'] - previous_time >= 0.2
     previous_time, previous_steps = row['time'], row['total_steps']
 
@@ -766,105 +739,28 @@ def test_dpg_actor_exploration_is_k_copies_of_sigma():
 # --------------------------------------------------------------------------
 # 7. A real program with --envs_per_actor=3.
 
-# Runs programs/apex_dqn.py's program under test_mt (every node a thread of
-# this process) and reports what the actors did: the batch sizes of their
-# forward passes, how many transitions each adder wrote, and each actor's
-# epsilons.
-PROBE = r'''
-import collections, json, os, sys, threading
-ROOT = sys.argv.pop(1)
-sys.path.insert(0, os.path.join(ROOT, 'programs'))
-sys.path.insert(0, ROOT)
-import apex_dqn
-import launchpad as lp
-from absl import app
-from agents import actors, adders
-from agents.apex_dqn import actor as dqn_actor
-
-lock = threading.Lock()
-batch_sizes = collections.Counter()
-writers = collections.Counter()
-epsilons = []
-
-select_actions = actors.ApeXActor.select_actions
-def recording_select_actions(self, observations):
-  with lock:
-    batch_sizes[len(observations)] += 1
-  return select_actions(self, observations)
-actors.ApeXActor.select_actions = recording_select_actions
-
-adder_init = adders.NStepPrioritizedAdder.__init__
-def recording_adder_init(self, *args, **kwargs):
-  priority_fn = kwargs['priority_fn']
-  def recording_priority_fn(**batch):
-    with lock:
-      writers[id(self)] += len(batch['actions'])
-    return priority_fn(**batch)
-  kwargs['priority_fn'] = recording_priority_fn
-  adder_init(self, *args, **kwargs)
-adders.NStepPrioritizedAdder.__init__ = recording_adder_init
-
-init = dqn_actor.ApeXDQNActor.__init__
-def recording_init(self, *args, **kwargs):
-  init(self, *args, **kwargs)
-  with lock:
-    epsilons.append(self._epsilons.tolist())
-dqn_actor.ApeXDQNActor.__init__ = recording_init
-
-def main(_):
-  program, _, _ = apex_dqn.build()
-  lp.launch(program, launch_type='test_mt').wait()
-  print('VECTOR_PROBE ' + json.dumps({
-      'batch_sizes': dict(batch_sizes), 'writers': list(writers.values()),
-      'epsilons': epsilons}), flush=True)
-
-if __name__ == '__main__':
-  app.run(main)
-'''
-
-# Two unthrottled actors of 3 environments reach this in a few seconds; the
-# learner, which needs ~3 s to start, trains for the last few of them.
-PROGRAM_ACTOR_STEPS = 8000
-
-
-def _csv_rows(workdir, label):
-  with open(os.path.join(workdir, 'logs', label, 'logs.csv')) as f:
-    return list(csv.DictReader(f))
+# tests/vector_probe.py runs programs/apex_dqn.py's program under test_mt
+# and reports what the actors did: the batch sizes of their forward passes,
+# how many transitions each adder wrote, and each actor's epsilons. It stops
+# the program once every adder has written, the learner and both actors have
+# logged, and the actors have logged PROGRAM_ACTOR_STEPS steps.
+PROGRAM_ACTOR_STEPS = 4000
 
 
 def test_program_with_three_environments_per_actor(tmp_path):
-  probe = tmp_path / 'vector_probe.py'
-  probe.write_text(PROBE)
   workdir = tmp_path / 'run'
-  command = [
-      sys.executable, str(probe), ROOT, '--lp_launch_type=test_mt',
-      f'--workdir={workdir}', '--env=gym:CartPole-v1', '--num_actors=2',
-      '--envs_per_actor=3', '--num_evaluators=0', '--batch_size=32',
-      '--min_replay_size=200', '--replay_capacity=10000',
-      '--mlp_hidden_sizes=32', '--dueling_hidden_size=32',
-      '--target_update_period=50', '--actor_flush_size=10',
-      f'--max_actor_steps={PROGRAM_ACTOR_STEPS}', '--log_every=0.5',
+  result = helpers.run_module(
+      'vector_probe', '--lp_launch_type=test_mt',
+      f'--workdir={workdir}', '--preset=cartpole_smoke',
+      '--envs_per_actor=3', '--num_evaluators=0', '--min_replay_size=200',
+      '--replay_capacity=10000', '--actor_flush_size=10',
+      f'--probe_actor_steps={PROGRAM_ACTOR_STEPS}', '--log_every=0.5',
       '--checkpoint_every=0', '--replay_checkpoint_every=0',
-      # Ties the actors to the learner: without it, on a loaded machine the
-      # six fast CartPole environments could reach the step limit before the
-      # learner's first (tracing) update, and the learner check below fail.
-      '--samples_per_insert=1']
-  try:
-    result = subprocess.run(command, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, timeout=90,
-                            cwd=ROOT, check=False)
-  except subprocess.TimeoutExpired as error:
-    output = error.output or b''
-    if isinstance(output, bytes):
-      output = output.decode(errors='replace')
-    pytest.fail('The program did not exit within 90 s (a node blocked at '
-                f'stop?):\n{output[-5000:]}')
+      # Ties the actors to the learner, which then trains throughout.
+      '--samples_per_insert=1')
   assert result.returncode == 0, result.stdout[-5000:]
   assert 'did not terminate in time' not in result.stdout
-  line = [l for l in result.stdout.splitlines()
-          if l.startswith('VECTOR_PROBE ')]
-  assert line, result.stdout[-5000:]
-  seen = json.loads(line[-1][len('VECTOR_PROBE '):])
+  seen = helpers.probe_report(result.stdout, 'VECTOR_PROBE ')
   # Every forward pass of the actors acted for 3 environments at once, and
   # each of the 2 x 3 environments' adders wrote transitions.
   assert set(seen['batch_sizes']) == {'3'}, seen
@@ -875,17 +771,17 @@ def test_program_with_three_environments_per_actor(tmp_path):
       [apex_epsilons(6)[:3].tolist(), apex_epsilons(6)[3:].tolist()])
   assert not os.path.exists(os.path.join(workdir, 'logs', 'evaluator'))
 
-  learner = _csv_rows(workdir, 'learner')
+  learner = helpers.rows(workdir, 'learner')
   assert learner and int(learner[-1]['learner_steps']) > 0
   assert all(math.isfinite(float(row['loss'])) for row in learner)
   actor_rows = []
   for label in ('actor', 'actor_1'):
-    rows = _csv_rows(workdir, label)
+    rows = helpers.rows(workdir, label)
     assert rows, label
     assert int(rows[-1]['actor_steps']) > 0
     assert all(float(row['steps_per_second']) > 0 for row in rows)
     actor_rows += rows
-  # The counter's actor steps (both actors' six environments) approach the
-  # limit that stopped the run.
+  # The counter's actor steps (both actors' six environments) reached what
+  # the probe waited for.
   assert max(int(row['actor_steps']) for row in learner + actor_rows) >= (
-      PROGRAM_ACTOR_STEPS // 2)
+      PROGRAM_ACTOR_STEPS)
