@@ -127,15 +127,23 @@ class ApeXLearner(acme.Learner, abc.ABC):
                 keys=sample.info.key, priorities=priorities)
 
   def step(self):
-    """One update, then counts and, every `log_every` seconds, a log row."""
-    while True:
-      try:
-        result = self._step(self._iterator)
-        break
-      except tf.errors.OutOfRangeError:
-        if self._make_iterator is None:
-          raise
-        self._iterator = self._make_iterator()
+    """One update (`acme.Learner`), however long replay takes to give a
+    batch."""
+    while not self.try_step():
+      pass
+
+  def try_step(self) -> bool:
+    """One update, then counts and, every `log_every` seconds, a log row;
+    False, with no update, when the dataset ended instead (a rate-limiter
+    timeout, `replay.RATE_LIMITER_TIMEOUT_MS`: a new one is made for the
+    next call), so that a caller can check for a stop in between."""
+    try:
+      result = self._step(self._iterator)
+    except tf.errors.OutOfRangeError:
+      if self._make_iterator is None:
+        raise
+      self._iterator = self._make_iterator()
+      return False
     self._last_update = result
     self._last_counts = self._counter.increment(steps=1)
     self._unlogged = True
@@ -143,12 +151,13 @@ class ApeXLearner(acme.Learner, abc.ABC):
     if self._log_timestamp is None:
       # The first update (which traced the function) starts the clock.
       self._log_timestamp = now
-      return
+      return True
     self._steps_since_log += 1
     elapsed = now - self._log_timestamp
     if elapsed >= self._log_every and elapsed > 0:
       self._write_log(self._steps_since_log / elapsed)
       self._log_timestamp, self._steps_since_log = now, 0
+    return True
 
   def write_final_log(self):
     """At stop: a row for the updates since the last one written, so that a

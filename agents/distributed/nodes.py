@@ -140,11 +140,12 @@ class LearnerNode(acme.Learner, acme.VariableSource):
                  checkpointing.parameters_checksum(
                      self._learner.get_variables(self.variable_names)))
     self._align_counter()
-    # A program stop (not an ordered one) ends an update in the middle.
+    # A program stop (not an ordered one) ends an update in the middle. An
+    # ordered one is seen between updates, or between two waits for replay
+    # (rate-limited once the actors have stopped).
     with signals.runtime_terminator():
       while not self._stop.requested.is_set():
-        self._learner.step()
-        if self._save():
+        if self._learner.try_step() and self._save():
           self._counter.save_checkpoint()
     # A final log row and checkpoint. Only the learner's own: the counter
     # saves itself when it stops. None before the first update (the loop
