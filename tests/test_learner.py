@@ -378,6 +378,27 @@ def test_target_network_copied_exactly_every_period_and_not_before():
   assert not np.array_equal(last_copy, initial_target)
 
 
+def test_try_step_returns_between_waits_for_replay():
+  # With a way to make a new dataset, an ended one (a rate-limiter timeout)
+  # makes try_step return False, with nothing changed, so that a stopping
+  # learner node can check its stop between two waits; step() waits on.
+  sample = make_sample(seed=301)
+  learner, online, target = make_learner([sample], target_update_period=1)
+  ended = lambda: iter(tf.data.Dataset.from_tensors(sample).take(0))
+  learner._make_iterator = ended  # pylint: disable=protected-access
+  learner._iterator = ended()  # pylint: disable=protected-access
+  initial_target = flat(params_of(target))
+  assert [learner.try_step() for _ in range(3)] == [False] * 3
+  assert learner.num_steps == 0
+  np.testing.assert_array_equal(flat(params_of(target)), initial_target)
+  batches = iter([ended(), replay_items.iterator_over([sample])])
+  learner._make_iterator = lambda: next(batches)  # pylint: disable=protected-access
+  learner.step()  # One more ended dataset, then the batch.
+  assert learner.num_steps == 1
+  np.testing.assert_array_equal(flat(params_of(target)),
+                                flat(params_of(online)))
+
+
 def test_a_step_ended_by_the_dataset_changes_nothing():
   # A Reverb dataset ends when the rate limiter lets no sample through for a
   # while: such a step must neither count as an update nor copy the target.
