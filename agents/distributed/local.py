@@ -9,10 +9,10 @@ when one node dies. On this platform:
 * the coordinator watches the learner, the counter and the actors by those
   files (`NodeWatch`), and stops a program whose learner, counter or last
   actor has died;
-* a stop watchdog (`stop_watchdog.py`) ends a node still running a grace
-  period after the program's stop, which only a genuinely stuck node is
-  (`agents.distributed.coordinator` stops the nodes in an order in which
-  none waits on one that has gone);
+* a stop watchdog (`stop_watchdog.py`) ends a node that calls other nodes
+  and still runs a grace period after the program's stop, which only a
+  genuinely stuck node does (`agents.distributed.coordinator` stops the
+  nodes in an order in which none waits on one that has gone);
 * the terminal's Ctrl-C, which reaches every process of the program, is
   left to the launcher, which has the coordinator stop the nodes in order;
 * the replay node runs its Reverb server in a child process that it
@@ -93,11 +93,20 @@ def write_pid_file(workdir: str, label: str, pid: int):
   os.replace(f'{path}.tmp', path)
 
 
+# Nodes that call no other node: none can be blocked in a call to a node
+# that has stopped, which is what the stop watchdog is for, and their stop
+# does work that must not be cut short (replay's and the counter's final
+# checkpoints, which take seconds on a loaded machine; Launchpad's own stop
+# notice stays their bound).
+SERVERS = ('replay', 'counter')
+
+
 def _set_up_node_process(workdir: str, label: str, before: Callable[[], None]):
   # The terminal's Ctrl-C reaches every process of the program at once; the
   # launcher alone answers it, by an ordered stop (see module docstring).
   signal.signal(signal.SIGINT, signal.SIG_IGN)
-  install_stop_watchdog()
+  if label not in SERVERS:
+    install_stop_watchdog()
   # A node that then fails to start (a learner that cannot restore its
   # checkpoint) or waits (an actor for its first parameters) is already
   # known to the coordinator's watch.
