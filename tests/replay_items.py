@@ -112,6 +112,29 @@ def read_all_items(client: reverb.Client) -> List[Item]:
   return items
 
 
+def write_random_steps(builder, environment_spec, random_action,
+                       num_steps: int = 40):
+  """Acts `num_steps` random actions (`random_action(rng)`) in the
+  environment and writes them through the builder's adder to a client of a
+  new server with the builder's table, as an actor would (values for the
+  priorities are random); returns (server, client), the adder closed."""
+  server = reverb.Server(builder.make_replay_tables(), port=None)
+  client = reverb.Client(f'localhost:{server.port}')
+  adder = builder.make_adder(client)
+  environment = environment_spec.make_environment(seed=0)
+  rng = np.random.default_rng(0)
+  adder.add_first(environment.reset())
+  for _ in range(num_steps):
+    action = random_action(rng)
+    timestep = environment.step(action)
+    # The actor's two values per step (e.g. DPG: q(s, a), q(s, pi(s))).
+    adder.add(action, timestep, rng.normal(size=2).astype(np.float32))
+    if timestep.last():
+      adder.add_first(environment.reset())
+  adder.close()
+  return server, client
+
+
 def hand_made_batch(seed: int, batch: int, observation_size: int,
                     table_size: int, discount: float,
                     actions: Callable[[np.random.Generator, int], np.ndarray]

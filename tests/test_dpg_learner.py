@@ -529,22 +529,11 @@ def test_end_to_end_priorities_written_back_to_reverb():
   tf.random.set_seed(0)
   builder = ApeXDPGBuilder(config, env_spec)
   spec = env_spec.spec
-  server = reverb.Server(builder.make_replay_tables(), port=None)
+  # cartpole:balance's episodes last 1,000 steps: these 40 are one episode.
+  server, client = replay_items.write_random_steps(
+      builder, env_spec, lambda rng: rng.uniform(
+          spec.actions.minimum, spec.actions.maximum).astype(np.float32))
   try:
-    client = reverb.Client(f'localhost:{server.port}')
-    adder = builder.make_adder(client)
-    environment = env_spec.make_environment(seed=0)
-    rng = np.random.default_rng(0)
-    timestep = environment.reset()
-    adder.add_first(timestep)
-    for _ in range(40):
-      action = rng.uniform(spec.actions.minimum,
-                           spec.actions.maximum).astype(np.float32)
-      timestep = environment.step(action)
-      # [q(s, a), q(s, pi(s))] as an actor would pass them.
-      adder.add(action, timestep, rng.normal(size=2).astype(np.float32))
-      assert not timestep.last()
-    adder.close()
     size = client.server_info()[replay.TABLE].current_size
     assert size == 40 - config.n_step
 

@@ -468,22 +468,9 @@ def test_end_to_end_priorities_written_back_to_reverb():
   config.validate()
   tf.random.set_seed(0)
   builder = ApeXDQNBuilder(config, env_spec)
-  server = reverb.Server(builder.make_replay_tables(), port=None)
+  server, client = replay_items.write_random_steps(
+      builder, env_spec, lambda rng: np.int32(rng.integers(2)))
   try:
-    client = reverb.Client(f'localhost:{server.port}')
-    adder = builder.make_adder(client)
-    environment = env_spec.make_environment(seed=0)
-    rng = np.random.default_rng(0)
-    timestep = environment.reset()
-    adder.add_first(timestep)
-    for _ in range(40):
-      action = np.int32(rng.integers(2))
-      timestep = environment.step(action)
-      adder.add(action, timestep, rng.normal(size=2).astype(np.float32))
-      if timestep.last():
-        timestep = environment.reset()
-        adder.add_first(timestep)
-    adder.close()
     size = client.server_info()[replay.TABLE].current_size
     assert size >= 30
 
