@@ -3,7 +3,7 @@
 #   make test      the quick tier of the test suite: everything but the tests
 #                  marked slow (at most about 8 minutes on 2 cores)
 #   make test-all  the whole suite: also the learning checks, the fault tests
-#                  and the long program runs (about 35 minutes on 2 cores)
+#                  and the long program runs (about 30 minutes on 2 cores)
 #   make bench     throughput benchmarks (about 12 minutes; results in
 #                  benchmarks/results/)
 SHELL := /bin/bash
