@@ -84,6 +84,10 @@ def _flag_fields(dataclass):
           if field.metadata.get('flag', True)]
 
 
+def _flag_names(dataclass):
+  return [field.name for field in _flag_fields(dataclass)]
+
+
 def _define_flags(dataclass, defaults: Mapping[str, Any]):
   docs = _field_docstrings(dataclass)
   hints = typing.get_type_hints(dataclass)
@@ -118,8 +122,7 @@ def define_flags(config_class, presets: Mapping[str, Preset],
 
 def _check_field_names(config_class, presets: Mapping[str, Preset]):
   """A preset naming no flag is a mistake in its module: said at once."""
-  known = {field.name for field in _flag_fields(RunOptions)}
-  known |= {field.name for field in _flag_fields(config_class)}
+  known = set(_flag_names(RunOptions) + _flag_names(config_class))
   for name, preset in presets.items():
     unknown = sorted(set(preset.values) - known)
     if unknown:
@@ -180,12 +183,11 @@ def _recorded_values(workdir: Optional[str], program_name: str,
   manifest's check then refuses)."""
   if not workdir:
     return {}
-  path = os.path.join(os.path.abspath(os.path.expanduser(workdir)),
-                      run_manifest.MANIFEST)
-  if not os.path.isfile(path):
+  try:
+    manifest = run_manifest.read_manifest(
+        os.path.abspath(os.path.expanduser(workdir)))
+  except ValueError:  # No run.json: a new run.
     return {}
-  with open(path) as f:
-    manifest = json.load(f)
   if manifest.get('program') != program_name:
     return {}
   # Runs recorded before run.json held every flag: their checkpointed
@@ -202,8 +204,7 @@ def resolve_flags(program_name: str, config_class,
                   presets: Mapping[str, Preset]) -> Dict[str, Any]:
   """Every flag's value after presets and the workdir's record (see the
   module docstring). Raises ValueError for an unknown preset."""
-  names = [field.name for field in _flag_fields(RunOptions)]
-  names += [field.name for field in _flag_fields(config_class)]
+  names = _flag_names(RunOptions) + _flag_names(config_class)
   values = {name: FLAGS[name].value for name in names}
   layers = [_recorded_values(FLAGS.workdir, program_name, names)]
   if FLAGS.preset is not None:
@@ -233,11 +234,10 @@ def build_program(program_name: str, config_class, builder_class,
   try:
     _check_field_names(config_class, presets)
     values = resolve_flags(program_name, config_class, presets)
-    config = config_class(**{field.name: values[field.name]
-                             for field in _flag_fields(config_class)})
+    config = config_class(**{name: values[name]
+                             for name in _flag_names(config_class)})
     config.validate()
-    option_values = {field.name: values[field.name]
-                     for field in _flag_fields(RunOptions)}
+    option_values = {name: values[name] for name in _flag_names(RunOptions)}
     options = RunOptions(**{**option_values,
                             'workdir': None,
                             'launch_type': FLAGS.lp_launch_type})
