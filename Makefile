@@ -4,6 +4,8 @@
 #                  marked slow (about 5 minutes on 2 cores)
 #   make test-all  the whole suite: also the learning checks, the fault tests
 #                  and the long program runs (about 27 minutes on 2 cores)
+#   make cloud-deps  what launching on Google Cloud needs (xmanager; see the
+#                  README's "On Google Cloud"); the tests need it too
 #   make bench     throughput benchmarks (about 12 minutes; results in
 #                  benchmarks/results/)
 SHELL := /bin/bash
@@ -12,10 +14,13 @@ TRAIN_FLAGS ?=
 # Both tiers print their slowest tests.
 PYTEST := $(PYTHON) -m pytest tests -q --durations=15
 
-.PHONY: venv train test test-all bench
+.PHONY: venv cloud-deps train test test-all bench
 
 venv:
 	@scripts/setup_venv.sh
+
+cloud-deps:
+	@scripts/setup_venv.sh --cloud
 
 # `set -m` runs the program as a job of its own, in the terminal's
 # foreground: a Ctrl-C reaches the program (which stops in order and exits 0)
@@ -24,10 +29,10 @@ train: venv
 	@set -m; $(PYTHON) programs/apex_dqn.py --lp_launch_type=local_mp $(TRAIN_FLAGS); \
 	status=$$?; exit $$status
 
-test: venv
+test: cloud-deps
 	$(PYTEST) -m "not slow"
 
-test-all: venv
+test-all: cloud-deps
 	$(PYTEST)
 
 bench: venv

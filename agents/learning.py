@@ -83,6 +83,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
     self._log_timestamp = None
     self._steps_since_log = 0
     self._unlogged = False  # An update not yet in a written row.
+    self._optimizer_state_made = False
 
   @abc.abstractmethod
   def _update(self, transitions: Dict[str, tf.Tensor],
@@ -97,6 +98,23 @@ class ApeXLearner(acme.Learner, abc.ABC):
       The batch's TD errors (their absolute values become its new
       priorities) and scalar metrics to log, which must include 'loss'.
     """
+
+  def _optimizers(self) -> Sequence[Tuple[snt.Optimizer,
+                                          Sequence[tf.Variable]]]:
+    """Each optimiser with the variables it updates."""
+    return ()
+
+  def _make_optimizer_state(self):
+    """Creates the optimisers' state (RMSProp's and Adam's moments) now,
+    outside any `tf.function`. Made by the first update instead, it is
+    created inside that first call's graph, and that call failed with
+    "... is out of scope and cannot be used here" in the learner of a
+    Vertex AI job packaged by Launchpad (not under local_mp, and not in a
+    single process)."""
+    for optimizer, variables in self._optimizers():
+      initialize = getattr(optimizer, '_initialize', None)  # Sonnet's, once.
+      if initialize is not None:
+        initialize(variables)
 
   @tf.function
   def _step(self, iterator) -> Dict[str, tf.Tensor]:
@@ -137,6 +155,9 @@ class ApeXLearner(acme.Learner, abc.ABC):
     False, with no update, when the dataset ended instead (a rate-limiter
     timeout, `replay.RATE_LIMITER_TIMEOUT_MS`: a new one is made for the
     next call), so that a caller can check for a stop in between."""
+    if not self._optimizer_state_made:
+      self._make_optimizer_state()
+      self._optimizer_state_made = True
     try:
       result = self._step(self._iterator)
     except tf.errors.OutOfRangeError:

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Creates .venv with Python 3.10 and installs the pinned requirements.
 # Re-runs the install only when requirements.txt changed.
+#   scripts/setup_venv.sh          the local set (requirements.txt)
+#   scripts/setup_venv.sh --cloud  also what launching on Google Cloud needs
+#                                  (requirements-cloud.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,9 +28,27 @@ find_python310() {
   return 1
 }
 
+cloud=no
+if [ "${1:-}" = "--cloud" ]; then
+  cloud=yes
+fi
+
+install_cloud() {
+  local stamp=.venv/.requirements-cloud.sha256 wanted
+  wanted=$(cat requirements.txt requirements-cloud.txt | sha256sum | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+    return
+  fi
+  .venv/bin/python -m pip install --quiet -r requirements-cloud.txt
+  echo "$wanted" > "$stamp"
+}
+
 stamp=.venv/.requirements.sha256
 wanted=$(sha256sum requirements.txt | cut -d' ' -f1)
 if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+  if [ "$cloud" = yes ]; then
+    install_cloud
+  fi
   exit 0
 fi
 
@@ -49,3 +70,6 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade "pip<25"
 .venv/bin/python -m pip install --quiet -r requirements.txt
 echo "$wanted" > "$stamp"
+if [ "$cloud" = yes ]; then
+  install_cloud
+fi

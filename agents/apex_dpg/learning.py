@@ -94,6 +94,10 @@ class ApeXDPGLearner(learning.ApeXLearner):
         'mean_q': tf.reduce_mean(q_policy),
     }
 
+  def _optimizers(self):
+    return [(self._critic_optimizer, self._critic.trainable_variables),
+            (self._policy_optimizer, self._policy.trainable_variables)]
+
   @property
   def state(self):
     """What a checkpoint of this learner holds."""

@@ -66,6 +66,9 @@ class ApeXDQNLearner(learning.ApeXLearner):
     self._optimizer.apply(gradients, variables)
     return td_errors, {'loss': loss, 'gradient_norm': gradient_norm}
 
+  def _optimizers(self):
+    return [(self._optimizer, self._network.trainable_variables)]
+
   @property
   def state(self):
     """What a checkpoint of this learner holds."""

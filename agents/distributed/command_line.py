@@ -29,6 +29,7 @@ from absl import flags
 
 from agents import run_manifest
 from agents.config import Preset
+from agents.distributed import cloud
 from agents.distributed import program as program_lib
 from agents.distributed.options import RunOptions
 
@@ -93,6 +94,10 @@ def _define_flags(dataclass, defaults: Mapping[str, Any]):
   hints = typing.get_type_hints(dataclass)
   for field in _flag_fields(dataclass):
     kind, optional = _base_type(hints[field.name])
+    if kind is bool and not optional:  # --name and --noname, as absl's.
+      flags.DEFINE_bool(field.name, defaults.get(field.name, field.default),
+                        docs.get(field.name, field.name))
+      continue
     parser = _PARSERS[kind]()
     if optional:
       parser = _OptionalParser(parser)
@@ -118,6 +123,46 @@ def define_flags(config_class, presets: Mapping[str, Preset],
                     'JSON, and exit without creating anything.')
   _define_flags(RunOptions, {'env': default_env})
   _define_flags(config_class, {})
+  _define_flags(cloud.CloudOptions, {})
+
+
+def cloud_options() -> cloud.CloudOptions:
+  """The launch's `CloudOptions`, from their flags (per launch: a run's
+  record does not keep them)."""
+  return cloud.CloudOptions(**{name: FLAGS[name].value
+                               for name in _flag_names(cloud.CloudOptions)})
+
+
+# The plan the last `build_program` checked (vertex_ai), for the launcher.
+_CLOUD_PLAN: Dict[str, Any] = {}
+
+
+def cloud_plan() -> Dict[str, 'cloud.Request']:
+  """Every node group's request, as `build_program` checked them."""
+  return _CLOUD_PLAN['requests']
+
+
+def _check_cloud_plan(options: RunOptions, config) -> Optional[
+    Dict[str, 'cloud.Request']]:
+  """Under vertex_ai: every node group's request, the plan checked (see
+  `agents.distributed.cloud`); None for other launch types, which refuse
+  --dry_run. Raises ValueError naming the flag and the fix."""
+  cloud_flags = cloud_options()
+  if options.launch_type != 'vertex_ai':
+    if cloud_flags.dry_run:
+      raise ValueError('--dry_run plans a launch on Google Cloud: give it '
+                       'with --lp_launch_type=vertex_ai.')
+    return None
+  cloud_flags.validate()
+  cloud.check_cloud_dependencies()
+  requests = cloud.requests(cloud_flags, options.env.split(':')[0],
+                            config.replay_capacity)
+  groups = ['coordinator', 'replay', 'counter', 'learner', 'actor']
+  if options.num_evaluators:
+    groups.append('evaluator')
+  cloud.check_plan(requests, groups)
+  _CLOUD_PLAN['requests'] = requests
+  return requests
 
 
 def _check_field_names(config_class, presets: Mapping[str, Preset]):
@@ -159,12 +204,17 @@ def _flag_text(value) -> str:
       value, float) else str(value)
 
 
-def _workdir(program_name: str, workdir: Optional[str]) -> str:
-  """The run's directory, created; raises ValueError if it cannot be."""
+def _workdir_path(program_name: str, workdir: Optional[str]) -> str:
+  """The run's directory: --workdir, or a new one under ~/apex_runs."""
   workdir = workdir or os.path.join(
       '~', 'apex_runs', program_name,
       datetime.datetime.now().strftime('%Y%m%d-%H%M%S'))
-  workdir = os.path.abspath(os.path.expanduser(workdir))
+  return os.path.abspath(os.path.expanduser(workdir))
+
+
+def _workdir(program_name: str, workdir: Optional[str]) -> str:
+  """The run's directory, created; raises ValueError if it cannot be."""
+  workdir = _workdir_path(program_name, workdir)
   try:
     os.makedirs(workdir, exist_ok=True)
   except OSError as error:
@@ -181,7 +231,7 @@ def _recorded_values(workdir: Optional[str], program_name: str,
   """The flag values the run in `workdir` last launched with (run.json);
   empty if there is none, or if it is another program's run (which the
   manifest's check then refuses)."""
-  if not workdir:
+  if not workdir or workdir.startswith(cloud.BUCKET_PREFIX):
     return {}
   try:
     manifest = run_manifest.read_manifest(
@@ -242,18 +292,38 @@ def build_program(program_name: str, config_class, builder_class,
                             'workdir': None,
                             'launch_type': FLAGS.lp_launch_type})
     options.validate()
+    cloud_requests = _check_cloud_plan(options, config)
     environment = resolve_environment(options.env)
     recorded = {name: value for name, value in values.items()
                 if name not in RunOptions.PER_LAUNCH}
     if FLAGS.print_config:
       print(json.dumps(recorded, indent=2, sort_keys=True))
       sys.exit(0)
-    options = dataclasses.replace(
-        options, workdir=_workdir(program_name, FLAGS.workdir))
-    resuming = run_manifest.check_or_write_manifest(
-        options.workdir, program_name, environment.name,
-        environment.frames_per_step, config, config.CHECKPOINT_FIELDS,
-        flags=recorded, preset=FLAGS.preset)
+    if cloud_requests is not None and (
+        FLAGS.dry_run or (FLAGS.workdir or '').startswith(
+            cloud.BUCKET_PREFIX)):
+      # A plan, or a run whose files are on Cloud Storage, which the nodes
+      # reach through Vertex AI's mount (`cloud.container_path`): nothing is
+      # created here. (Its run.json is not written yet: resuming a Cloud
+      # Storage run with its recorded values is to come.)
+      workdir = FLAGS.workdir or ''
+      options = dataclasses.replace(options, workdir=(
+          cloud.container_path(workdir) if workdir.startswith(
+              cloud.BUCKET_PREFIX) else _workdir_path(program_name, workdir)))
+      resuming = False
+    elif cloud_requests is not None:
+      raise ValueError(
+          f'--workdir={FLAGS.workdir} is not on Cloud Storage: the nodes of a '
+          'Vertex AI job run on machines of their own, and their files must '
+          'go where all of them (and you) can reach them. Give '
+          '--workdir=gs://<bucket>/<path> (or --dry_run to plan).')
+    else:
+      options = dataclasses.replace(
+          options, workdir=_workdir(program_name, FLAGS.workdir))
+      resuming = run_manifest.check_or_write_manifest(
+          options.workdir, program_name, environment.name,
+          environment.frames_per_step, config, config.CHECKPOINT_FIELDS,
+          flags=recorded, preset=FLAGS.preset)
   except ValueError as error:
     fail(str(error))
   if resuming:
@@ -263,7 +333,15 @@ def build_program(program_name: str, config_class, builder_class,
           (f' but {", ".join(f"--{name}" for name in given)} as given now'
            if given else '') + '.')
   builder = builder_class(config, environment)
-  return program_lib.make_program(builder, options), options, environment
+  program = program_lib.make_program(builder, options)
+  if cloud_requests is not None and FLAGS.dry_run:
+    try:
+      cloud.dry_run(program, cloud_requests, options.workdir,
+                    FLAGS.package_dir)
+    except ValueError as error:
+      fail(str(error))
+    sys.exit(0)
+  return program, options, environment
 
 
 def fail(message: str):

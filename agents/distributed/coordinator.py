@@ -63,6 +63,8 @@ class Coordinator:
                max_seconds: Optional[float] = None,
                workdir: Optional[str] = None,
                node_watch: Optional[Callable[[], Any]] = None,
+               replay=None,
+               end_program: Optional[Callable[..., None]] = None,
                poll_seconds: float = 1.0):
     self._counter = counter
     self._learner = learner
@@ -72,6 +74,8 @@ class Coordinator:
     self._max_seconds = max_seconds
     self._workdir = workdir
     self._watch = node_watch() if node_watch else None
+    self._replay = replay
+    self._end_program = end_program
     self._poll_seconds = poll_seconds
     self._requested: Optional[str] = None
     self._wake = threading.Event()
@@ -188,7 +192,7 @@ class Coordinator:
       if self._node_died:
         # The others may be blocked in calls to the dead node: no order
         # helps them; the program's stop (and the stop watchdog) ends them.
-        lp.stop()
+        self._end(failed)
         return
       # A dead actor would never answer: it is not asked.
       dead = set(self._watch.dead_actors()) if self._watch else set()
@@ -197,4 +201,10 @@ class Coordinator:
       self._stop_nodes(actors + self._evaluators, 'actors and evaluators',
                        ACTING_STOP_SECONDS)
       self._stop_nodes([self._learner], 'learner', LEARNER_STOP_SECONDS)
+      self._end(failed)
+
+  def _end(self, failed: bool):
+    if self._end_program is None:
       lp.stop()
+    else:
+      self._end_program(failed, self._replay, self._counter)

@@ -63,10 +63,29 @@ class _StopOnCtrlC:
       os.kill(os.getpid(), signal.SIGTERM)  # Launchpad's stop.
 
 
+def _submit(program: lp.Program, options: RunOptions):
+  """Submits the program to Vertex AI and returns: the job runs there (the
+  launcher has nothing to wait for; the job's console page, its logs and
+  `<workdir>/stop.json` say how it goes)."""
+  from agents.distributed import cloud  # pylint: disable=g-import-not-at-top
+  from agents.distributed import command_line  # pylint: disable=g-import-not-at-top
+  try:
+    cloud.submit(program, command_line.cloud_plan())
+  except ValueError as error:
+    sys.stderr.write(f'error: {error}\n')
+    sys.exit(1)
+  print(f'The job runs on Vertex AI; its files go to {options.workdir}. '
+        'Stop it from the job\'s console page (Cancel) or with `gcloud ai '
+        'custom-jobs cancel`.')
+
+
 def launch(program: lp.Program, options: RunOptions,
            program_name: Optional[str] = None):
   """Launches `program` and waits until it stops; exits with status 1 if
   the program's coordinator stopped it as failed."""
+  if options.launch_type == 'vertex_ai':
+    _submit(program, options)
+    return
   run_manifest.remove_stop_record(options.workdir)
   ctrl_c = _StopOnCtrlC(program)
   if options.launch_type == 'local_mp':

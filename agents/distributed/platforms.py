@@ -7,12 +7,17 @@ launch type inside the nodes:
 
   SharedProcess   every node a thread of one process (local_mt, test_mt)
   ProcessPerNode  every node a process of its own
+  ClusterProcesses every node a replica on a machine of its own (vertex_ai):
+                  the coordinator is the job's primary replica, and its exit,
+                  once everything is saved, ends the job
   LocalProcesses  (agents/distributed/local.py) the processes of one machine
                   (local_mp): pid files, node watching, a stop watchdog, a
                   supervised replay server
 """
 
+from concurrent import futures
 import functools
+import sys
 from typing import Callable, Optional, Sequence
 
 import launchpad as lp
@@ -57,6 +62,10 @@ def _nothing():
 class SharedProcess:
   """Every node a thread of one process (local_mt, test_mt): there is no
   process of a node's own to set up, and a node cannot die alone."""
+
+  # The coordinator's last step of a stop (`Coordinator`'s `end_program`);
+  # None: Launchpad's stop of every node.
+  end_program = None
 
   def process_setup(self, label: str,
                     constructor=None) -> Callable[[], None]:
@@ -105,3 +114,51 @@ class ProcessPerNode(SharedProcess):
     del label
     return functools.partial(
         use_tf_threads, getattr(constructor, 'tf_threads_per_process', None))
+
+
+# How long the primary replica waits for the replay's and the counter's final
+# checkpoints before it ends the job (a full Atari replay takes minutes).
+FINAL_CHECKPOINT_SECONDS = 900.0
+
+
+def _final_checkpoints(replay, counter):
+  """Has replay and the counter save, as their own stop would; returns
+  whether both confirmed."""
+  pool = futures.ThreadPoolExecutor(1)
+  answers = {'replay': pool.submit(replay.checkpoint) if replay else None,
+             'counter': counter.futures.save_checkpoint()}
+  confirmed = True
+  for name, answer in answers.items():
+    if answer is None:
+      continue
+    try:
+      logging.info('Final %s checkpoint: %s', name,
+                   answer.result(timeout=FINAL_CHECKPOINT_SECONDS))
+    except Exception as error:  # pylint: disable=broad-except
+      confirmed = False
+      logging.warning('No final %s checkpoint (%r); its newest earlier one '
+                      'stays the newest.', name, error)
+  pool.shutdown(wait=False)
+  return confirmed
+
+
+def end_as_primary_replica(failed: bool, replay, counter):
+  """Ends a Vertex AI job from its primary replica (the coordinator): once
+  replay and the counter have saved, the coordinator's exit ends the job,
+  which takes the primary's status: exit 1 (job failed) if the run failed,
+  0 (job succeeded) otherwise. (Launchpad's `lp.stop()` there cancels the
+  job instead, so that every stop would read as cancelled.)"""
+  _final_checkpoints(replay, counter)
+  logging.info('Ending the job (%s).', 'failed' if failed else 'succeeded')
+  logging.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  raise SystemExit(1 if failed else 0)
+
+
+class ClusterProcesses(ProcessPerNode):
+  """Every node a replica on a machine of its own (vertex_ai): no pid files
+  or /proc to watch, no shared disk but the run's workdir; the coordinator
+  is the job's primary replica and ends the job (`end_as_primary_replica`)."""
+
+  end_program = staticmethod(end_as_primary_replica)

@@ -24,46 +24,57 @@ from agents.distributed.options import actor_label
 
 
 def platform_for(options: RunOptions) -> platforms.SharedProcess:
-  """Where the nodes run: this machine's processes under local_mp, threads
-  of one process under local_mt and test_mt."""
+  """Where the nodes run: this machine's processes under local_mp, machines
+  of a cluster under vertex_ai, threads of one process under local_mt and
+  test_mt."""
   if options.launch_type == 'local_mp':
     return local.LocalProcesses(options.workdir)
+  if options.launch_type == 'vertex_ai':
+    return platforms.ClusterProcesses()
   return platforms.SharedProcess()
 
 
 def make_program(builder, options: RunOptions) -> lp.Program:
   """The Ape-X program: replay, counter, learner, actors, evaluator, and
-  the coordinator that stops them."""
+  the coordinator that stops them.
+
+  The coordinator's group comes first: on Vertex AI that makes it the job's
+  primary replica (the first pool of one replica), whose exit ends the job.
+  """
   platform = platform_for(options)
   node = platform.courier_node
+  replay_node = nodes.ReplayNode(
+      builder.make_replay_tables, options.workdir,
+      options.replay_checkpoint_every, platform.process_setup('replay'),
+      platform.replay_server())
+  replay = replay_node.create_handle()
+  counter_node = node('counter', checkpointing.CheckpointedCounter,
+                      options.workdir, options.checkpoint_every > 0)
+  counter = counter_node.create_handle()
+  learner_node = node('learner', nodes.LearnerNode, builder, replay, counter,
+                      options)
+  learner = learner_node.create_handle()
+  actor_nodes = [node(actor_label(actor_id), nodes.ActorNode, builder, replay,
+                      learner, counter, actor_id, options)
+                 for actor_id in range(options.num_actors)]
+  evaluator_nodes = [
+      node('evaluator', nodes.EvaluatorNode, builder, learner, counter,
+           options) for _ in range(options.num_evaluators)]
+  coordinator_node = node(
+      'coordinator', Coordinator, counter, learner,
+      [actor.create_handle() for actor in actor_nodes],
+      [evaluator.create_handle() for evaluator in evaluator_nodes],
+      options.max_actor_steps, options.max_seconds, options.workdir,
+      platform.node_watch([actor_label(i) for i in range(options.num_actors)]),
+      replay, platform.end_program)
+
   program = lp.Program(name=builder.name)
-  with program.group('replay'):
-    replay = program.add_node(nodes.ReplayNode(
-        builder.make_replay_tables, options.workdir,
-        options.replay_checkpoint_every, platform.process_setup('replay'),
-        platform.replay_server()))
-  with program.group('counter'):
-    counter = program.add_node(node(
-        'counter', checkpointing.CheckpointedCounter, options.workdir,
-        options.checkpoint_every > 0))
-  with program.group('learner'):
-    learner = program.add_node(
-        node('learner', nodes.LearnerNode, builder, replay, counter, options))
-  with program.group('actor'):
-    actors = [
-        program.add_node(node(actor_label(actor_id), nodes.ActorNode, builder,
-                              replay, learner, counter, actor_id, options))
-        for actor_id in range(options.num_actors)]
-  evaluators = []
-  if options.num_evaluators:
-    with program.group('evaluator'):
-      evaluators.append(program.add_node(node(
-          'evaluator', nodes.EvaluatorNode, builder, learner, counter,
-          options)))
-  with program.group('coordinator'):
-    program.add_node(node(
-        'coordinator', Coordinator, counter, learner, actors, evaluators,
-        options.max_actor_steps, options.max_seconds, options.workdir,
-        platform.node_watch([actor_label(i)
-                             for i in range(options.num_actors)])))
+  groups = [('coordinator', [coordinator_node]), ('replay', [replay_node]),
+            ('counter', [counter_node]), ('learner', [learner_node]),
+            ('actor', actor_nodes), ('evaluator', evaluator_nodes)]
+  for label, group in groups:
+    if group:
+      with program.group(label):
+        for member in group:
+          program.add_node(member)
   return program

@@ -1,0 +1,601 @@
+"""Launching a program on Google Cloud, through Launchpad's Vertex AI launcher.
+
+`--lp_launch_type=vertex_ai` hands the program to Launchpad 0.5's own
+launcher (`lp.launch(program, 'vertex_ai', xm_resources)`), which
+
+* puts node groups with the same container and resources into one Vertex AI
+  worker pool (at most 4; the first pool must hold exactly one replica, the
+  job's primary, whose exit ends the job and gives its status),
+* serialises each pool's nodes into its container (`job.pkl`), and builds
+  the container from `python:3.10` plus the requirements file given here,
+* starts each replica as `python -m process_entry --data_file=job.pkl`,
+  which runs the node of index `CLUSTER_SPEC["task"]["index"]` and binds
+  its one address from `CLUSTER_SPEC`.
+
+This module says what each node group asks for (`CloudOptions`, flags of
+the same names), refuses a plan Vertex AI cannot run before anything is
+packaged, stages the code and requirements that go into the containers,
+and with `--dry_run` stops at the one step that reaches Google Cloud
+(building and pushing the images, submitting the job): the containers
+are packaged by the real launcher, then kept in `--package_dir` with a
+description of the job (`job.json`) instead of being submitted, and the
+plan is printed. `agents.distributed.vertex_emulator` runs such a package
+on this machine as Vertex AI would.
+"""
+
+import contextlib
+import dataclasses
+import io
+import json
+import logging
+import math
+import os
+import shutil
+import sys
+import tempfile
+import types
+from typing import Any, Dict, List, Optional, Tuple
+
+from agents.config import check_flag
+
+GIB = 2**30
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+# What the containers need of this repository: the nodes' code (pickled by
+# reference to these packages).
+CODE = ('agents',)
+JOB_FILE = 'job.json'
+
+# Accelerators Vertex AI offers that xmanager 0.3.0 can ask for
+# (`xm.GpuType`); the A100 picks its own a2 machine.
+ACCELERATORS = ('P4', 'T4', 'P100', 'V100', 'A100')
+
+# Replay's bytes per stored transition, by environment kind, measured on this
+# machine as the replay server's resident-memory growth per transition
+# (`benchmarks/replay_memory.py`, README "Replay memory"): Atari frames are
+# stored once per step and compressed; the small observations of MinAtar and
+# vector environments are dominated by Reverb's per-item cost.
+REPLAY_BYTES_PER_TRANSITION = {
+    'atari': 2_390,    # Pong, 20,000 transitions
+    'minatar': 1_960,  # breakout, 50,000 transitions
+    'gym': 1_920,      # CartPole-v1, 50,000 transitions
+    'control': 1_920,  # vector observations, as gym
+}
+# Replay's machine holds its items with this headroom, plus the process
+# itself (Python, TensorFlow, Reverb: ~0.4 GB measured) and a checkpoint's
+# buffers.
+REPLAY_HEADROOM = 1.5
+REPLAY_BASE_GIB = 2.0
+
+# The coordinator asks for less than any other group (and lands on the
+# smallest machine), so that it is a pool of its own and, added first to the
+# program, the job's primary replica.
+COORDINATOR_CPUS = 1
+COORDINATOR_MEMORY_GB = 2.0
+
+
+@dataclasses.dataclass(frozen=True)
+class CloudOptions:
+  """What each node group asks of Google Cloud (--lp_launch_type=vertex_ai).
+
+  Vertex AI gives every replica a machine of its own: the N1 machine with
+  the fewest CPUs, then the least memory, that has what a group asks for.
+  """
+
+  dry_run: bool = False
+  """With --lp_launch_type=vertex_ai: package the containers, print the plan
+  (worker pools, their nodes and replicas, machines, accelerators, memory,
+  image and install steps, where the run's files go) and exit without
+  submitting anything; needs no credentials."""
+  package_dir: Optional[str] = None
+  """With --dry_run: where the packaged containers and job.json are kept
+  (agents/distributed/vertex_emulator.py runs them on this machine);
+  default: a new temporary directory."""
+  learner_machine: str = 'n1-standard-8'
+  """The learner's Vertex AI machine type (N1; an A100 brings its own a2
+  machine)."""
+  learner_accelerator: str = 'none'
+  """The learner's accelerator: none, P4, T4, P100, V100 or A100 (its image
+  then holds TensorFlow 2.8 built for GPUs, with CUDA 11 and cuDNN 8)."""
+  learner_accelerator_count: int = 1
+  """How many of --learner_accelerator (1, 2, 4 or 8)."""
+  actor_cpus: int = 2
+  """CPUs of each actor's machine (an actor acts with one core; give it
+  more with --envs_per_actor)."""
+  actor_memory_gb: float = 4.0
+  """Memory of each actor's machine, GB."""
+  replay_cpus: int = 4
+  """CPUs of the replay's machine (one Reverb server served ~13,900
+  inserts/s on about one core here: README "Replay headroom")."""
+  replay_memory_gb: Optional[float] = None
+  """Memory of the replay's machine, GB; none: --replay_capacity times the
+  measured bytes per transition of the environment's kind, x1.5, + 2 GB."""
+  small_node_cpus: int = 2
+  """CPUs of the counter's and the evaluator's machines (the actors' puts
+  them in the actors' worker pool)."""
+  small_node_memory_gb: float = 4.0
+  """Memory of the counter's and the evaluator's machines, GB."""
+
+  def validate(self):
+    """Raises ValueError naming the first flag whose value is out of range."""
+    for name in ('actor_cpus', 'replay_cpus', 'small_node_cpus'):
+      check_flag(name, getattr(self, name) >= 1, getattr(self, name), '>= 1')
+    for name in ('actor_memory_gb', 'small_node_memory_gb'):
+      check_flag(name, getattr(self, name) > 0, getattr(self, name), '> 0')
+    check_flag('replay_memory_gb',
+               self.replay_memory_gb is None or self.replay_memory_gb > 0,
+               self.replay_memory_gb, '> 0 (or none to compute it)')
+    accelerator = self.learner_accelerator
+    check_flag('learner_accelerator',
+               accelerator == 'none' or accelerator.upper() in ACCELERATORS,
+               accelerator, f'none or one of {", ".join(ACCELERATORS)}')
+    counts = (1, 2, 4, 8, 16) if self.accelerator == 'A100' else (1, 2, 4, 8)
+    check_flag('learner_accelerator_count',
+               self.learner_accelerator_count in counts,
+               self.learner_accelerator_count,
+               ', '.join(str(count) for count in counts))
+
+  @property
+  def accelerator(self) -> Optional[str]:
+    if self.learner_accelerator == 'none':
+      return None
+    return self.learner_accelerator.upper()
+
+
+def machine_types() -> Dict[str, Tuple[int, int]]:
+  """Vertex AI's N1 machines that xmanager can ask for: name -> (CPUs,
+  memory in bytes)."""
+  from xmanager.cloud import vertex  # pylint: disable=g-import-not-at-top
+  return dict(vertex._MACHINE_TYPE_TO_CPU_RAM)  # pylint: disable=protected-access
+
+
+def smallest_machine(cpus: int, memory: int, flags: Tuple[str, ...]) -> str:
+  """The N1 machine with the fewest CPUs, then the least memory, that has
+  `cpus` and `memory`; raises ValueError naming `flags` if none has."""
+  fitting = sorted((machine_cpus, machine_memory, name) for name, (
+      machine_cpus, machine_memory) in machine_types().items()
+                   if machine_cpus >= cpus and machine_memory >= memory)
+  if not fitting:
+    raise ValueError(
+        f'No Vertex AI machine has {cpus} CPUs and {memory / GIB:.1f} GiB; '
+        f'lower {" or ".join("--" + flag for flag in flags)}.')
+  return fitting[0][2]
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+  """What one node group asks of Vertex AI: its machine (and what the group
+  asked for, which picked it), its accelerator, and the flags that set it."""
+  machine: str
+  cpus: int
+  memory: int
+  accelerator: Optional[str] = None
+  accelerator_count: int = 0
+  flags: Tuple[str, ...] = ()
+
+  def shape(self):
+    return (self.cpus, self.memory, self.accelerator, self.accelerator_count)
+
+  def describe(self) -> str:
+    text = self.machine
+    if self.machine in machine_types():
+      cpus, memory = machine_types()[self.machine]
+      text += f' ({cpus} CPUs, {memory / GIB:g} GiB)'
+    if self.accelerator:
+      text += f' + {self.accelerator_count} x {self.accelerator}'
+    return text
+
+
+def _request(cpus: int, memory: int, flags: Tuple[str, ...] = (),
+             exact: bool = True) -> Request:
+  """The smallest machine for (cpus, memory). `exact`: ask xmanager for the
+  machine's own CPUs and memory, which it maps back to that machine (for
+  what lies between, its choice weighs memory in bytes against CPUs, and a
+  4-CPU 9-GiB request gets a 16-CPU machine)."""
+  machine = smallest_machine(cpus, memory, flags)
+  if exact:
+    cpus, memory = machine_types()[machine]
+  return Request(machine, cpus, memory, flags=flags)
+
+
+def replay_memory_bytes(env_kind: str, capacity: int) -> int:
+  """The memory the replay's machine needs for `capacity` transitions of an
+  environment of kind `env_kind`."""
+  per_transition = REPLAY_BYTES_PER_TRANSITION.get(
+      env_kind, max(REPLAY_BYTES_PER_TRANSITION.values()))
+  return int(capacity * per_transition * REPLAY_HEADROOM +
+             REPLAY_BASE_GIB * GIB)
+
+
+def _bytes(value_gb: float) -> int:
+  return int(value_gb * GIB)
+
+
+def requests(cloud: 'CloudOptions', env_kind: str,
+             replay_capacity: int) -> Dict[str, Request]:
+  """Every node group's request; raises ValueError for a plan no machine
+  fits (a replay the machine asked for cannot hold, an unknown machine),
+  naming the flags and the fix."""
+  needed = replay_memory_bytes(env_kind, replay_capacity)
+  replay_flags = ('replay_cpus', 'replay_memory_gb')
+  if cloud.replay_memory_gb is not None and _bytes(
+      cloud.replay_memory_gb) < needed:
+    raise ValueError(
+        f'--replay_memory_gb={cloud.replay_memory_gb:g} cannot hold '
+        f'--replay_capacity={replay_capacity} transitions of a {env_kind} '
+        f'environment (about {needed / GIB:.1f} GiB with headroom); raise '
+        '--replay_memory_gb, leave it unset (none) to have it computed, or '
+        'lower --replay_capacity.')
+  replay_memory = (needed if cloud.replay_memory_gb is None else
+                   _bytes(cloud.replay_memory_gb))
+  try:
+    replay = _request(cloud.replay_cpus, replay_memory, replay_flags)
+  except ValueError as error:
+    raise ValueError(
+        f'{error} The replay needs about {needed / GIB:.1f} GiB for '
+        f'--replay_capacity={replay_capacity} ({env_kind}): lower '
+        '--replay_capacity.') from error
+  small = _request(cloud.small_node_cpus, _bytes(cloud.small_node_memory_gb),
+                   ('small_node_cpus', 'small_node_memory_gb'))
+  actor = _request(cloud.actor_cpus, _bytes(cloud.actor_memory_gb),
+                   ('actor_cpus', 'actor_memory_gb'))
+  return {
+      'coordinator': _request(COORDINATOR_CPUS,
+                              _bytes(COORDINATOR_MEMORY_GB), exact=False),
+      'replay': replay,
+      'counter': small,
+      'learner': _learner_request(cloud),
+      'actor': actor,
+      'evaluator': small,
+  }
+
+
+def _learner_request(cloud: 'CloudOptions') -> Request:
+  flags = ('learner_machine', 'learner_accelerator',
+           'learner_accelerator_count')
+  if cloud.accelerator == 'A100':
+    # Vertex AI puts A100s on a2 machines of their own count.
+    from xmanager.cloud import vertex  # pylint: disable=g-import-not-at-top
+    machine = dict(vertex._A100_GPUS_TO_MACHINE_TYPE)[  # pylint: disable=protected-access
+        cloud.learner_accelerator_count]
+    return Request(machine, 0, 0, 'A100', cloud.learner_accelerator_count,
+                   flags)
+  if cloud.learner_machine not in machine_types():
+    raise ValueError(
+        f'--learner_machine={cloud.learner_machine} is not a Vertex AI '
+        f'machine xmanager can ask for; choose one of '
+        f'{", ".join(sorted(machine_types()))}.')
+  cpus, memory = machine_types()[cloud.learner_machine]
+  return Request(cloud.learner_machine, cpus, memory, cloud.accelerator,
+                 cloud.learner_accelerator_count if cloud.accelerator else 0,
+                 flags)
+
+
+def job_requirements(request: Request):
+  """The request as xmanager's `JobRequirements`."""
+  from xmanager import xm  # pylint: disable=g-import-not-at-top
+  resources = {}
+  if request.accelerator:
+    resources[request.accelerator.lower()] = request.accelerator_count
+  if request.cpus:
+    resources['cpu'] = request.cpus
+    resources['ram'] = request.memory
+  return xm.JobRequirements(**resources)
+
+
+def xmanager_machine(request: Request) -> str:
+  """The machine xmanager itself picks for the request (what Vertex AI is
+  asked for)."""
+  from xmanager import xm  # pylint: disable=g-import-not-at-top
+  from xmanager import xm_local  # pylint: disable=g-import-not-at-top
+  from xmanager.cloud import vertex  # pylint: disable=g-import-not-at-top
+  job = xm.Job(executable=None,
+               executor=xm_local.Caip(requirements=job_requirements(request)))
+  return vertex.get_machine_spec(job)['machine_type']
+
+
+def check_plan(group_requests: Dict[str, Request], groups: List[str]):
+  """Refuses a plan Vertex AI cannot run, naming the flags: more than 4
+  distinct requests (worker pools)."""
+  shapes: Dict[Any, List[str]] = {}
+  for label in groups:
+    shapes.setdefault(group_requests[label].shape(), []).append(label)
+  if len(shapes) > 4:
+    described = '; '.join(
+        f'{", ".join(labels)}: {group_requests[labels[0]].describe()}'
+        for labels in shapes.values())
+    raise ValueError(
+        f'The plan needs {len(shapes)} worker pools, one per distinct '
+        f'request ({described}), and Vertex AI runs at most 4 (one of them '
+        'the coordinator\'s). Give the counter and the evaluator the actors\' '
+        'machine (--small_node_cpus and --small_node_memory_gb as '
+        '--actor_cpus and --actor_memory_gb).')
+
+
+# The containers' Python packages: the local set, with TensorFlow built for
+# GPUs where a GPU is asked for, and what Launchpad's process_entry needs
+# beside them (it imports xmanager through Launchpad's DockerConfig).
+_GPU_PACKAGES = (
+    # TensorFlow 2.8 loads CUDA 11 and cuDNN 8 (see `gpu_libraries`).
+    'nvidia-cuda-runtime-cu11==11.8.89',
+    'nvidia-cublas-cu11==11.11.3.6',
+    'nvidia-cufft-cu11==10.9.0.58',
+    'nvidia-curand-cu11==10.3.0.86',
+    'nvidia-cusolver-cu11==11.4.1.48',
+    'nvidia-cusparse-cu11==11.7.5.86',
+    'nvidia-cudnn-cu11==8.6.0.163',
+)
+
+
+def container_requirements(gpu: bool) -> str:
+  """The text of a container's requirements file."""
+  lines = []
+  for name in ('requirements.txt', 'requirements-cloud.txt'):
+    with open(os.path.join(ROOT, name)) as f:
+      for line in f:
+        text = line.split('#')[0].strip()
+        if not text or text.startswith('-c') or text.startswith('pytest'):
+          continue
+        if gpu and text.startswith('tensorflow-cpu=='):
+          text = text.replace('tensorflow-cpu==', 'tensorflow==')
+        lines.append(text)
+  if gpu:
+    lines.extend(_GPU_PACKAGES)
+  return '\n'.join(lines) + '\n'
+
+
+def stage_code(directory: str) -> str:
+  """Copies what the containers need of this repository into `directory`;
+  returns the code directory for Launchpad's DockerConfig."""
+  code = os.path.join(directory, 'code')
+  for name in CODE:
+    shutil.copytree(os.path.join(ROOT, name), os.path.join(code, name),
+                    ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+  return code
+
+
+def xm_resources(group_requests: Dict[str, Request], groups: List[str],
+                 staging: str) -> Dict[str, Any]:
+  """Launchpad's `xm_resources`: one DockerConfig per node group."""
+  from launchpad.nodes.python import xm_docker  # pylint: disable=g-import-not-at-top
+  code = stage_code(staging)
+  files = {}
+  for gpu in (False, True):
+    path = os.path.join(staging, 'requirements-gpu.txt' if gpu
+                        else 'requirements.txt')
+    with open(path, 'w') as f:
+      f.write(container_requirements(gpu))
+    files[gpu] = path
+  return {label: xm_docker.DockerConfig(
+      code_directory=code,
+      docker_requirements=files[group_requests[label].accelerator is not None],
+      hw_requirements=job_requirements(group_requests[label]))
+          for label in groups}
+
+
+def check_cloud_dependencies():
+  """Raises ValueError saying how to install what the launch needs."""
+  # google-cloud-bigquery (through aiplatform) announces at import, at INFO,
+  # that it could trace itself with OpenTelemetry.
+  logging.getLogger('google.cloud.bigquery.opentelemetry_tracing').setLevel(
+      logging.WARNING)
+  try:
+    import xmanager  # pylint: disable=g-import-not-at-top,unused-import
+    from xmanager import xm_local  # pylint: disable=g-import-not-at-top
+    xm_local.Caip  # pylint: disable=pointless-statement
+  except Exception as error:  # pylint: disable=broad-except
+    raise ValueError(
+        f'--lp_launch_type=vertex_ai needs xmanager ({error}); install it '
+        'with `make cloud-deps` (pip install -r requirements-cloud.txt).'
+    ) from error
+
+
+class _Packaged:
+  """An executable that was packaged and kept, not built nor pushed."""
+
+  def __init__(self, pool: str, spec):
+    self.pool = pool
+    self.spec = spec
+
+
+class _KeptExperiment:
+  """Stands where Launchpad opens an xmanager experiment (the step that
+  builds images with Cloud Build or Docker, pushes them and submits the job):
+  keeps each packaged container and what would have been submitted."""
+
+  def __init__(self, directory: str):
+    self._directory = directory
+    self.pools: List[Dict[str, Any]] = []
+    self._packaged: List[_Packaged] = []
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc_info):
+    return False
+
+  def package(self, packageables):
+    from xmanager.cloud import build_image  # pylint: disable=g-import-not-at-top
+    executables = []
+    for packageable in packageables:
+      spec = packageable.executable_spec
+      pool = f'workerpool{len(self._packaged)}'
+      target = os.path.join(self._directory, pool)
+      shutil.copytree(spec.path, os.path.join(target, os.path.basename(
+          spec.path)))
+      # The Dockerfile xmanager would build the image from (it writes it to
+      # a temporary file and returns its path).
+      dockerfile = build_image._create_dockerfile(  # pylint: disable=protected-access
+          spec, packageable.args, packageable.env_vars)
+      shutil.move(dockerfile, os.path.join(target, 'Dockerfile'))
+      packaged = _Packaged(pool, spec)
+      self._packaged.append(packaged)
+      executables.append(packaged)
+    return executables
+
+  def add(self, job_group):
+    for job in job_group.jobs.values():
+      packaged = job.executable
+      requirements = job.executor.requirements
+      entrypoint = ' '.join(packaged.spec.entrypoint.commands)
+      self.pools.append({
+          'name': packaged.pool,
+          'directory': os.path.join(packaged.pool,
+                                    os.path.basename(packaged.spec.path)),
+          'replicas': requirements.replicas,
+          'command': entrypoint,
+          'base_image': packaged.spec.base_image,
+          'docker_instructions': list(packaged.spec.docker_instructions),
+          'requirements': repr(requirements),
+      })
+
+
+@contextlib.contextmanager
+def _kept_instead_of_submitted(directory: str):
+  """Within: Launchpad's Vertex AI launcher keeps the packaged job in
+  `directory` at the step where it would reach Google Cloud."""
+  from launchpad.launch.xm_docker import launch as xm_launch  # pylint: disable=g-import-not-at-top
+  experiment = _KeptExperiment(directory)
+  real = xm_launch.xm_local
+  xm_launch.xm_local = types.SimpleNamespace(
+      create_experiment=lambda **unused: experiment, Caip=real.Caip)
+  try:
+    yield experiment
+  finally:
+    xm_launch.xm_local = real
+
+
+def _bound_pools(program) -> Dict[str, List[str]]:
+  """Which nodes Launchpad bound to which worker pool: pool -> labels by
+  replica index (read from each node's address, bound from CLUSTER_SPEC)."""
+  pools: Dict[str, Dict[int, str]] = {}
+  for label, nodes in program.groups.items():
+    for node in nodes:
+      builder = node.addresses[0]._address_builder  # pylint: disable=protected-access
+      pools.setdefault(builder._cluster, {})[builder._instance] = label  # pylint: disable=protected-access
+  return {pool: [labels[index] for index in sorted(labels)]
+          for pool, labels in sorted(pools.items())}
+
+
+def package(program, group_requests: Dict[str, Request],
+            directory: str) -> Dict[str, Any]:
+  """Runs Launchpad's Vertex AI launcher up to the step that reaches Google
+  Cloud and keeps what it packaged in `directory` (one directory per worker
+  pool, and `job.json`); returns the job's description."""
+  import launchpad as lp  # pylint: disable=g-import-not-at-top
+  groups = list(program.groups)
+  staging = tempfile.mkdtemp(prefix='apex-staging-')
+  try:
+    resources = xm_resources(group_requests, groups, staging)
+    with _kept_instead_of_submitted(directory) as experiment:
+      # Launchpad prints that the program was launched: it was not.
+      with contextlib.redirect_stdout(io.StringIO()):
+        lp.launch(program, launch_type='vertex_ai', xm_resources=resources)
+  finally:
+    shutil.rmtree(staging, ignore_errors=True)
+  nodes = _bound_pools(program)
+  pools = []
+  for pool in experiment.pools:
+    labels = nodes[pool['name']]
+    request = group_requests[labels[0]]
+    machine = xmanager_machine(request)
+    if machine != request.machine:  # The plan must say what is asked for.
+      raise RuntimeError(f'xmanager asks for {machine} where the plan says '
+                         f'{request.machine} ({", ".join(labels)}).')
+    pools.append({**pool, 'nodes': labels, 'machine_type': machine,
+                  'machine': request.describe(),
+                  'gpu_image': request.accelerator is not None})
+  job = {'name': program.name, 'pools': pools}
+  with open(os.path.join(directory, JOB_FILE), 'w') as f:
+    json.dump(job, f, indent=2)
+  return job
+
+
+def _counted(labels: List[str]) -> str:
+  counts: Dict[str, int] = {}
+  for label in labels:
+    counts[label] = counts.get(label, 0) + 1
+  return ', '.join(f'{count} x {label}' if count > 1 else label
+                   for label, count in counts.items())
+
+
+def format_plan(job: Dict[str, Any], workdir: str, directory: str) -> str:
+  """The plan `--dry_run` prints."""
+  lines = [f'Vertex AI job "{job["name"]}" (not submitted: --dry_run).', '']
+  machine_hours: Dict[str, int] = {}
+  for pool in job['pools']:
+    lines.append(f'{pool["name"]}: {pool["replicas"]} replica(s), each on '
+                 f'its own {pool["machine"]}: {_counted(pool["nodes"])}')
+    machine_hours[pool['machine_type']] = machine_hours.get(
+        pool['machine_type'], 0) + pool['replicas']
+  first = job['pools'][0]
+  lines += ['', f'Primary replica (its exit ends the job and gives its '
+                f'status): {first["nodes"][0]} ({first["name"]}).', '',
+            f'Container of each pool: FROM {first["base_image"]}, then']
+  lines += [f'  {step}' for step in first['docker_instructions']]
+  lines.append(f'  CMD {first["command"]}')
+  lines.append('  requirements.txt: this project\'s pinned set and '
+               'requirements-cloud.txt' + ''.join(
+                   f'; in {pool["name"]}, TensorFlow 2.8 for GPUs with CUDA '
+                   '11 and cuDNN 8 wheels' for pool in job['pools']
+                   if pool['gpu_image']))
+  lines += ['', 'Machine-hours per hour of running: ' + ', '.join(
+      f'{count} x {machine}' for machine, count in sorted(
+          machine_hours.items())) + '.',
+            f'Run files (logs, checkpoints, run.json, stop.json): {workdir}',
+            f'Packaged containers and job.json: {directory}']
+  return '\n'.join(lines)
+
+
+def dry_run(program, group_requests: Dict[str, Request], workdir: str,
+            directory: Optional[str]):
+  """Packages the program for Vertex AI, prints the plan, exits 0."""
+  directory = directory or tempfile.mkdtemp(prefix='apex-vertex-')
+  os.makedirs(directory, exist_ok=True)
+  if os.listdir(directory):
+    raise ValueError(f'--package_dir={directory} is not empty; choose a new '
+                     'or empty directory.')
+  job = package(program, group_requests, directory)
+  print(format_plan(job, workdir, directory))
+  sys.stdout.flush()
+
+
+SETUP_HELP = ('see the README\'s "On Google Cloud": a project with Vertex AI, '
+              'Cloud Build and Container Registry enabled, `gcloud auth '
+              'application-default login`, GOOGLE_CLOUD_PROJECT and '
+              'GOOGLE_CLOUD_BUCKET_NAME set')
+
+
+def submit(program, group_requests: Dict[str, Request]):
+  """Launches the program on Vertex AI through Launchpad's launcher: images
+  built (Cloud Build, or a local Docker) and pushed, the job submitted.
+  Raises ValueError saying what to set up when Google Cloud is not."""
+  import launchpad as lp  # pylint: disable=g-import-not-at-top
+  from google.auth import exceptions as auth_exceptions  # pylint: disable=g-import-not-at-top
+  if not os.environ.get('GOOGLE_CLOUD_BUCKET_NAME'):
+    raise ValueError('GOOGLE_CLOUD_BUCKET_NAME is not set: xmanager stages '
+                     'the job\'s files in that Cloud Storage bucket; ' +
+                     SETUP_HELP + '.')
+  staging = tempfile.mkdtemp(prefix='apex-staging-')
+  try:
+    resources = xm_resources(group_requests, list(program.groups), staging)
+    lp.launch(program, launch_type='vertex_ai', xm_resources=resources)
+  except auth_exceptions.GoogleAuthError as error:
+    raise ValueError(f'Google Cloud refused or could not be reached '
+                     f'({error}); {SETUP_HELP}.') from error
+  finally:
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+BUCKET_PREFIX = 'gs://'
+# Where Vertex AI mounts Cloud Storage in every container (Cloud Storage
+# FUSE): gs://<bucket>/<path> is the file path /gcs/<bucket>/<path> there.
+MOUNT = '/gcs/'
+
+
+def container_path(workdir: str) -> str:
+  """The path under which every replica sees a gs:// workdir (the nodes
+  read and write it as files, with the code that writes a local one)."""
+  if workdir.startswith(BUCKET_PREFIX):
+    return MOUNT + workdir[len(BUCKET_PREFIX):]
+  return workdir
