@@ -137,7 +137,7 @@ def make_sample(seed: int, batch: int = BATCH) -> reverb.ReplaySample:
 
 def make_learner(samples, *, learning_rate=0.1, beta=0.4, max_gradient_norm=1e6,
                  target_update_period=1000, online_seed=1, target_seed=2,
-                 **logging_args):
+                 optimizer=None, **logging_args):
   online = make_network(online_seed)
   target = make_network(target_seed)
   learner = ApeXDQNLearner(
@@ -145,7 +145,7 @@ def make_learner(samples, *, learning_rate=0.1, beta=0.4, max_gradient_norm=1e6,
       target_network=target,
       iterator=replay_items.iterator_over(samples),
       replay_client=None,
-      optimizer=snt.optimizers.SGD(learning_rate=learning_rate),
+      optimizer=optimizer or snt.optimizers.SGD(learning_rate=learning_rate),
       importance_sampling_exponent=beta,
       target_update_period=target_update_period,
       max_gradient_norm=max_gradient_norm,
@@ -493,3 +493,36 @@ def test_end_to_end_priorities_written_back_to_reverb():
     replay_items.check_priorities_written_back(client, latest, initial)
   finally:
     server.stop()
+
+
+def test_optimizer_state_is_made_before_the_first_update_and_changes_nothing():
+  # The moments exist before the first update (outside its tf.function),
+  # and the updates are those of an optimiser that makes them in its first
+  # update.
+  samples = [make_sample(seed=400 + i) for i in range(3)]
+
+  def rmsprop():
+    return snt.optimizers.RMSProp(learning_rate=0.01, decay=0.95,
+                                  epsilon=1e-6, centered=True)
+
+  eager_optimizer, lazy_optimizer = rmsprop(), rmsprop()
+  eager, eager_online, _ = make_learner(samples, optimizer=eager_optimizer)
+  lazy, lazy_online, _ = make_learner(samples, optimizer=lazy_optimizer)
+  lazy._optimizer_state_made = True  # pylint: disable=protected-access
+  assert not eager_optimizer.ms and not lazy_optimizer.ms
+
+  eager._iterator = iter(  # pylint: disable=protected-access
+      tf.data.Dataset.from_tensors(samples[0]).take(0))
+  with pytest.raises(tf.errors.OutOfRangeError):  # Ended: no update.
+    eager.try_step()
+  assert len(eager_optimizer.ms) == len(eager_online.trainable_variables)
+  assert not any(np.any(moment.numpy()) for moment in eager_optimizer.ms)
+  eager._iterator = replay_items.iterator_over(samples)  # pylint: disable=protected-access
+
+  for _ in samples:
+    eager.step()
+    lazy.step()
+  np.testing.assert_allclose(flat(params_of(eager_online)),
+                             flat(params_of(lazy_online)), rtol=1e-6)
+  for a, b in zip(eager_optimizer.ms, lazy_optimizer.ms):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
