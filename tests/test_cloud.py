@@ -94,6 +94,18 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
       assert 'nvidia' not in requirements
     dockerfile = (package_dir / pool['name'] / 'Dockerfile').read_text()
     assert 'FROM python:3.10' in dockerfile
+    # TensorFlow 2.8 finds CUDA on the library path only: the GPU image
+    # names where the wheels put it (e.g. nvidia/cuda_runtime/lib holds
+    # libcudart.so.11.0 in nvidia-cuda-runtime-cu11 11.8.89).
+    gpu_path = re.search(r'ENV LD_LIBRARY_PATH="([^"]+)"', dockerfile)
+    if pool['nodes'] == ['learner']:
+      assert gpu_path, dockerfile
+      entries = gpu_path.group(1).split(':')
+      assert ('/usr/local/lib/python3.10/site-packages/nvidia/cuda_runtime/'
+              'lib') in entries
+      assert any(entry.endswith('nvidia/cudnn/lib') for entry in entries)
+    else:
+      assert not gpu_path, dockerfile
 
 
 @pytest.mark.parametrize('flags, named', [

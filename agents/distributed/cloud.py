@@ -327,6 +327,66 @@ _GPU_PACKAGES = (
 )
 
 
+# Where the CUDA and cuDNN wheels put their libraries in the image
+# (python:3.10's site-packages), and where Vertex AI's GPU machines expose
+# the driver: TensorFlow 2.8 looks for CUDA on the library path only.
+_SITE_PACKAGES = '/usr/local/lib/python3.10/site-packages'
+GPU_LIBRARY_PATH = ':'.join(
+    [f'{_SITE_PACKAGES}/nvidia/{name}/lib' for name in (
+        'cuda_runtime', 'cublas', 'cufft', 'curand', 'cusolver', 'cusparse',
+        'cudnn')] + ['/usr/local/nvidia/lib', '/usr/local/nvidia/lib64'])
+
+
+def _with_gpu_library_path(packageable):
+  """A pool whose requirements hold the CUDA wheels gets their libraries on
+  its image's library path (an ENV line in its Dockerfile: Launchpad's own
+  Docker steps have no room for one)."""
+  import attr  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(packageable.executable_spec.path,
+                         'requirements.txt')) as f:
+    if 'nvidia-cudnn' not in f.read():
+      return packageable
+  return attr.evolve(packageable, env_vars={
+      **packageable.env_vars, 'LD_LIBRARY_PATH': GPU_LIBRARY_PATH})
+
+
+class _GpuAwareExperiment:
+  """xmanager's experiment, with `_with_gpu_library_path` applied to what
+  Launchpad packages."""
+
+  def __init__(self, experiment):
+    self._experiment = experiment
+
+  def __enter__(self):
+    self._entered = self._experiment.__enter__()
+    return self
+
+  def __exit__(self, *exc_info):
+    return self._experiment.__exit__(*exc_info)
+
+  def package(self, packageables):
+    return self._entered.package(
+        [_with_gpu_library_path(packageable) for packageable in packageables])
+
+  def add(self, *args, **kwargs):
+    return self._entered.add(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _launcher_experiment(make_experiment):
+  """Within: Launchpad's Vertex AI launcher opens `make_experiment(...)`
+  wrapped in `_GpuAwareExperiment`, where it would open xmanager's."""
+  from launchpad.launch.xm_docker import launch as xm_launch  # pylint: disable=g-import-not-at-top
+  real = xm_launch.xm_local
+  xm_launch.xm_local = types.SimpleNamespace(
+      create_experiment=lambda **kwargs: _GpuAwareExperiment(
+          make_experiment(**kwargs)), Caip=real.Caip)
+  try:
+    yield
+  finally:
+    xm_launch.xm_local = real
+
+
 def container_requirements(gpu: bool) -> str:
   """The text of a container's requirements file."""
   lines = []
@@ -454,15 +514,9 @@ class _KeptExperiment:
 def _kept_instead_of_submitted(directory: str):
   """Within: Launchpad's Vertex AI launcher keeps the packaged job in
   `directory` at the step where it would reach Google Cloud."""
-  from launchpad.launch.xm_docker import launch as xm_launch  # pylint: disable=g-import-not-at-top
   experiment = _KeptExperiment(directory)
-  real = xm_launch.xm_local
-  xm_launch.xm_local = types.SimpleNamespace(
-      create_experiment=lambda **unused: experiment, Caip=real.Caip)
-  try:
+  with _launcher_experiment(lambda **unused: experiment):
     yield experiment
-  finally:
-    xm_launch.xm_local = real
 
 
 def _bound_pools(program) -> Dict[str, List[str]]:
@@ -579,7 +633,9 @@ def submit(program, group_requests: Dict[str, Request]):
   staging = tempfile.mkdtemp(prefix='apex-staging-')
   try:
     resources = xm_resources(group_requests, list(program.groups), staging)
-    lp.launch(program, launch_type='vertex_ai', xm_resources=resources)
+    from xmanager import xm_local  # pylint: disable=g-import-not-at-top
+    with _launcher_experiment(xm_local.create_experiment):
+      lp.launch(program, launch_type='vertex_ai', xm_resources=resources)
   except auth_exceptions.GoogleAuthError as error:
     raise ValueError(f'Google Cloud refused or could not be reached '
                      f'({error}); {SETUP_HELP}.') from error
