@@ -91,6 +91,10 @@ class CheckpointedCounter(counting.Counter):
     with self._lock:
       return {'counts': dict(self._counts), 'cache': dict(self._cache)}
 
+  def ping(self) -> bool:
+    """The coordinator's heartbeat (`agents.distributed.heartbeat`)."""
+    return True
+
   def save_checkpoint(self) -> bool:
     if self._checkpointer is None:
       return False

@@ -14,9 +14,12 @@
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
+import psutil
 import pytest
 
 from agents.distributed import cloud
@@ -263,3 +266,48 @@ def test_the_emulator_refuses_a_directory_without_a_job(tmp_path):
 def test_a_gs_workdir_is_the_mount_path_in_the_containers():
   assert cloud.container_path('gs://bucket/runs/a') == '/gcs/bucket/runs/a'
   assert cloud.container_path('/tmp/x') == '/tmp/x'
+
+
+def _wait_for(condition, timeout: float, what: str):
+  deadline = time.time() + timeout
+  while time.time() < deadline:
+    if condition():
+      return
+    time.sleep(0.5)
+  pytest.fail(f'Waited {timeout} s for {what}.')
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('signum', [signal.SIGKILL, signal.SIGSTOP])
+def test_a_killed_or_frozen_learner_replica_fails_the_job(tmp_path, signum):
+  # No pid file or /proc can see another machine: the coordinator learns
+  # that the learner is gone (or frozen) from its heartbeats over Courier.
+  workdir = tmp_path / 'run'
+  package_dir = _package(tmp_path, 'job', workdir, '--heartbeat_timeout=10')
+  emulator = subprocess.Popen(
+      [sys.executable, '-m', 'agents.distributed.vertex_emulator',
+       f'--package_dir={package_dir}', '--grace_seconds=10'],
+      cwd=helpers.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+      text=True, start_new_session=True)
+  try:
+    _wait_for(lambda: os.path.exists(workdir / 'logs' / 'learner' /
+                                     'logs.csv') and
+              helpers.last(workdir, 'learner', 'learner_steps') > 0, 300,
+              'the learner\'s first logged update')
+    replicas = json.loads(
+        (package_dir / 'logs' / 'replicas.json').read_text())
+    (learner,) = [r for r in replicas if r['node'] == 'learner']
+    os.kill(learner['pid'], signum)
+    output, _ = emulator.communicate(timeout=300)
+  finally:
+    helpers.kill_group(emulator)
+  assert emulator.returncode == 1, output[-3000:]
+  assert 'Job failed' in output
+  record = json.loads((workdir / 'stop.json').read_text())
+  assert record['failed'], record
+  assert 'learner' in record['reason'], record
+  # The job's end took the frozen learner with it.
+  assert not psutil.pid_exists(learner['pid']) or psutil.Process(
+      learner['pid']).status() == psutil.STATUS_ZOMBIE
+  coordinator = _replica_log(package_dir, 'coordinator')
+  assert 'Ending the job (failed).' in coordinator

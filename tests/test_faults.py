@@ -604,3 +604,42 @@ def test_program_stops_as_failed_once_every_actor_has_given_up(tmp_path,
   assert first['actor_environment_errors'] == 4, first
   assert second['actor_stopped_on_failures'] == 4, second
   assert second['actor_environment_errors'] == 8, second
+
+
+def _exit_after_freeze(program: helpers.Program, workdir,
+                       label: str) -> Tuple[int, str]:
+  """SIGSTOPs the node `label` once every node runs; the program's exit
+  status and output once it has stopped itself."""
+  program.wait_until(lambda: _all_nodes_running(workdir), START_TIMEOUT,
+                     'learner steps and node pid files')
+  victim = _pid(workdir, label)
+  program.note_processes()
+  assert victim in program.seen, f'{label}.pid is not a process of the run'
+  os.kill(victim, signal.SIGSTOP)
+  # Its process is still there: only heartbeats can tell.
+  program.wait_until(
+      lambda: psutil.Process(victim).status() == psutil.STATUS_STOPPED, 30,
+      f'{label} to be stopped')
+  returncode = program.wait_exit(120, f'{label} was frozen')
+  return returncode, program.output()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('label', ['learner', 'counter'])
+def test_a_frozen_node_stops_the_program_with_an_error(tmp_path, launch,
+                                                       label):
+  # SIGSTOP leaves the process in place, where pid files see a live node:
+  # the coordinator's heartbeats over Courier see that it no longer
+  # answers, and the program stops as failed, naming it, with no node left.
+  workdir = tmp_path / 'run'
+  program = _launch(launch, 'run', workdir, extra=['--heartbeat_timeout=8'])
+  returncode, output = _exit_after_freeze(program, workdir, label)
+  record = _check_stopped_as_failed(
+      workdir, returncode, output,
+      f'the {label} has not answered its heartbeats for',
+      final_counts=label != 'counter')
+  silent = float(re.search(r'answered its heartbeats for (\d+) s',
+                           record['reason']).group(1))
+  assert silent >= 8, record
+  _, left = psutil.wait_procs(program.alive(), timeout=30)
+  assert not left, f'{left} outlived the program'

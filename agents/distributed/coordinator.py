@@ -28,6 +28,7 @@ from acme.utils import counting
 from acme.utils import signals
 
 from agents import run_manifest
+from agents.distributed import heartbeat
 
 # Counter key: actors that stopped after repeated environment failures.
 ACTORS_GIVEN_UP = 'actor_stopped_on_failures'
@@ -65,6 +66,7 @@ class Coordinator:
                node_watch: Optional[Callable[[], Any]] = None,
                replay=None,
                end_program: Optional[Callable[..., None]] = None,
+               heartbeat_timeout: Optional[float] = None,
                poll_seconds: float = 1.0):
     self._counter = counter
     self._learner = learner
@@ -73,7 +75,11 @@ class Coordinator:
     self._max_actor_steps = max_actor_steps
     self._max_seconds = max_seconds
     self._workdir = workdir
-    self._watch = node_watch() if node_watch else None
+    watches = [node_watch() if node_watch else None]
+    if heartbeat_timeout is not None:
+      watches.append(heartbeat.HeartbeatWatch(
+          learner, counter, actors, replay, timeout=heartbeat_timeout))
+    self._watch = heartbeat.EitherWatch(watches) if any(watches) else None
     self._replay = replay
     self._end_program = end_program
     self._poll_seconds = poll_seconds
@@ -192,10 +198,15 @@ class Coordinator:
       if self._node_died:
         # The others may be blocked in calls to the dead node: no order
         # helps them; the program's stop (and the stop watchdog) ends them.
+        self._watch.end_gone_nodes()
+        self._watch.close()
         self._end(failed)
         return
       # A dead actor would never answer: it is not asked.
-      dead = set(self._watch.dead_actors()) if self._watch else set()
+      dead = set()
+      if self._watch:
+        dead = set(self._watch.dead_actors())
+        self._watch.close()
       actors = [actor for actor_id, actor in enumerate(self._actors)
                 if actor_id not in dead]
       self._stop_nodes(actors + self._evaluators, 'actors and evaluators',

@@ -165,6 +165,7 @@ class ProgramWatch:
   node would wait on it forever) and the actors (all of them)."""
 
   def __init__(self, workdir: str, actor_labels: Sequence[str]):
+    self._workdir = workdir
     self._single = [NodeWatch(workdir, 'learner'),
                     NodeWatch(workdir, 'counter')]
     self._actors = [NodeWatch(workdir, label) for label in actor_labels]
@@ -178,6 +179,21 @@ class ProgramWatch:
     if len(self.dead_actors()) == len(self._actors):
       return f'all {len(self._actors)} actor processes have died'
     return None
+
+  def end_nodes(self, labels: Sequence[str]):
+    """SIGKILLs the processes of the nodes `labels` of this launch (a frozen
+    node does not end on the program's SIGTERM)."""
+    for label in labels:
+      watch = NodeWatch(self._workdir, label)
+      watch.dead()  # Finds its process, if it is one of this launch.
+      if watch.pid is None:
+        continue
+      logging.warning('Ending the %s (pid %d), which no longer answers.',
+                      label, watch.pid)
+      try:
+        os.kill(watch.pid, signal.SIGKILL)
+      except ProcessLookupError:
+        pass
 
   def dead_actors(self) -> List[int]:
     """The ids of the actors whose process has died."""

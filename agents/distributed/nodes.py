@@ -115,6 +115,10 @@ class LearnerNode(acme.Learner, acme.VariableSource):
   def variable_names(self) -> List[str]:
     return self._learner.variable_names
 
+  def ping(self) -> bool:
+    """The coordinator's heartbeat (`agents.distributed.heartbeat`)."""
+    return True
+
   def stop(self, timeout: float) -> bool:
     """Ends learning after the current update, with a final log row and
     checkpoint; True once done within `timeout` seconds."""
@@ -221,6 +225,10 @@ class ActorNode:
         self._actor, counter=self._counter, logger=self._logger,
         log_every=options.log_every, on_failure=self._on_failure)
 
+  def ping(self) -> bool:
+    """The coordinator's heartbeat (`agents.distributed.heartbeat`)."""
+    return True
+
   def stop(self, timeout: float) -> bool:
     """Ends acting after the current step, with this actor's counts sent;
     True once done within `timeout` seconds."""
@@ -314,6 +322,10 @@ class EvaluatorNode:
     self._options = options
     self._stop = _Stop()
     self._loop = self._make_loop()
+
+  def ping(self) -> bool:
+    """The coordinator's heartbeat (`agents.distributed.heartbeat`)."""
+    return True
 
   def stop(self, timeout: float) -> bool:
     """Ends evaluation at the next step; True once done within `timeout`

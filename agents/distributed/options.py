@@ -64,6 +64,11 @@ class RunOptions:
   actor_max_failures: int = 5
   """Environment failures within a minute after which an actor gives up
   (the others go on)."""
+  heartbeat_timeout: float = 30.0
+  """Seconds after which the learner, the counter, replay or an actor that
+  has stopped answering the coordinator's heartbeats (over the program's own
+  RPC) counts as gone, dead or frozen: the program then stops as failed, as
+  when its process dies (not under local_mt, where nodes are threads)."""
   launch_type: str = dataclasses.field(default='local_mp',
                                        metadata={'flag': False})
   """Launchpad's launch type (--lp_launch_type); under local_mp every node
@@ -79,6 +84,8 @@ class RunOptions:
                     'actor_max_failures')
     for name in at_least_one:
       check_flag(name, getattr(self, name) >= 1, getattr(self, name), '>= 1')
+    check_flag('heartbeat_timeout', self.heartbeat_timeout > 0,
+               self.heartbeat_timeout, '> 0')
     for name in ('log_every', 'evaluation_period'):
       check_flag(name, getattr(self, name) >= 0, getattr(self, name), '>= 0')
     for name in ('checkpoint_every', 'replay_checkpoint_every'):

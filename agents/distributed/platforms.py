@@ -17,6 +17,7 @@ launch type inside the nodes:
 
 from concurrent import futures
 import functools
+import os
 import sys
 from typing import Callable, Optional, Sequence
 
@@ -66,6 +67,9 @@ class SharedProcess:
   # The coordinator's last step of a stop (`Coordinator`'s `end_program`);
   # None: Launchpad's stop of every node.
   end_program = None
+  # Whether the coordinator watches the nodes by heartbeats: not where a
+  # node cannot die or freeze alone.
+  heartbeats = False
 
   def process_setup(self, label: str,
                     constructor=None) -> Callable[[], None]:
@@ -108,6 +112,8 @@ class ProcessPerNode(SharedProcess):
   """Every node a process of its own: a node class may set its process's
   TensorFlow threads (`tf_threads_per_process`; the actors: one, as Ape-X
   gives each actor one core)."""
+
+  heartbeats = True
 
   def process_setup(self, label: str,
                     constructor=None) -> Callable[[], None]:
@@ -153,7 +159,10 @@ def end_as_primary_replica(failed: bool, replay, counter):
   logging.flush()
   sys.stdout.flush()
   sys.stderr.flush()
-  raise SystemExit(1 if failed else 0)
+  # At once: a SystemExit would unwind through Launchpad's process_entry,
+  # which ends with status 0 whatever the exit code, and could wait on
+  # threads calling a node that has gone.
+  os._exit(1 if failed else 0)  # pylint: disable=protected-access
 
 
 class ClusterProcesses(ProcessPerNode):

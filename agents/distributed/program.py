@@ -66,7 +66,8 @@ def make_program(builder, options: RunOptions) -> lp.Program:
       [evaluator.create_handle() for evaluator in evaluator_nodes],
       options.max_actor_steps, options.max_seconds, options.workdir,
       platform.node_watch([actor_label(i) for i in range(options.num_actors)]),
-      replay, platform.end_program)
+      replay, platform.end_program,
+      options.heartbeat_timeout if platform.heartbeats else None)
 
   program = lp.Program(name=builder.name)
   groups = [('coordinator', [coordinator_node]), ('replay', [replay_node]),

@@ -1,0 +1,208 @@
+"""Liveness over the program's own RPC: the coordinator's heartbeats.
+
+Pid files and /proc see only the processes of one machine, and not even
+there a frozen node (a SIGSTOP, a deadlock: the process is there, and does
+nothing). The coordinator instead calls every node it cannot go on without,
+once a `period`, with the cheapest call each serves: `ping()` over Courier
+(a Python method, so that a node whose interpreter is stuck does not answer
+either) for the learner, the counter and the actors, and Reverb's
+`server_info` for replay. At most one call per node is outstanding, so that
+a silent node does not collect calls.
+
+A node that has answered once and then not for `timeout` seconds is gone
+(dead or frozen). A node that has never answered is still starting (a
+Courier node serves only once its constructor has run, e.g. a learner
+restoring a checkpoint; Vertex AI starts replicas minutes apart), until
+`start_timeout`.
+"""
+
+from concurrent import futures
+import threading
+import time
+from typing import Any, Callable, List, Optional, Sequence
+
+from absl import logging
+
+from agents.distributed.options import actor_label
+
+# How long a node may take to answer its first heartbeat.
+START_TIMEOUT_SECONDS = 600.0
+
+
+class _Beat:
+  """One watched node: its call, and when it last answered."""
+
+  def __init__(self, name: str, label: str,
+               call: Callable[[], futures.Future], started: float):
+    self.name = name
+    self.label = label
+    self._call = call
+    self._pending: Optional[futures.Future] = None
+    self._pending_sent = started
+    self.answered: Optional[float] = None
+
+  def beat(self, now: float):
+    """Sends a call unless one is outstanding; notes an answer."""
+    if self._pending is not None:
+      if not self._pending.done():
+        return
+      if self._pending.exception() is None:
+        self.answered = self._pending_sent
+      self._pending = None
+    self._pending_sent = now
+    try:
+      self._pending = self._call()
+    except Exception as error:  # pylint: disable=broad-except
+      logging.warning('Heartbeat to the %s failed to go out: %r', self.name,
+                      error)
+
+  def close(self):
+    """Cancels the outstanding call and lets go of the client (whose
+    calls must end before the interpreter does: a call still in flight
+    then aborts the process)."""
+    if self._pending is not None:
+      self._pending.cancel()
+    self._call = None
+
+  def silent_for(self, now: float) -> Optional[float]:
+    """Seconds since the last answer; None before the first."""
+    return None if self.answered is None else now - self.answered
+
+
+def _courier_call(address: str, timeout: float):
+  from courier.python import client as courier_client  # pylint: disable=g-import-not-at-top
+  client = courier_client.Client(address, call_timeout=timeout)
+  return lambda: client.futures.ping()
+
+
+def _reverb_call(address: str, timeout: float):
+  import reverb  # pylint: disable=g-import-not-at-top
+  client = reverb.Client(address)
+  pool = futures.ThreadPoolExecutor(1, thread_name_prefix='replay-heartbeat')
+  return lambda: pool.submit(client.server_info, max(1, int(timeout)))
+
+
+def address_of(client) -> str:
+  """The address a Courier or Reverb client calls."""
+  address = getattr(client, 'address', None)
+  if address is None:
+    address = client._server_address  # pylint: disable=protected-access
+  return address
+
+
+class HeartbeatWatch:
+  """The coordinator's watch over the learner, the counter, replay and the
+  actors, by heartbeats; the interface of `local.ProgramWatch`."""
+
+  def __init__(self, learner, counter, actors: Sequence[Any], replay=None,
+               timeout: float = 30.0, period: float = 1.0,
+               start_timeout: float = START_TIMEOUT_SECONDS):
+    self._timeout = timeout
+    self._start_timeout = start_timeout
+    self._started = time.time()
+    call_timeout = max(timeout, period)
+    self._single = [
+        _Beat(name, name, _courier_call(address_of(client), call_timeout),
+              self._started)
+        for name, client in (('learner', learner), ('counter', counter))]
+    if replay is not None:
+      self._single.append(_Beat(
+          'replay', 'replay', _reverb_call(address_of(replay), call_timeout),
+          self._started))
+    self._actors = [_Beat(f'actor {actor_id}', actor_label(actor_id),
+                          _courier_call(address_of(actor), call_timeout),
+                          self._started)
+                    for actor_id, actor in enumerate(actors)]
+    self._lock = threading.Lock()
+    self._stop = threading.Event()
+    self._period = period
+    self._thread = threading.Thread(target=self._run, daemon=True,
+                                    name='heartbeats')
+    self._thread.start()
+
+  def _run(self):
+    while not self._stop.wait(self._period):
+      now = time.time()
+      with self._lock:
+        for beat in self._single + self._actors:
+          beat.beat(now)
+
+  def close(self):
+    """Stops the heartbeats; call before the process ends."""
+    self._stop.set()
+    self._thread.join()
+    with self._lock:
+      for beat in self._single + self._actors:
+        beat.close()
+
+  def _gone(self, beat: _Beat, now: float) -> Optional[str]:
+    silent = beat.silent_for(now)
+    if silent is None:
+      if now - self._started >= self._start_timeout:
+        return (f'the {beat.name} never answered its heartbeats in '
+                f'{self._start_timeout:.0f} s (it did not start)')
+      return None
+    if silent >= self._timeout:
+      return (f'the {beat.name} has not answered its heartbeats for '
+              f'{silent:.0f} s (frozen, or gone)')
+    return None
+
+  def dead(self) -> Optional[str]:
+    """Which node is gone, or None."""
+    now = time.time()
+    with self._lock:
+      for beat in self._single:
+        gone = self._gone(beat, now)
+        if gone:
+          return gone
+    if self._actors and len(self.dead_actors()) == len(self._actors):
+      return (f'none of the {len(self._actors)} actors has answered its '
+              f'heartbeats for {self._timeout:.0f} s (frozen, or gone)')
+    return None
+
+  def dead_actors(self) -> List[int]:
+    """The ids of the actors that are gone."""
+    now = time.time()
+    with self._lock:
+      return [actor_id for actor_id, beat in enumerate(self._actors)
+              if self._gone(beat, now)]
+
+  def gone_labels(self) -> List[str]:
+    """The labels (as in `<workdir>/nodes/`) of every node that is gone."""
+    now = time.time()
+    with self._lock:
+      return [beat.label for beat in self._single + self._actors
+              if self._gone(beat, now)]
+
+
+class EitherWatch:
+  """Several watches as one: a node is gone once any of them says so."""
+
+  def __init__(self, watches: Sequence[Any]):
+    self._watches = [watch for watch in watches if watch is not None]
+
+  def dead(self) -> Optional[str]:
+    for watch in self._watches:
+      gone = watch.dead()
+      if gone:
+        return gone
+    return None
+
+  def dead_actors(self) -> List[int]:
+    return sorted(set().union(*[watch.dead_actors()
+                                for watch in self._watches]))
+
+  def close(self):
+    for watch in self._watches:
+      if hasattr(watch, 'close'):
+        watch.close()
+
+  def end_gone_nodes(self):
+    """Has the watches that can end a node (`end_nodes`, on this machine)
+    end those that others see gone: a frozen process would outlive the
+    program's stop, and Launchpad would then kill the whole program."""
+    gone = set().union(*[watch.gone_labels() for watch in self._watches
+                         if hasattr(watch, 'gone_labels')])
+    for watch in self._watches:
+      if gone and hasattr(watch, 'end_nodes'):
+        watch.end_nodes(sorted(gone))

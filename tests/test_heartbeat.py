@@ -1,0 +1,149 @@
+"""The coordinator's heartbeats (`agents.distributed.heartbeat`) against
+real Courier servers in processes of their own, stopped, continued and
+killed with signals."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import types
+
+import portpicker
+import pytest
+from courier.python import client as courier_client
+
+from agents.distributed import heartbeat
+from tests import helpers
+
+
+@pytest.fixture
+def server():
+  process = subprocess.Popen([sys.executable, '-m', 'tests.heartbeat_server'],
+                             cwd=helpers.ROOT, stdout=subprocess.PIPE,
+                             text=True, start_new_session=True)
+  port = int(process.stdout.readline())
+  yield types.SimpleNamespace(process=process, address=f'localhost:{port}')
+  helpers.kill_group(process)
+
+
+def _node(address):
+  return types.SimpleNamespace(address=address)
+
+
+def _watch(address, **kwargs):
+  node = _node(address)
+  return heartbeat.HeartbeatWatch(node, node, [node, node], **kwargs)
+
+
+def _wait_for(condition, timeout: float, what: str):
+  deadline = time.time() + timeout
+  while time.time() < deadline:
+    value = condition()
+    if value:
+      return value
+    time.sleep(0.1)
+  pytest.fail(f'Waited {timeout} s for {what}.')
+
+
+def _pings(address) -> int:
+  return courier_client.Client(address, call_timeout=30).count()
+
+
+def test_a_live_node_is_never_gone(server):
+  watch = _watch(server.address, timeout=3.0, period=0.2)
+  # Ten timeouts' worth of heartbeats, all answered.
+  _wait_for(lambda: _pings(server.address) >= 4 * 150, 120, 'pings')
+  assert watch.dead() is None
+  assert watch.dead_actors() == []
+  watch.close()
+
+
+def test_a_frozen_node_is_gone_after_the_timeout_and_back_if_continued(
+    server):
+  watch = _watch(server.address, timeout=4.0, period=0.2)
+  _wait_for(lambda: _pings(server.address) >= 8, 60, 'first answers')
+  before = _pings(server.address)
+  server.process.send_signal(signal.SIGSTOP)
+  gone = _wait_for(watch.dead, 60, 'the frozen node to be gone')
+  silent = float(re.search(r'for (\d+) s', gone).group(1))
+  assert gone.startswith('the learner has not answered its heartbeats')
+  assert silent >= 4.0
+  assert watch.dead_actors() == [0, 1]
+  # Frozen for a while longer: at most one call per watched node waited.
+  time.sleep(3.0)
+  server.process.send_signal(signal.SIGCONT)
+  served = _pings(server.address) - before
+  # 4 beats each with one call outstanding (and the calls answered before
+  # the stop), where 5 periods a second for 7 s would have queued ~140.
+  assert served <= 4 * 3, served
+  _wait_for(lambda: watch.dead() is None, 60, 'the node to be back')
+  watch.close()
+
+
+def test_a_killed_node_is_gone(server):
+  watch = _watch(server.address, timeout=3.0, period=0.2)
+  _wait_for(lambda: _pings(server.address) >= 8, 60, 'first answers')
+  helpers.kill_group(server.process)
+  gone = _wait_for(watch.dead, 60, 'the killed node to be gone')
+  assert 'has not answered its heartbeats' in gone
+  watch.close()
+
+
+def test_a_node_that_never_answers_is_starting_until_the_start_timeout():
+  address = f'localhost:{portpicker.pick_unused_port()}'  # Nothing there.
+  watch = _watch(address, timeout=1.0, period=0.2, start_timeout=6.0)
+  started = time.time()
+  gone = _wait_for(watch.dead, 60, 'the start timeout')
+  assert time.time() - started >= 6.0
+  assert gone == ('the learner never answered its heartbeats in 6 s (it did '
+                  'not start)')
+  watch.close()
+
+
+def test_a_node_that_starts_after_the_watch_is_watched_from_its_first_answer():
+  port = portpicker.pick_unused_port()
+  address = f'localhost:{port}'
+  watch = _watch(address, timeout=2.0, period=0.2, start_timeout=600)
+  time.sleep(3.0)  # Longer than the timeout, before the node exists.
+  assert watch.dead() is None
+  process = subprocess.Popen(
+      [sys.executable, '-m', 'tests.heartbeat_server', str(port)],
+      cwd=helpers.ROOT, stdout=subprocess.PIPE, text=True,
+      start_new_session=True)
+  try:
+    assert int(process.stdout.readline()) == port
+    _wait_for(lambda: _pings(address) >= 40, 60, 'pings')
+    assert watch.dead() is None
+    process.send_signal(signal.SIGSTOP)
+    _wait_for(watch.dead, 60, 'the frozen node to be gone')
+  finally:
+    helpers.kill_group(process)
+    watch.close()
+
+
+def test_either_watch_ends_the_nodes_another_sees_gone():
+  class Gone:
+    def dead(self):
+      return 'the learner is gone'
+    def dead_actors(self):
+      return [1]
+    def gone_labels(self):
+      return ['learner']
+
+  class Local:
+    ended = []
+    def dead(self):
+      return None
+    def dead_actors(self):
+      return [0]
+    def end_nodes(self, labels):
+      self.ended.extend(labels)
+
+  local = Local()
+  watch = heartbeat.EitherWatch([local, None, Gone()])
+  assert watch.dead() == 'the learner is gone'
+  assert watch.dead_actors() == [0, 1]
+  watch.end_gone_nodes()
+  assert local.ended == ['learner']
