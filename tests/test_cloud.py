@@ -311,3 +311,23 @@ def test_a_killed_or_frozen_learner_replica_fails_the_job(tmp_path, signum):
       learner['pid']).status() == psutil.STATUS_ZOMBIE
   coordinator = _replica_log(package_dir, 'coordinator')
   assert 'Ending the job (failed).' in coordinator
+
+
+@pytest.mark.slow
+def test_ape_x_dpg_runs_as_a_vertex_ai_job_too(tmp_path):
+  (tmp_path / 'home').mkdir()
+  workdir = tmp_path / 'run'
+  package_dir = tmp_path / 'job'
+  result = _run(helpers.program_command(
+      'apex_dpg', '--dry_run', f'--package_dir={package_dir}',
+      f'--workdir={workdir}', '--preset=cartpole_smoke',
+      '--samples_per_insert=4', '--max_actor_steps=2000',
+      launch_type='vertex_ai'), tmp_path / 'home')
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert re.search(r'workerpool0: 1 replica\(s\), .*: coordinator\n',
+                   result.stdout), result.stdout
+  result = _emulate(package_dir)
+  assert result.returncode == 0, result.stdout[-5000:]
+  record = json.loads((workdir / 'stop.json').read_text())
+  assert not record['failed'] and record['counts']['actor_steps'] >= 2000
+  assert helpers.last(workdir, 'learner', 'learner_steps') > 0
