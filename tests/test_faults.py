@@ -643,3 +643,16 @@ def test_a_frozen_node_stops_the_program_with_an_error(tmp_path, launch,
   assert silent >= 8, record
   _, left = psutil.wait_procs(program.alive(), timeout=30)
   assert not left, f'{left} outlived the program'
+
+
+@pytest.mark.slow
+def test_ctrl_c_just_after_an_actor_died_does_not_wait_for_it(tmp_path,
+                                                              launch):
+  # The watch confirms a death 3 s after it: a Ctrl-C within them asks the
+  # dead actor to stop too, and the ordered stop must drop it once the
+  # watch sees it dead, not wait its 30 s for an answer that never comes.
+  workdir = tmp_path / 'run'
+  program = _launch(launch, 'run', workdir)
+  _kill_node_when_running(program, workdir, 'actor_1')
+  output = _interrupt(program)
+  assert 'stopped by the user (Ctrl-C)' in output

@@ -170,13 +170,29 @@ class Coordinator:
         return stop, counts
       self._wake.wait(self._poll_seconds)
 
-  @staticmethod
-  def _stop_nodes(nodes: Sequence[Any], what: str, timeout: float):
-    """Asks `nodes` to stop, all at once, and waits for their answers."""
+  def _stop_nodes(self, nodes: Sequence[Any], what: str, timeout: float,
+                  actor_ids: Sequence[Optional[int]] = ()):
+    """Asks `nodes` to stop, all at once, and waits for their answers; an
+    actor (`actor_ids[i]`, None for the others) that the watch sees die
+    meanwhile is not waited for (a stop asked for just after an actor died,
+    before the watch had confirmed it, would otherwise wait `timeout`)."""
     if not nodes:
       return
-    answers = [node.futures.stop(timeout) for node in nodes]
-    done, pending = futures.wait(answers, timeout=timeout + 5.0)
+    ids = list(actor_ids) + [None] * (len(nodes) - len(actor_ids))
+    answers = {node.futures.stop(timeout): actor_id
+               for node, actor_id in zip(nodes, ids)}
+    pending = set(answers)
+    deadline = time.time() + timeout + 5.0
+    while pending and time.time() < deadline:
+      _, pending = futures.wait(pending, timeout=self._poll_seconds)
+      if pending and self._watch is not None:
+        dead = set(self._watch.dead_actors())
+        for answer in [answer for answer in pending
+                       if answers[answer] in dead]:
+          answer.cancel()
+          pending.discard(answer)
+    done = [answer for answer in answers if answer.done() and
+            not answer.cancelled()]
     stopped = sum(1 for answer in done
                   if answer.exception() is None and answer.result())
     if stopped < len(nodes):
@@ -203,14 +219,13 @@ class Coordinator:
         self._end(failed)
         return
       # A dead actor would never answer: it is not asked.
-      dead = set()
-      if self._watch:
-        dead = set(self._watch.dead_actors())
-        self._watch.close()
-      actors = [actor for actor_id, actor in enumerate(self._actors)
+      dead = set(self._watch.dead_actors()) if self._watch else set()
+      living = [actor_id for actor_id in range(len(self._actors))
                 if actor_id not in dead]
-      self._stop_nodes(actors + self._evaluators, 'actors and evaluators',
-                       ACTING_STOP_SECONDS)
+      self._stop_nodes([self._actors[i] for i in living] + self._evaluators,
+                       'actors and evaluators', ACTING_STOP_SECONDS, living)
+      if self._watch:
+        self._watch.close()
       self._stop_nodes([self._learner], 'learner', LEARNER_STOP_SECONDS)
       self._end(failed)
 
