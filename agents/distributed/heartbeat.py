@@ -160,19 +160,20 @@ class HeartbeatWatch:
               f'heartbeats for {self._timeout:.0f} s (frozen, or gone)')
     return None
 
-  def dead_actors(self) -> List[int]:
-    """The ids of the actors that are gone."""
+  def _gone_indices(self, beats: Sequence[_Beat]) -> List[int]:
     now = time.time()
     with self._lock:
-      return [actor_id for actor_id, beat in enumerate(self._actors)
+      return [index for index, beat in enumerate(beats)
               if self._gone(beat, now)]
+
+  def dead_actors(self) -> List[int]:
+    """The ids of the actors that are gone."""
+    return self._gone_indices(self._actors)
 
   def gone_labels(self) -> List[str]:
     """The labels (as in `<workdir>/nodes/`) of every node that is gone."""
-    now = time.time()
-    with self._lock:
-      return [beat.label for beat in self._single + self._actors
-              if self._gone(beat, now)]
+    beats = self._single + self._actors
+    return [beats[index].label for index in self._gone_indices(beats)]
 
 
 class EitherWatch:
