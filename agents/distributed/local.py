@@ -140,17 +140,24 @@ class NodeWatch:
     self.pid = None
     self._gone_since = None
 
-  def dead(self) -> bool:
+  def find(self) -> Optional[int]:
+    """The node's pid, once its pid file names a live process of this
+    launch; None until then."""
     if self.pid is None:
       try:
         with open(self._path) as f:
           pid = int(f.read())
       except (OSError, ValueError):
-        return False
+        return None
       parent = _parent_of(pid)
       if parent is None or _parent_of(parent) != self._launcher:
-        return False
+        return None
       self.pid = pid
+    return self.pid
+
+  def dead(self) -> bool:
+    if self.find() is None:
+      return False
     if _parent_of(self.pid) is not None:
       self._gone_since = None
       return False
@@ -184,14 +191,13 @@ class ProgramWatch:
     """SIGKILLs the processes of the nodes `labels` of this launch (a frozen
     node does not end on the program's SIGTERM)."""
     for label in labels:
-      watch = NodeWatch(self._workdir, label)
-      watch.dead()  # Finds its process, if it is one of this launch.
-      if watch.pid is None:
+      pid = NodeWatch(self._workdir, label).find()
+      if pid is None:
         continue
       logging.warning('Ending the %s (pid %d), which no longer answers.',
-                      label, watch.pid)
+                      label, pid)
       try:
-        os.kill(watch.pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
       except ProcessLookupError:
         pass
 

@@ -128,12 +128,11 @@ FINAL_CHECKPOINT_SECONDS = 900.0
 
 
 def _final_checkpoints(replay, counter):
-  """Has replay and the counter save, as their own stop would; returns
-  whether both confirmed."""
+  """Has replay and the counter save, as their own stop would (a failed
+  save is logged: the newest earlier checkpoint stays)."""
   pool = futures.ThreadPoolExecutor(1)
   answers = {'replay': pool.submit(replay.checkpoint) if replay else None,
              'counter': counter.futures.save_checkpoint()}
-  confirmed = True
   for name, answer in answers.items():
     if answer is None:
       continue
@@ -141,11 +140,9 @@ def _final_checkpoints(replay, counter):
       logging.info('Final %s checkpoint: %s', name,
                    answer.result(timeout=FINAL_CHECKPOINT_SECONDS))
     except Exception as error:  # pylint: disable=broad-except
-      confirmed = False
       logging.warning('No final %s checkpoint (%r); its newest earlier one '
                       'stays the newest.', name, error)
   pool.shutdown(wait=False)
-  return confirmed
 
 
 def end_as_primary_replica(failed: bool, replay, counter):
