@@ -510,13 +510,18 @@ class _KeptExperiment:
       })
 
 
-@contextlib.contextmanager
-def _kept_instead_of_submitted(directory: str):
-  """Within: Launchpad's Vertex AI launcher keeps the packaged job in
-  `directory` at the step where it would reach Google Cloud."""
-  experiment = _KeptExperiment(directory)
-  with _launcher_experiment(lambda **unused: experiment):
-    yield experiment
+def _launch(program, group_requests: Dict[str, Request], make_experiment):
+  """Launchpad's Vertex AI launcher on `program`, with its code and
+  requirements staged here and `make_experiment` where it opens xmanager's
+  experiment (`_launcher_experiment`)."""
+  import launchpad as lp  # pylint: disable=g-import-not-at-top
+  staging = tempfile.mkdtemp(prefix='apex-staging-')
+  try:
+    resources = xm_resources(group_requests, list(program.groups), staging)
+    with _launcher_experiment(make_experiment):
+      lp.launch(program, launch_type='vertex_ai', xm_resources=resources)
+  finally:
+    shutil.rmtree(staging, ignore_errors=True)
 
 
 def _bound_pools(program) -> Dict[str, List[str]]:
@@ -536,17 +541,11 @@ def package(program, group_requests: Dict[str, Request],
   """Runs Launchpad's Vertex AI launcher up to the step that reaches Google
   Cloud and keeps what it packaged in `directory` (one directory per worker
   pool, and `job.json`); returns the job's description."""
-  import launchpad as lp  # pylint: disable=g-import-not-at-top
-  groups = list(program.groups)
-  staging = tempfile.mkdtemp(prefix='apex-staging-')
-  try:
-    resources = xm_resources(group_requests, groups, staging)
-    with _kept_instead_of_submitted(directory) as experiment:
-      # Launchpad prints that the program was launched: it was not.
-      with contextlib.redirect_stdout(io.StringIO()):
-        lp.launch(program, launch_type='vertex_ai', xm_resources=resources)
-  finally:
-    shutil.rmtree(staging, ignore_errors=True)
+  # Kept at the step where the launcher would reach Google Cloud.
+  experiment = _KeptExperiment(directory)
+  # Launchpad prints that the program was launched: it was not.
+  with contextlib.redirect_stdout(io.StringIO()):
+    _launch(program, group_requests, lambda **unused: experiment)
   nodes = _bound_pools(program)
   pools = []
   for pool in experiment.pools:
@@ -624,23 +623,17 @@ def submit(program, group_requests: Dict[str, Request]):
   """Launches the program on Vertex AI through Launchpad's launcher: images
   built (Cloud Build, or a local Docker) and pushed, the job submitted.
   Raises ValueError saying what to set up when Google Cloud is not."""
-  import launchpad as lp  # pylint: disable=g-import-not-at-top
   from google.auth import exceptions as auth_exceptions  # pylint: disable=g-import-not-at-top
+  from xmanager import xm_local  # pylint: disable=g-import-not-at-top
   if not os.environ.get('GOOGLE_CLOUD_BUCKET_NAME'):
     raise ValueError('GOOGLE_CLOUD_BUCKET_NAME is not set: xmanager stages '
                      'the job\'s files in that Cloud Storage bucket; ' +
                      SETUP_HELP + '.')
-  staging = tempfile.mkdtemp(prefix='apex-staging-')
   try:
-    resources = xm_resources(group_requests, list(program.groups), staging)
-    from xmanager import xm_local  # pylint: disable=g-import-not-at-top
-    with _launcher_experiment(xm_local.create_experiment):
-      lp.launch(program, launch_type='vertex_ai', xm_resources=resources)
+    _launch(program, group_requests, xm_local.create_experiment)
   except auth_exceptions.GoogleAuthError as error:
     raise ValueError(f'Google Cloud refused or could not be reached '
                      f'({error}); {SETUP_HELP}.') from error
-  finally:
-    shutil.rmtree(staging, ignore_errors=True)
 
 
 BUCKET_PREFIX = 'gs://'

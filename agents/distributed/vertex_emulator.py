@@ -39,6 +39,8 @@ from absl import app
 from absl import flags
 import portpicker
 
+from agents.distributed.cloud import JOB_FILE
+
 flags.DEFINE_string('package_dir', None, 'A packaged job (--dry_run\'s '
                     '--package_dir).')
 flags.DEFINE_string('replica_log_dir', None, 'Where each replica\'s output goes; '
@@ -48,8 +50,6 @@ flags.DEFINE_float('grace_seconds', 30.0, 'Seconds between the SIGTERM and '
 flags.DEFINE_string('job_id', 'emulated', 'The job id the replicas see '
                     '(CLOUD_ML_JOB_ID).')
 FLAGS = flags.FLAGS
-
-JOB_FILE = 'job.json'
 
 
 def host(n: int) -> str:
