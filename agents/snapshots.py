@@ -15,10 +15,13 @@ noiseless one (Ape-X DPG: pi(s), inside the action bounds). Observations are
 what the project's environment gives (`agents.environments`; Atari: the last
 4 preprocessed 84x84 frames, uint8, frames on the last axis).
 
-The learner writes a snapshot next to each of its checkpoints, into a
-temporary directory that is renamed into place once complete: a reader never
-sees a half-written snapshot, and a crash while writing leaves the previous
-ones as they were.
+The learner writes a snapshot next to each of its checkpoints. A snapshot
+is complete once its `saved_model.pb` exists: TensorFlow writes that file
+last, whole (a file renamed into place), after the variables. Only complete
+snapshots are listed or loaded, so a reader never takes a half-written one,
+and a crash while writing leaves the previous ones as they were. (No
+directory is renamed: Cloud Storage FUSE, Vertex AI's mount of a gs://
+workdir, cannot rename a directory unless mounted to allow it.)
 """
 
 import json
@@ -33,6 +36,12 @@ import tensorflow as tf
 SNAPSHOTS = 'snapshots'
 KEEP = 2
 _NAME = re.compile(r'^policy-(\d{10,})$')
+_LEFTOVER = re.compile(r'^\.policy-\d+\.tmp$')  # Of the earlier scheme.
+_COMPLETE = 'saved_model.pb'
+
+
+def _complete(path: str) -> bool:
+  return os.path.isfile(os.path.join(path, _COMPLETE))
 
 
 def snapshot_directory(workdir: str) -> str:
@@ -97,21 +106,24 @@ class PolicySnapshot(tf.Module):
     directory = snapshot_directory(workdir)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f'policy-{int(learner_steps):010d}')
-    if os.path.isdir(path):  # The same parameters were exported already.
+    if _complete(path):  # The same parameters were exported already.
       return path
     description = json.loads(self._description)
     description['learner_steps'] = int(learner_steps)
     self.metadata.assign(json.dumps(description))
-    temporary = os.path.join(directory, f'.policy-{learner_steps}.tmp')
-    shutil.rmtree(temporary, ignore_errors=True)
+    shutil.rmtree(path, ignore_errors=True)  # What a crash left of it.
     signatures = {'serving_default': self.act}
-    tf.saved_model.save(self, temporary, signatures=signatures)
-    os.replace(temporary, path)
+    tf.saved_model.save(self, path, signatures=signatures)
     # The new one stays even if an older run's snapshots have higher steps
     # (a run restarted from scratch in the same workdir).
     others = [other for other in list_snapshots(workdir) if other != path]
     for old in others[:max(len(others) - (KEEP - 1), 0)]:
       shutil.rmtree(old, ignore_errors=True)
+    for name in os.listdir(directory):  # What crashes left of others.
+      other = os.path.join(directory, name)
+      if _LEFTOVER.match(name) or (
+          _NAME.match(name) and other != path and not _complete(other)):
+        shutil.rmtree(other, ignore_errors=True)
     return path
 
 
@@ -125,9 +137,10 @@ def list_snapshots(workdir: str) -> List[str]:
   found = []
   for name in os.listdir(directory):
     match = _NAME.match(name)
-    if match:
-      path = os.path.join(directory, name)
-      found.append((os.path.getmtime(path), int(match.group(1)), path))
+    path = os.path.join(directory, name)
+    if match and _complete(path):
+      found.append((os.path.getmtime(os.path.join(path, _COMPLETE)),
+                    int(match.group(1)), path))
   return [path for _, _, path in sorted(found)]
 
 

@@ -383,3 +383,47 @@ def test_export_keeps_the_new_snapshot_and_one_other(tmp_path):
   path = snapshot.export(str(tmp_path), 12_345_678_901)
   assert names() == ['policy-0000000003', 'policy-12345678901']
   assert snapshots.latest_snapshot(str(tmp_path)) == path
+
+
+def test_export_renames_no_directory_and_skips_what_a_crash_left(
+    tmp_path, monkeypatch):
+  # As on Cloud Storage FUSE (Vertex AI's mount of a gs:// workdir), which
+  # cannot rename a directory: a snapshot is complete once TensorFlow has
+  # written its saved_model.pb, last.
+  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents import snapshots  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+  renamed = []
+  for name in ('rename', 'replace'):
+    original = getattr(os, name)
+
+    def no_directories(source, target, *args, _original=original, **kwargs):
+      if os.path.isdir(source):
+        renamed.append(source)
+        raise OSError(95, 'Operation not supported', source)
+      return _original(source, target, *args, **kwargs)
+    monkeypatch.setattr(os, name, no_directories)
+  builder = ApeXDQNBuilder(
+      ApeXDQNConfig(mlp_hidden_sizes='8', dueling_hidden_size=8),
+      environments.resolve_discrete('gym:CartPole-v1'))
+  snapshot = builder.policy_snapshot({'network': builder.make_network()})
+  workdir = str(tmp_path)
+  snapshot.export(workdir, 5)
+  # A crash in the middle of a later export: the variables, no
+  # saved_model.pb. It is neither listed nor the latest.
+  partial = tmp_path / 'snapshots' / 'policy-0000000009'
+  (partial / 'variables').mkdir(parents=True)
+  (partial / 'variables' / 'variables.index').write_bytes(b'half')
+  assert snapshots.latest_snapshot(workdir).endswith('policy-0000000005')
+  with pytest.raises(ValueError, match='not a policy snapshot'):
+    snapshots.load(str(partial))
+  # The next export clears it away; the same step again is written whole.
+  path = snapshot.export(workdir, 9)
+  module, metadata = snapshots.load(path)
+  assert metadata['learner_steps'] == 9 and hasattr(module, 'act')
+  path = snapshot.export(workdir, 11)
+  assert [os.path.basename(p) for p in snapshots.list_snapshots(workdir)] == [
+      'policy-0000000009', 'policy-0000000011']
+  assert sorted(os.listdir(tmp_path / 'snapshots')) == [
+      'policy-0000000009', 'policy-0000000011']
+  assert not renamed
