@@ -32,6 +32,7 @@ from acme.tf import savers
 from acme.utils import counting
 
 from agents import run_manifest
+from agents import storage
 
 CHECKPOINTS = run_manifest.CHECKPOINTS
 
@@ -83,8 +84,9 @@ class CheckpointedCounter(counting.Counter):
     self._checkpointer = None
     if enabled:
       # The period is the learner's business: `save_checkpoint` forces.
-      self._checkpointer = make_checkpointer({'counter': self}, workdir,
-                                             'counter', period_seconds=1.0)
+      self._checkpointer = make_checkpointer(
+          {'counter': self}, storage.node_path(workdir), 'counter',
+          period_seconds=1.0)
       logging.info('Counter starts from %s', self.get_counts())
 
   def save(self):

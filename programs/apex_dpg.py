@@ -27,17 +27,17 @@ command_line.define_flags(ApeXDPGConfig, PRESETS,
 
 
 def build():
-  """Validates the flags and returns (program, run options, environment)."""
+  """Validates the flags: (program, run options, environment, plan)."""
   return command_line.build_program(PROGRAM, ApeXDPGConfig, ApeXDPGBuilder,
                                      environments.resolve_continuous,
                                      PRESETS)
 
 
 def main(_):
-  program, options, environment = build()
+  program, options, environment, plan = build()
   print(f'Ape-X DPG on {environment.name} with {options.num_actors} actors; '
         f'logs in {options.workdir}')
-  launcher.launch(program, options, PROGRAM)
+  launcher.launch(program, options, PROGRAM, plan)
 
 
 if __name__ == '__main__':

@@ -52,3 +52,44 @@ def client(server):  # pylint: disable=redefined-outer-name
   client.reset(replay.TABLE)
   yield client
   client.reset(replay.TABLE)
+
+
+BUCKET = 'apex-test-bucket'
+
+
+@pytest.fixture
+def cloud_storage(tmp_path):
+  """A Cloud Storage emulator on this machine (gcp-storage-emulator, a real
+  server of the Cloud Storage JSON API) with the empty bucket `BUCKET`:
+  yields the environment variables that point clients at it (the Cloud
+  Storage client honours STORAGE_EMULATOR_HOST); stopped after the test."""
+  import os  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  import portpicker  # pylint: disable=g-import-not-at-top
+  import requests  # pylint: disable=g-import-not-at-top
+  port = portpicker.pick_unused_port()
+  address = f'http://127.0.0.1:{port}'
+  server = subprocess.Popen(
+      [sys.executable, '-m', 'gcp_storage_emulator', 'start',
+       '--host=127.0.0.1', f'--port={port}', '--in-memory'],
+      stdout=open(tmp_path / 'storage_emulator.log', 'wb'),
+      stderr=subprocess.STDOUT, start_new_session=True)
+  try:
+    deadline = time.time() + 60
+    while True:
+      try:
+        requests.get(f'{address}/storage/v1/b', timeout=1)
+        break
+      except requests.exceptions.ConnectionError:
+        assert server.poll() is None, 'the storage emulator exited'
+        assert time.time() < deadline, 'the storage emulator did not start'
+        time.sleep(0.2)
+    environment = {'STORAGE_EMULATOR_HOST': address}
+    os.environ.update(environment)
+    helpers.storage_client().create_bucket(BUCKET, project='test')
+    yield environment
+  finally:
+    os.environ.pop('STORAGE_EMULATOR_HOST', None)
+    helpers.kill_group(server)

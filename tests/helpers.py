@@ -33,6 +33,29 @@ STOP_BOUND = 30
 
 
 # --------------------------------------------------------------------------
+# Cloud Storage, as the `cloud_storage` fixture emulates it.
+
+
+def storage_client():
+  """A Cloud Storage client of the emulator that STORAGE_EMULATOR_HOST
+  names."""
+  from google.cloud import storage  # pylint: disable=g-import-not-at-top
+  assert os.environ.get('STORAGE_EMULATOR_HOST')
+  return storage.Client()
+
+
+def bucket_text(bucket: str, name: str) -> Optional[str]:
+  """The text of object `name`, or None if there is none."""
+  blob = storage_client().bucket(bucket).blob(name)
+  return blob.download_as_bytes().decode() if blob.exists() else None
+
+
+def bucket_names(bucket: str, prefix: str = '') -> List[str]:
+  return [blob.name for blob in storage_client().list_blobs(bucket,
+                                                             prefix=prefix)]
+
+
+# --------------------------------------------------------------------------
 # Commands, run as a user runs them.
 
 

@@ -71,7 +71,7 @@ def _priorities(client, num_samples):
 
 
 def main(_):
-  program, options, _ = program_module.build()
+  program, options, *_ = program_module.build()
   replay_handle = program.groups['replay'][0].create_handle()
   counter_handle = program.groups['counter'][0].create_handle()
   report = {'program': FLAGS.program}

@@ -5,10 +5,15 @@
   refused before anything is packaged.
 * A real launch fails only where it must reach Google Cloud, with the
   program's own message.
+* A run's files on Cloud Storage (a local Cloud Storage emulator, the
+  `cloud_storage` fixture): the launcher keeps the run's records there and
+  a relaunch naming only the workdir resumes with them.
 * The packaged job runs on this machine as Vertex AI would run it
   (`agents.distributed.vertex_emulator`: every replica a process with its
-  own loopback address, from CLUSTER_SPEC): it trains to its step limit,
-  ends with its primary replica, and resumes from its checkpoints.
+  own loopback address, from CLUSTER_SPEC, and the bucket mounted): it
+  trains to its step limit, ends with its primary replica, leaves its files
+  in the bucket, resumes from them, and stops in order when asked
+  (`programs/stop.py`).
 """
 
 import json
@@ -22,16 +27,20 @@ import time
 import psutil
 import pytest
 
-from agents.distributed import cloud
+from agents import storage
 from tests import helpers
+from tests.conftest import BUCKET
 
 
 def _environment(home, **extra):
   """This environment with an empty home (no gcloud credentials, no
-  xmanager database) and no Google Cloud variables, plus `extra`."""
+  xmanager database), no Google Cloud variables and no storage emulator,
+  plus `extra`. NO_GCE_CHECK: Google's auth library does not look for a
+  Compute Engine metadata server (no traffic leaves this machine)."""
   environment = {key: value for key, value in os.environ.items()
-                 if not key.startswith(('GOOGLE_', 'CLOUDSDK_'))}
-  environment.update(HOME=str(home), **extra)
+                 if not key.startswith(('GOOGLE_', 'CLOUDSDK_')) and
+                 key != 'STORAGE_EMULATOR_HOST'}
+  environment.update(HOME=str(home), NO_GCE_CHECK='True', **extra)
   return environment
 
 
@@ -42,13 +51,29 @@ def _run(command, home, timeout=600, **extra) -> subprocess.CompletedProcess:
   return process
 
 
-def _dry_run(tmp_path, *flags, package_dir=None, workdir=None):
+def _dry_run(tmp_path, *flags, package_dir=None, workdir=None, **extra):
   package_dir = package_dir or tmp_path / 'package'
   workdir = workdir or tmp_path / 'run'
+  (tmp_path / 'home').mkdir(exist_ok=True)
   return _run(helpers.program_command(
       'apex_dqn', '--dry_run', f'--package_dir={package_dir}',
       f'--workdir={workdir}', *flags, launch_type='vertex_ai'),
-              tmp_path / 'home'), package_dir, workdir
+              tmp_path / 'home', **extra), package_dir, workdir
+
+
+def _launch(tmp_path, workdir: str, *flags, **extra):
+  """A real launch on Vertex AI, which stops where xmanager needs Google
+  Cloud (no credentials here)."""
+  (tmp_path / 'home').mkdir(exist_ok=True)
+  return _run(helpers.program_command(
+      'apex_dqn', f'--workdir={workdir}', *flags, launch_type='vertex_ai'),
+              tmp_path / 'home', GOOGLE_CLOUD_BUCKET_NAME=BUCKET, **extra)
+
+
+def _failed_at_google_cloud(result) -> bool:
+  error = result.stderr.strip().splitlines()[-1]
+  return result.returncode == 1 and error.startswith(
+      'error: Google Cloud refused or could not be reached')
 
 
 def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
@@ -154,29 +179,92 @@ def test_a_run_on_vertex_ai_needs_its_workdir_on_cloud_storage(tmp_path):
   assert not (tmp_path / 'run').exists()
 
 
-def test_the_real_launch_fails_only_where_it_reaches_google_cloud(tmp_path):
-  # Launchpad's launcher serialises the nodes and packages the containers,
-  # then xmanager needs the project's credentials to name and build the
-  # images: there, with none, the launch stops with the program's message.
-  (tmp_path / 'home').mkdir()
-  result = _run(helpers.program_command(
-      'apex_dqn', '--preset=cartpole_smoke',
-      '--workdir=gs://apex-test-bucket/run', launch_type='vertex_ai'),
-                tmp_path / 'home', GOOGLE_CLOUD_BUCKET_NAME='apex-test-bucket')
-  assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-3000:]
+def test_the_real_launch_fails_only_where_it_reaches_google_cloud(
+    tmp_path, cloud_storage):
+  # The launcher records the run in its workdir on Cloud Storage (here the
+  # emulator's bucket); Launchpad's launcher serialises the nodes and
+  # packages the containers, then xmanager needs the project's credentials
+  # to name and build the images: there, with none, the launch stops with
+  # the program's message.
+  result = _launch(tmp_path, f'gs://{BUCKET}/run', '--preset=cartpole_smoke',
+                   '--num_actors=3', **cloud_storage)
+  assert _failed_at_google_cloud(result), (
+      result.stdout[-2000:] + result.stderr[-3000:])
   error = result.stderr.strip().splitlines()[-1]
-  assert error.startswith('error: Google Cloud refused or could not be '
-                          'reached'), result.stderr[-3000:]
   # Launchpad's own words for a failed packaging, raised at the credentials.
   assert 'GCP project seems not to be configured correctly' in error
   assert 'On Google Cloud' in error and 'GOOGLE_CLOUD_BUCKET_NAME' in error
+  record = json.loads(helpers.bucket_text(BUCKET, 'run/run.json'))
+  assert record['program'] == 'apex_dqn'
+  assert record['env'] == 'gym:CartPole-v1'
+  assert record['preset'] == 'cartpole_smoke'
+  assert record['flags']['num_actors'] == 3
   # Without the staging bucket, xmanager is not even asked.
   result = _run(helpers.program_command(
-      'apex_dqn', '--preset=cartpole_smoke',
-      '--workdir=gs://apex-test-bucket/run', launch_type='vertex_ai'),
-                tmp_path / 'home')
+      'apex_dqn', '--preset=cartpole_smoke', f'--workdir=gs://{BUCKET}/run',
+      launch_type='vertex_ai'), tmp_path / 'home', **cloud_storage)
   assert result.returncode == 1
   assert 'GOOGLE_CLOUD_BUCKET_NAME is not set' in result.stderr
+  # Without credentials (and no emulator) the first step that needs Google
+  # Cloud is reading the run's record: refused there, before anything.
+  result = _launch(tmp_path, f'gs://{BUCKET}/run', '--preset=cartpole_smoke')
+  assert result.returncode == 2, result.stderr[-3000:]
+  assert 'Cloud Storage cannot be reached without Google Cloud credentials' \
+      in result.stderr
+  assert 'gcloud auth application-default login' in result.stderr
+  assert 'Traceback' not in result.stderr
+
+
+def test_a_workdir_on_cloud_storage_keeps_its_record_and_resumes_with_it(
+    tmp_path, cloud_storage):
+  workdir = f'gs://{BUCKET}/runs/a'
+  assert _failed_at_google_cloud(_launch(
+      tmp_path, workdir, '--preset=cartpole_smoke', '--num_actors=3',
+      **cloud_storage))
+  # A relaunch naming only the workdir plans with the recorded values.
+  result, _, _ = _dry_run(tmp_path, workdir=workdir, **cloud_storage)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert f'This plan resumes the run in {workdir}' in result.stdout
+  assert 'CartPole' in result.stdout
+  assert re.search(r'counter, 3 x actor, evaluator', result.stdout), \
+      result.stdout
+  # A plan writes nothing: the record is the launch's.
+  assert helpers.bucket_names(BUCKET) == ['runs/a/run.json']
+  # A value the checkpoints depend on cannot change.
+  result, package_dir, _ = _dry_run(tmp_path, '--env=gym:Acrobot-v1',
+                                    package_dir=tmp_path / 'other',
+                                    workdir=workdir, **cloud_storage)
+  assert result.returncode == 2
+  assert f'--workdir={workdir} holds a run that differs' in result.stderr
+  assert not package_dir.exists()
+  # Checkpoints without a record: refused, as locally.
+  helpers.storage_client().bucket(BUCKET).blob(
+      'runs/b/checkpoints/learner/checkpoint').upload_from_string('x')
+  result = _launch(tmp_path, f'gs://{BUCKET}/runs/b',
+                   '--preset=cartpole_smoke', **cloud_storage)
+  assert result.returncode == 2
+  assert 'holds checkpoints but no run.json' in result.stderr
+  # A bucket that does not exist is named, with the fix.
+  result = _launch(tmp_path, 'gs://no-such-bucket/run',
+                   '--preset=cartpole_smoke', **cloud_storage)
+  assert result.returncode == 2
+  assert 'the bucket gs://no-such-bucket does not exist' in result.stderr
+  assert 'gsutil mb' in result.stderr
+  # A plan needs no credentials: without them it says it could not read
+  # the record, and plans with the flags as given.
+  result, _, _ = _dry_run(tmp_path, '--preset=cartpole_smoke',
+                          package_dir=tmp_path / 'third', workdir=workdir)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert f'warning: the record of {workdir} could not be read' in \
+      result.stderr
+  assert re.search(r'counter, 2 x actor, evaluator', result.stdout)
+  # Local launches cannot use a bucket.
+  result = helpers.run_program('apex_dqn', '--preset=cartpole_smoke',
+                               f'--workdir={workdir}',
+                               stderr=subprocess.PIPE, timeout=120)
+  assert result.returncode == 2
+  assert 'is on Cloud Storage, which only the nodes of a Vertex AI job ' \
+      'reach' in result.stderr
 
 
 # An emulated job: the CartPole smoke program, actors held to the learner
@@ -185,20 +273,41 @@ EMULATED_FLAGS = ('--preset=cartpole_smoke', '--samples_per_insert=4',
                   '--replay_checkpoint_every=600', '--checkpoint_every=1')
 
 
-def _package(tmp_path, name, workdir, *flags):
-  (tmp_path / 'home').mkdir(exist_ok=True)
+def _package(tmp_path, name, workdir, *flags, **extra):
   result, package_dir, _ = _dry_run(
       tmp_path, *EMULATED_FLAGS, *flags, package_dir=tmp_path / name,
-      workdir=workdir)
+      workdir=workdir, **extra)
   assert result.returncode == 0, result.stderr[-3000:]
   return package_dir
 
 
-def _emulate(package_dir, timeout=600) -> subprocess.CompletedProcess:
-  return helpers.run([sys.executable, '-m',
-                      'agents.distributed.vertex_emulator',
-                      f'--package_dir={package_dir}', '--grace_seconds=30'],
-                     timeout)
+def _emulator_command(package_dir, *flags):
+  return [sys.executable, '-m', 'agents.distributed.vertex_emulator',
+          f'--package_dir={package_dir}', *flags]
+
+
+def _emulate(package_dir, *flags, timeout=600) -> subprocess.CompletedProcess:
+  """The emulated job run to its end (with the storage emulator of the
+  `cloud_storage` fixture, when the test has one)."""
+  return helpers.run(_emulator_command(package_dir, '--grace_seconds=30',
+                                       *flags), timeout)
+
+
+def _start_emulator(package_dir, *flags) -> subprocess.Popen:
+  """The emulated job, started in the background (the test ends it)."""
+  return subprocess.Popen(
+      _emulator_command(package_dir, *flags), cwd=helpers.ROOT,
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+      start_new_session=True)
+
+
+def _wait_for_learner(workdir):
+  """Until the learner's first logged update in `workdir` (its files as the
+  replicas see them)."""
+  _wait_for(lambda: os.path.exists(workdir / 'logs' / 'learner' /
+                                   'logs.csv') and
+            helpers.last(workdir, 'learner', 'learner_steps') > 0, 300,
+            'the learner\'s first logged update')
 
 
 def _replica_log(package_dir, node: str) -> str:
@@ -207,21 +316,38 @@ def _replica_log(package_dir, node: str) -> str:
   return (package_dir / 'logs' / f'{replica["replica"]}.log').read_text()
 
 
-def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(tmp_path):
-  workdir = tmp_path / 'run'
-  package_dir = _package(tmp_path, 'first', workdir, '--max_actor_steps=2000')
+def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(
+    tmp_path, cloud_storage):
+  workdir = f'gs://{BUCKET}/run'
+  assert _failed_at_google_cloud(_launch(tmp_path, workdir, *EMULATED_FLAGS,
+                                         **cloud_storage))
+  package_dir = _package(tmp_path, 'first', workdir, '--max_actor_steps=2000',
+                         **cloud_storage)
   result = _emulate(package_dir)
   assert result.returncode == 0, result.stdout[-5000:]
   assert 'Job succeeded.' in result.stdout
-  record = json.loads((workdir / 'stop.json').read_text())
+  # Everything the replicas wrote is in the bucket, as a local run's files.
+  record = json.loads(helpers.bucket_text(BUCKET, 'run/stop.json'))
   assert not record['failed'], record
   assert record['reason'].startswith('reached'), record
   assert record['counts']['actor_steps'] >= 2000
-  learner_steps = helpers.last(workdir, 'learner', 'learner_steps')
-  assert learner_steps > 0
+  names = helpers.bucket_names(BUCKET, 'run/')
   for label in ('learner', 'counter', 'replay'):
-    assert os.listdir(workdir / 'checkpoints' / label), label
-  helpers.check_learner_logs(workdir)
+    assert any(name.startswith(f'run/checkpoints/{label}/')
+               for name in names), (label, names)
+  for part in ('logs/learner/logs.csv', 'logs/evaluator/logs.csv',
+               'logs/actor/logs.csv', 'run.json'):
+    assert f'run/{part}' in names, (part, names)
+  assert any(name.startswith('run/snapshots/policy-') for name in names)
+  assert any(name.startswith('run/tensorboard/learner/') for name in names)
+  copy = tmp_path / 'copy'  # The bucket's files, read as a local run's.
+  for name in names:
+    path = copy / name[len('run/'):]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    helpers.storage_client().bucket(BUCKET).blob(name).download_to_filename(
+        str(path))
+  assert helpers.last(copy, 'learner', 'learner_steps') > 0
+  helpers.check_learner_logs(copy)
 
   # Every replica bound the address CLUSTER_SPEC gave it, on a loopback
   # address of its own, and the others reached it there.
@@ -244,15 +370,68 @@ def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(tmp_path):
   assert 'Final replay checkpoint' in coordinator
   assert 'Ending the job (succeeded).' in coordinator
 
-  # A second job on the same workdir goes on from the checkpoints.
-  package_dir = _package(tmp_path, 'second', workdir, '--max_actor_steps=4000')
+  # A second job on the same workdir, on machines (a mount) of its own,
+  # goes on from the checkpoints in the bucket.
+  package_dir = _package(tmp_path, 'second', workdir, '--max_actor_steps=4000',
+                         **cloud_storage)
   result = _emulate(package_dir)
   assert result.returncode == 0, result.stdout[-5000:]
   restored = re.search(r'Learner starts at step (\d+)',
                        _replica_log(package_dir, 'learner'))
   assert restored and int(restored.group(1)) > 0
-  record = json.loads((workdir / 'stop.json').read_text())
+  record = json.loads(helpers.bucket_text(BUCKET, 'run/stop.json'))
   assert record['counts']['actor_steps'] >= 4000
+
+
+def _connects(address: str, namespace=None) -> bool:
+  """Whether a TCP connection to host:port succeeds, from this machine's
+  network or from inside `namespace`."""
+  host, port = address.rsplit(':', 1)
+  code = (f'import socket\ntry:\n  socket.create_connection(({host!r}, '
+          f'{port}), timeout=5).close()\nexcept OSError:\n  exit(1)')
+  command = [sys.executable, '-c', code]
+  if namespace:
+    command = ['ip', 'netns', 'exec', namespace] + command
+  return subprocess.run(command, capture_output=True,
+                        timeout=60).returncode == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='network namespaces need root')
+def test_replicas_on_hosts_of_their_own_reach_each_other_only_there(
+    tmp_path):
+  # Each replica in a network namespace of its own, linked to the others by
+  # a virtual switch: nothing listens on this machine's interfaces, and a
+  # replica reaches another only at the address CLUSTER_SPEC gives it.
+  workdir = tmp_path / 'run'
+  package_dir = _package(tmp_path, 'job', workdir, '--max_actor_steps=2000')
+  emulator = _start_emulator(package_dir, '--hosts=netns',
+                             '--grace_seconds=30')
+  try:
+    _wait_for_learner(workdir)
+    replicas = {replica['node']: replica for replica in json.loads(
+        (package_dir / 'logs' / 'replicas.json').read_text())}
+    replay, learner = replicas['replay'], replicas['learner']
+    assert replay['address'].startswith('10.66.')
+    port = replay['address'].rsplit(':', 1)[1]
+    # Replay is reached at its address from the learner's host ...
+    assert _connects(replay['address'], learner['namespace'])
+    # ... and at no other: not at the learner's own loopback, not from this
+    # machine, where nothing of the job listens.
+    assert not _connects(f'127.0.0.1:{port}', learner['namespace'])
+    assert not _connects(f'127.0.0.1:{port}')
+    assert not _connects(replay['address'])
+    output, _ = emulator.communicate(timeout=300)
+  finally:
+    helpers.kill_group(emulator)
+  assert emulator.returncode == 0, output[-3000:]
+  record = json.loads((workdir / 'stop.json').read_text())
+  assert not record['failed'] and record['counts']['actor_steps'] >= 2000
+  assert f'Reverb client connecting to: {replay["address"]}' in \
+      _replica_log(package_dir, 'learner')
+  # The namespaces went with the job.
+  namespaces = subprocess.run(['ip', 'netns', 'list'], capture_output=True,
+                              text=True, check=True).stdout
+  assert learner['namespace'] not in namespaces
 
 
 def test_the_emulator_refuses_a_directory_without_a_job(tmp_path):
@@ -263,9 +442,26 @@ def test_the_emulator_refuses_a_directory_without_a_job(tmp_path):
   assert 'must name a packaged job' in result.stdout
 
 
-def test_a_gs_workdir_is_the_mount_path_in_the_containers():
-  assert cloud.container_path('gs://bucket/runs/a') == '/gcs/bucket/runs/a'
-  assert cloud.container_path('/tmp/x') == '/tmp/x'
+def test_a_gs_workdir_is_a_path_under_the_mount_in_the_containers(
+    monkeypatch):
+  monkeypatch.delenv(storage.MOUNT_VARIABLE, raising=False)
+  assert storage.node_path('gs://bucket/runs/a') == '/gcs/bucket/runs/a'
+  assert storage.node_path('/tmp/x') == '/tmp/x'
+  monkeypatch.setenv(storage.MOUNT_VARIABLE, '/elsewhere')
+  assert storage.node_path('gs://bucket/runs/a') == '/elsewhere/bucket/runs/a'
+
+
+def test_the_emulator_refuses_a_bucket_it_cannot_reach(tmp_path):
+  package_dir = _package(tmp_path, 'job', f'gs://{BUCKET}/run')
+  environment = {key: value for key, value in os.environ.items()
+                 if key != 'STORAGE_EMULATOR_HOST'}
+  result = subprocess.run(_emulator_command(package_dir), cwd=helpers.ROOT,
+                          env=environment, capture_output=True, text=True,
+                          timeout=120)
+  assert result.returncode == 2
+  assert 'does not reach' in result.stderr
+  assert 'STORAGE_EMULATOR_HOST' in result.stderr
+  assert not (package_dir / 'logs' / 'replicas.json').exists()
 
 
 def _wait_for(condition, timeout: float, what: str):
@@ -278,26 +474,26 @@ def _wait_for(condition, timeout: float, what: str):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('signum', [signal.SIGKILL, signal.SIGSTOP])
-def test_a_killed_or_frozen_learner_replica_fails_the_job(tmp_path, signum):
+@pytest.mark.parametrize('node, signum', [
+    ('learner', signal.SIGKILL), ('learner', signal.SIGSTOP),
+    ('replay', signal.SIGKILL), ('counter', signal.SIGSTOP),
+    ('actor', signal.SIGKILL),  # Every actor: the last one too.
+])
+def test_a_killed_or_frozen_replica_fails_the_job(tmp_path, node, signum):
   # No pid file or /proc can see another machine: the coordinator learns
-  # that the learner is gone (or frozen) from its heartbeats over Courier.
+  # that a node is gone (or frozen) from its heartbeats over Courier (Reverb
+  # for replay).
   workdir = tmp_path / 'run'
   package_dir = _package(tmp_path, 'job', workdir, '--heartbeat_timeout=10')
-  emulator = subprocess.Popen(
-      [sys.executable, '-m', 'agents.distributed.vertex_emulator',
-       f'--package_dir={package_dir}', '--grace_seconds=10'],
-      cwd=helpers.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-      text=True, start_new_session=True)
+  emulator = _start_emulator(package_dir, '--grace_seconds=10')
   try:
-    _wait_for(lambda: os.path.exists(workdir / 'logs' / 'learner' /
-                                     'logs.csv') and
-              helpers.last(workdir, 'learner', 'learner_steps') > 0, 300,
-              'the learner\'s first logged update')
+    _wait_for_learner(workdir)
     replicas = json.loads(
         (package_dir / 'logs' / 'replicas.json').read_text())
-    (learner,) = [r for r in replicas if r['node'] == 'learner']
-    os.kill(learner['pid'], signum)
+    pids = [r['pid'] for r in replicas if r['node'] == node]
+    assert pids
+    for pid in pids:
+      os.kill(pid, signum)
     output, _ = emulator.communicate(timeout=300)
   finally:
     helpers.kill_group(emulator)
@@ -305,12 +501,47 @@ def test_a_killed_or_frozen_learner_replica_fails_the_job(tmp_path, signum):
   assert 'Job failed' in output
   record = json.loads((workdir / 'stop.json').read_text())
   assert record['failed'], record
-  assert 'learner' in record['reason'], record
-  # The job's end took the frozen learner with it.
-  assert not psutil.pid_exists(learner['pid']) or psutil.Process(
-      learner['pid']).status() == psutil.STATUS_ZOMBIE
+  assert node in record['reason'], record
+  # The job's end took the killed or frozen replicas with it.
+  for pid in pids:
+    assert not psutil.pid_exists(pid) or psutil.Process(
+        pid).status() == psutil.STATUS_ZOMBIE
   coordinator = _replica_log(package_dir, 'coordinator')
   assert 'Ending the job (failed).' in coordinator
+
+
+@pytest.mark.slow
+def test_a_stop_request_ends_the_job_in_order(tmp_path, cloud_storage):
+  # From anywhere that reaches the bucket: programs/stop.py leaves a request
+  # there; the coordinator (the primary replica) finds it through its
+  # mount, stops the program in order and ends the job as succeeded.
+  workdir = f'gs://{BUCKET}/stopped'
+  assert _failed_at_google_cloud(_launch(tmp_path, workdir, *EMULATED_FLAGS,
+                                         **cloud_storage))
+  package_dir = _package(tmp_path, 'job', workdir, '--max_actor_steps=none',
+                         **cloud_storage)
+  mount = tmp_path / 'mount'
+  emulator = _start_emulator(package_dir, f'--storage_dir={mount}')
+  try:
+    _wait_for_learner(mount / BUCKET / 'stopped')
+    result = helpers.run_script('stop', f'--workdir={workdir}', timeout=600)
+    output, _ = emulator.communicate(timeout=300)
+  finally:
+    helpers.kill_group(emulator)
+  assert result.returncode == 0, result.stdout[-3000:]
+  assert f'Asked the apex_dqn program of {workdir} to stop' in result.stdout
+  assert 'The program is stopping: stopped on request (programs/stop.py)' \
+      in result.stdout
+  assert emulator.returncode == 0, output[-3000:]
+  assert 'Job succeeded.' in output
+  record = json.loads(helpers.bucket_text(BUCKET, 'stopped/stop.json'))
+  assert record['reason'] == 'stopped on request (programs/stop.py)'
+  assert not record['failed']
+  # Taken: no request is left for the next launch.
+  assert helpers.bucket_text(BUCKET, 'stopped/stop_request.json') is None
+  coordinator = _replica_log(package_dir, 'coordinator')
+  assert 'Final replay checkpoint' in coordinator
+  assert 'Ending the job (succeeded).' in coordinator
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ has logged (the probe under test_mt; Ctrl-C under local_mp and local_mt),
 since no node of the program waits for another.
 """
 
+import json
 import os
 
 import pytest
@@ -70,6 +71,39 @@ def test_every_node_logs_and_ctrl_c_stops_the_program(tmp_path, launch,
       launch_type=launch_type))
   helpers.interrupt_once_every_node_logged(program, tmp_path, NUM_ACTORS)
   _check_logs(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_stop_request_stops_the_program_in_order(tmp_path, launch):
+  # programs/stop.py, from another terminal (or machine): the coordinator
+  # finds the request in the workdir and stops the program as Ctrl-C does.
+  program = launch('run', helpers.program_command(
+      'apex_dqn', f'--workdir={tmp_path}', *SMALL_RUN))
+  program.wait_until(lambda: helpers.every_node_logged(tmp_path, NUM_ACTORS),
+                     helpers.START_TIMEOUT, 'a log row of every node')
+  program.note_processes()
+  result = helpers.run_script('stop', f'--workdir={tmp_path}',
+                              '--reason=stopped by the test', timeout=300)
+  assert result.returncode == 0, result.stdout[-3000:]
+  assert 'The program is stopping: stopped by the test.' in result.stdout
+  assert program.wait_exit(helpers.STOP_BOUND + 30, 'the stop request') == 0
+  output = program.output()
+  helpers.check_stopped_in_order(output)
+  assert 'The program stopped: stopped by the test.' in output
+  assert not program.alive()
+  record = json.loads((tmp_path / 'stop.json').read_text())
+  assert record == {**record, 'reason': 'stopped by the test',
+                    'failed': False}
+  assert not (tmp_path / 'stop_request.json').exists()  # Taken.
+  # A stopped run is said to be so; a directory without a run is refused.
+  result = helpers.run_script('stop', f'--workdir={tmp_path}', timeout=60)
+  assert result.returncode == 0
+  assert 'has already stopped: stopped by the test' in result.stdout
+  assert not (tmp_path / 'stop_request.json').exists()
+  result = helpers.run_script('stop', f'--workdir={tmp_path / "none"}',
+                              timeout=60)
+  assert result.returncode == 2
+  assert 'is not a run directory' in result.stdout
 
 
 @pytest.mark.parametrize('flag, message', [

@@ -89,7 +89,7 @@ def _seen_enough(options) -> bool:
 
 
 def main(_):
-  program, options, _ = apex_dqn.build()
+  program, options, *_ = apex_dqn.build()
   stop_program = lp.make_program_stopper(FLAGS.lp_launch_type)
 
   def watch():

@@ -186,6 +186,14 @@ class Request:
     return text
 
 
+@dataclasses.dataclass(frozen=True)
+class Plan:
+  """A checked Vertex AI launch: each node group's request, and the
+  launch's cloud flags (a plan only, or a submission)."""
+  requests: Dict[str, Request]
+  options: CloudOptions
+
+
 def _request(cpus: int, memory: int, flags: Tuple[str, ...] = (),
              exact: bool = True) -> Request:
   """The smallest machine for (cpus, memory). `exact`: ask xmanager for the
@@ -536,8 +544,8 @@ def _bound_pools(program) -> Dict[str, List[str]]:
           for pool, labels in sorted(pools.items())}
 
 
-def package(program, group_requests: Dict[str, Request],
-            directory: str) -> Dict[str, Any]:
+def package(program, group_requests: Dict[str, Request], directory: str,
+            workdir: str) -> Dict[str, Any]:
   """Runs Launchpad's Vertex AI launcher up to the step that reaches Google
   Cloud and keeps what it packaged in `directory` (one directory per worker
   pool, and `job.json`); returns the job's description."""
@@ -558,7 +566,7 @@ def package(program, group_requests: Dict[str, Request],
     pools.append({**pool, 'nodes': labels, 'machine_type': machine,
                   'machine': request.describe(),
                   'gpu_image': request.accelerator is not None})
-  job = {'name': program.name, 'pools': pools}
+  job = {'name': program.name, 'workdir': workdir, 'pools': pools}
   with open(os.path.join(directory, JOB_FILE), 'w') as f:
     json.dump(job, f, indent=2)
   return job
@@ -608,7 +616,7 @@ def dry_run(program, group_requests: Dict[str, Request], workdir: str,
   if os.listdir(directory):
     raise ValueError(f'--package_dir={directory} is not empty; choose a new '
                      'or empty directory.')
-  job = package(program, group_requests, directory)
+  job = package(program, group_requests, directory, workdir)
   print(format_plan(job, workdir, directory))
   sys.stdout.flush()
 
@@ -634,17 +642,3 @@ def submit(program, group_requests: Dict[str, Request]):
   except auth_exceptions.GoogleAuthError as error:
     raise ValueError(f'Google Cloud refused or could not be reached '
                      f'({error}); {SETUP_HELP}.') from error
-
-
-BUCKET_PREFIX = 'gs://'
-# Where Vertex AI mounts Cloud Storage in every container (Cloud Storage
-# FUSE): gs://<bucket>/<path> is the file path /gcs/<bucket>/<path> there.
-MOUNT = '/gcs/'
-
-
-def container_path(workdir: str) -> str:
-  """The path under which every replica sees a gs:// workdir (the nodes
-  read and write it as files, with the code that writes a local one)."""
-  if workdir.startswith(BUCKET_PREFIX):
-    return MOUNT + workdir[len(BUCKET_PREFIX):]
-  return workdir

@@ -28,6 +28,7 @@ from typing import Any, Dict, Mapping, Optional
 from absl import flags
 
 from agents import run_manifest
+from agents import storage
 from agents.config import Preset
 from agents.distributed import cloud
 from agents.distributed import program as program_lib
@@ -133,20 +134,10 @@ def cloud_options() -> cloud.CloudOptions:
                                for name in _flag_names(cloud.CloudOptions)})
 
 
-# The plan the last `build_program` checked (vertex_ai), for the launcher.
-_CLOUD_PLAN: Dict[str, Any] = {}
-
-
-def cloud_plan() -> Dict[str, 'cloud.Request']:
-  """Every node group's request, as `build_program` checked them."""
-  return _CLOUD_PLAN['requests']
-
-
-def _check_cloud_plan(options: RunOptions, config) -> Optional[
-    Dict[str, 'cloud.Request']]:
-  """Under vertex_ai: every node group's request, the plan checked (see
-  `agents.distributed.cloud`); None for other launch types, which refuse
-  --dry_run. Raises ValueError naming the flag and the fix."""
+def _check_cloud_plan(options: RunOptions, config) -> Optional[cloud.Plan]:
+  """Under vertex_ai: the launch's plan, every node group's request checked
+  (see `agents.distributed.cloud`); None for other launch types, which
+  refuse --dry_run. Raises ValueError naming the flag and the fix."""
   cloud_flags = cloud_options()
   if options.launch_type != 'vertex_ai':
     if cloud_flags.dry_run:
@@ -161,8 +152,7 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[
   if options.num_evaluators:
     groups.append('evaluator')
   cloud.check_plan(requests, groups)
-  _CLOUD_PLAN['requests'] = requests
-  return requests
+  return cloud.Plan(requests, cloud_flags)
 
 
 def _check_field_names(config_class, presets: Mapping[str, Preset]):
@@ -231,11 +221,16 @@ def _recorded_values(workdir: Optional[str], program_name: str,
   """The flag values the run in `workdir` last launched with (run.json);
   empty if there is none, or if it is another program's run (which the
   manifest's check then refuses)."""
-  if not workdir or workdir.startswith(cloud.BUCKET_PREFIX):
+  if not workdir:
     return {}
+  if not storage.is_cloud(workdir):
+    workdir = os.path.abspath(os.path.expanduser(workdir))
   try:
-    manifest = run_manifest.read_manifest(
-        os.path.abspath(os.path.expanduser(workdir)))
+    manifest = run_manifest.read_manifest(workdir)
+  except storage.Unreachable:
+    if not FLAGS.dry_run:
+      raise
+    return {}  # A plan goes on; `_check_cloud_record` says why.
   except ValueError:  # No run.json: a new run.
     return {}
   if manifest.get('program') != program_name:
@@ -273,7 +268,8 @@ def resolve_flags(program_name: str, config_class,
 
 def build_program(program_name: str, config_class, builder_class,
                   resolve_environment, presets: Mapping[str, Preset]):
-  """Validates the flags and returns (program, run options, environment).
+  """Validates the flags and returns (program, run options, environment,
+  the Vertex AI plan or None), for `launcher.launch`.
 
   Every bad flag or environment is reported here, before any process starts
   (exit status 2, no traceback).
@@ -292,26 +288,33 @@ def build_program(program_name: str, config_class, builder_class,
                             'workdir': None,
                             'launch_type': FLAGS.lp_launch_type})
     options.validate()
-    cloud_requests = _check_cloud_plan(options, config)
+    plan = _check_cloud_plan(options, config)
     environment = resolve_environment(options.env)
     recorded = {name: value for name, value in values.items()
                 if name not in RunOptions.PER_LAUNCH}
     if FLAGS.print_config:
       print(json.dumps(recorded, indent=2, sort_keys=True))
       sys.exit(0)
-    if cloud_requests is not None and (
-        FLAGS.dry_run or (FLAGS.workdir or '').startswith(
-            cloud.BUCKET_PREFIX)):
-      # A plan, or a run whose files are on Cloud Storage, which the nodes
-      # reach through Vertex AI's mount (`cloud.container_path`): nothing is
-      # created here. (Its run.json is not written yet: resuming a Cloud
-      # Storage run with its recorded values is to come.)
-      workdir = FLAGS.workdir or ''
-      options = dataclasses.replace(options, workdir=(
-          cloud.container_path(workdir) if workdir.startswith(
-              cloud.BUCKET_PREFIX) else _workdir_path(program_name, workdir)))
+    if storage.is_cloud(FLAGS.workdir):
+      # On Cloud Storage: its records are read (and, unless this is a plan,
+      # written) here through the Cloud Storage API; the nodes reach the
+      # rest through their replica's mount (`storage.node_path`).
+      if plan is None:
+        raise ValueError(
+            f'--workdir={FLAGS.workdir} is on Cloud Storage, which only the '
+            'nodes of a Vertex AI job reach as files: give a local directory, '
+            'or --lp_launch_type=vertex_ai.')
+      options = dataclasses.replace(options,
+                                    workdir=FLAGS.workdir.rstrip('/'))
+      resuming = _check_record(options.workdir, program_name, environment,
+                               config, recorded)
+    elif plan is not None and FLAGS.dry_run:
+      # A plan for a local directory (the Vertex AI emulator's runs):
+      # nothing is created here.
+      options = dataclasses.replace(
+          options, workdir=_workdir_path(program_name, FLAGS.workdir))
       resuming = False
-    elif cloud_requests is not None:
+    elif plan is not None:
       raise ValueError(
           f'--workdir={FLAGS.workdir} is not on Cloud Storage: the nodes of a '
           'Vertex AI job run on machines of their own, and their files must '
@@ -320,28 +323,44 @@ def build_program(program_name: str, config_class, builder_class,
     else:
       options = dataclasses.replace(
           options, workdir=_workdir(program_name, FLAGS.workdir))
-      resuming = run_manifest.check_or_write_manifest(
-          options.workdir, program_name, environment.name,
-          environment.frames_per_step, config, config.CHECKPOINT_FIELDS,
-          flags=recorded, preset=FLAGS.preset)
+      resuming = _check_record(options.workdir, program_name, environment,
+                               config, recorded)
   except ValueError as error:
     fail(str(error))
   if resuming:
     given = sorted(name for name in recorded if FLAGS[name].present)
-    print(f'Resuming the run in {options.workdir} from its checkpoints, with '
+    print(('This plan resumes' if FLAGS.dry_run else 'Resuming') +
+          f' the run in {options.workdir} from its checkpoints, with '
           'the values it last ran with (run.json)' +
           (f' but {", ".join(f"--{name}" for name in given)} as given now'
            if given else '') + '.')
   builder = builder_class(config, environment)
   program = program_lib.make_program(builder, options)
-  if cloud_requests is not None and FLAGS.dry_run:
-    try:
-      cloud.dry_run(program, cloud_requests, options.workdir,
-                    FLAGS.package_dir)
-    except ValueError as error:
-      fail(str(error))
-    sys.exit(0)
-  return program, options, environment
+  return program, options, environment, plan
+
+
+def _warn_unread_record(workdir: str, error: Exception):
+  sys.stderr.write(f'warning: the record of {workdir} could not be read '
+                   f'({error}); this plan uses the flags as given, not the '
+                   'values the run there last launched with.\n')
+
+
+def _check_record(workdir: str, program_name: str, environment, config,
+                  recorded: Dict[str, Any]) -> bool:
+  """Refuses a workdir holding a run this launch cannot resume, and (unless
+  planning) records this launch in its `run.json`; True when it resumes
+  one. A plan that cannot reach Cloud Storage says so and goes on (a plan
+  needs no credentials)."""
+  try:
+    return run_manifest.check_or_write_manifest(
+        workdir, program_name, environment.name,
+        environment.frames_per_step, config, config.CHECKPOINT_FIELDS,
+        flags=recorded, preset=FLAGS.preset, write=not FLAGS.dry_run)
+  except storage.Unreachable as error:
+    if not FLAGS.dry_run:
+      raise
+    _warn_unread_record(workdir, error)
+    return False
 
 
 def fail(message: str):

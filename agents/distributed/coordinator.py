@@ -3,11 +3,13 @@
 The coordinator stops the program once the actors have taken
 `max_actor_steps`, or `max_seconds` after the actors' first step of this
 launch (the nodes' start-up, longer with more actors on few cores, is not
-part of a wall-clock budget), or when asked (`request_stop`: the launcher's
-answer to Ctrl-C). It stops it as failed once every actor has given up on
-its environment (a learner left alone would train on stale data, or wait
-forever on a rate limiter), or, where the platform can watch processes, once
-the learner, the counter or every actor has died.
+part of a wall-clock budget), or when asked: by `request_stop` (the
+launcher's answer to Ctrl-C), or by a stop request in the workdir
+(`programs/stop.py`, from anywhere that reaches the workdir). It stops it
+as failed once every actor has given up on its environment (a learner left
+alone would train on stale data, or wait forever on a rate limiter), or
+once the learner, the counter or every actor has died (or frozen: see
+`heartbeat`).
 
 It stops the nodes (unless one has died) in an order in which none waits on
 a node that has already gone: first the actors and the evaluator (which call the learner,
@@ -28,6 +30,7 @@ from acme.utils import counting
 from acme.utils import signals
 
 from agents import run_manifest
+from agents import storage
 from agents.distributed import heartbeat
 
 # Counter key: actors that stopped after repeated environment failures.
@@ -40,6 +43,10 @@ ACTORS_GIVEN_UP = 'actor_stopped_on_failures'
 ACTING_STOP_SECONDS = 30.0
 LEARNER_STOP_SECONDS = 120.0
 
+# How often the coordinator looks for a stop request in the workdir (a
+# file read: on Vertex AI, of the Cloud Storage mount).
+STOP_REQUEST_POLL_SECONDS = 2.0
+
 Stop = Tuple[str, bool]  # (why, whether the run failed)
 
 
@@ -51,7 +58,9 @@ class Coordinator:
     learner, actors, evaluators: the nodes to stop in order (Courier
       clients; each has `stop(timeout)`).
     max_actor_steps, max_seconds: the run's budgets (None: none).
-    workdir: where `stop.json` goes (None: nowhere).
+    workdir: where `stop.json` goes and stop requests come from (None:
+      nowhere); a gs:// workdir is read and written through the replica's
+      Cloud Storage mount.
     node_watch: None, or a factory of a watch whose `dead()` names a node
       the program cannot go on without once it has died, and whose
       `dead_actors()` are the ids of the actors that have (the platform's,
@@ -74,7 +83,8 @@ class Coordinator:
     self._evaluators = list(evaluators)
     self._max_actor_steps = max_actor_steps
     self._max_seconds = max_seconds
-    self._workdir = workdir
+    self._workdir = storage.node_path(workdir) if workdir else None
+    self._next_request_check = 0.0
     watches = [node_watch() if node_watch else None]
     if heartbeat_timeout is not None:
       watches.append(heartbeat.HeartbeatWatch(
@@ -136,6 +146,10 @@ class Coordinator:
         time.time() - start >= self._max_seconds):
       return (f'ran for {time.time() - start:.0f} s since the actors started '
               f'(limit {self._max_seconds:.0f} s)', False)
+    if (self._requested is None and self._workdir and
+        time.time() >= self._next_request_check):
+      self._next_request_check = time.time() + STOP_REQUEST_POLL_SECONDS
+      self._requested = run_manifest.take_stop_request(self._workdir)
     if self._requested is not None:
       return (self._requested, False)
     return self._dead_node()
@@ -215,8 +229,9 @@ class Coordinator:
         # The others may be blocked in calls to the dead node: no order
         # helps them; the program's stop (and the stop watchdog) ends them.
         self._watch.end_gone_nodes()
+        gone = self._watch.gone_labels()
         self._watch.close()
-        self._end(failed)
+        self._end(failed, gone)
         return
       # A dead actor would never answer: it is not asked.
       dead = set(self._watch.dead_actors()) if self._watch else set()
@@ -229,8 +244,12 @@ class Coordinator:
       self._stop_nodes([self._learner], 'learner', LEARNER_STOP_SECONDS)
       self._end(failed)
 
-  def _end(self, failed: bool):
+  def _end(self, failed: bool, gone: Sequence[str] = ()):
+    """Ends the program; `gone`: the labels of nodes seen gone, which are
+    not asked for their final checkpoints (a frozen one never answers)."""
     if self._end_program is None:
       lp.stop()
     else:
-      self._end_program(failed, self._replay, self._counter)
+      self._end_program(failed,
+                        None if 'replay' in gone else self._replay,
+                        None if 'counter' in gone else self._counter)

@@ -198,12 +198,16 @@ class EitherWatch:
       if hasattr(watch, 'close'):
         watch.close()
 
+  def gone_labels(self) -> List[str]:
+    """The labels of every node that a watch able to tell sees gone."""
+    return sorted(set().union(*[watch.gone_labels() for watch in self._watches
+                                if hasattr(watch, 'gone_labels')]))
+
   def end_gone_nodes(self):
     """Has the watches that can end a node (`end_nodes`, on this machine)
     end those that others see gone: a frozen process would outlive the
     program's stop, and Launchpad would then kill the whole program."""
-    gone = set().union(*[watch.gone_labels() for watch in self._watches
-                         if hasattr(watch, 'gone_labels')])
+    gone = self.gone_labels()
     for watch in self._watches:
       if gone and hasattr(watch, 'end_nodes'):
-        watch.end_nodes(sorted(gone))
+        watch.end_nodes(gone)

@@ -6,6 +6,10 @@ counter), so that no node is left waiting on one that has gone; a second
 Ctrl-C stops every node at once, as Launchpad does. The launcher then says
 why the program stopped and where its checkpoints are, and exits 0, or 1
 if the coordinator stopped the program as failed (`<workdir>/stop.json`).
+
+Under vertex_ai the launcher plans (`--dry_run`) or submits the job, and
+returns: the job runs on Google Cloud, where `programs/stop.py` stops it in
+order.
 """
 
 import os
@@ -18,6 +22,8 @@ import launchpad as lp
 
 from agents import run_manifest
 from agents.distributed.options import RunOptions
+
+STOP_COMMAND = 'python programs/stop.py --workdir={workdir}'
 
 # How long the launcher tries to reach the coordinator with a Ctrl-C's stop
 # request before it stops every node at once instead.
@@ -63,30 +69,45 @@ class _StopOnCtrlC:
       os.kill(os.getpid(), signal.SIGTERM)  # Launchpad's stop.
 
 
-def _submit(program: lp.Program, options: RunOptions):
-  """Submits the program to Vertex AI and returns: the job runs there (the
-  launcher has nothing to wait for; the job's console page, its logs and
-  `<workdir>/stop.json` say how it goes)."""
+def _on_vertex_ai(program: lp.Program, options: RunOptions, plan):
+  """Prints the plan (--dry_run), or submits the program to Vertex AI and
+  returns: the job runs there (the launcher has nothing to wait for; the
+  job's console page, its logs and `<workdir>/stop.json` say how it goes)."""
   from agents.distributed import cloud  # pylint: disable=g-import-not-at-top
-  from agents.distributed import command_line  # pylint: disable=g-import-not-at-top
+  if plan.options.dry_run:
+    try:
+      cloud.dry_run(program, plan.requests, options.workdir,
+                    plan.options.package_dir)
+    except ValueError as error:
+      sys.stderr.write(f'error: {error}\n')
+      sys.exit(2)
+    return
   try:
-    cloud.submit(program, command_line.cloud_plan())
+    # An earlier launch's records say nothing of this one.
+    run_manifest.remove_stop_record(options.workdir)
+    run_manifest.remove_stop_request(options.workdir)
+    cloud.submit(program, plan.requests)
   except ValueError as error:
     sys.stderr.write(f'error: {error}\n')
     sys.exit(1)
   print(f'The job runs on Vertex AI; its files go to {options.workdir}. '
-        'Stop it from the job\'s console page (Cancel) or with `gcloud ai '
-        'custom-jobs cancel`.')
+        f'`{STOP_COMMAND.format(workdir=options.workdir)}` stops it in order '
+        '(the learner\'s and replay\'s final checkpoints, then the job '
+        'ends); Cancel on the job\'s console page, or `gcloud ai '
+        'custom-jobs cancel`, ends it at once.')
 
 
 def launch(program: lp.Program, options: RunOptions,
-           program_name: Optional[str] = None):
+           program_name: Optional[str] = None, plan=None):
   """Launches `program` and waits until it stops; exits with status 1 if
-  the program's coordinator stopped it as failed."""
+  the program's coordinator stopped it as failed. Under vertex_ai, `plan`
+  (`cloud.Plan`, from `command_line.build_program`) is planned or
+  submitted."""
   if options.launch_type == 'vertex_ai':
-    _submit(program, options)
+    _on_vertex_ai(program, options, plan)
     return
   run_manifest.remove_stop_record(options.workdir)
+  run_manifest.remove_stop_request(options.workdir)
   ctrl_c = _StopOnCtrlC(program)
   if options.launch_type == 'local_mp':
     manager = lp.launch(program, launch_type=options.launch_type,

@@ -29,6 +29,7 @@ from launchpad.launch import worker_manager
 from agents import checkpointing
 from agents import loggers as loggers_lib
 from agents import resilience
+from agents import storage
 from agents import vector_loop
 from agents.distributed.options import RunOptions
 from agents.distributed.options import actor_label
@@ -91,11 +92,11 @@ class LearnerNode(acme.Learner, acme.VariableSource):
         replay_client,
         counter=self._learner_counter,
         logger=loggers_lib.make_logger(
-            options.workdir, 'learner', steps_key='learner_steps',
+            options.node_workdir, 'learner', steps_key='learner_steps',
             max_actor_steps=options.max_actor_steps),
         log_every=options.log_every)
     self._checkpointer = checkpointing.make_checkpointer(
-        self._learner.state, options.workdir, 'learner',
+        self._learner.state, options.node_workdir, 'learner',
         options.checkpoint_every)
     # Next to each checkpoint: the policy as a SavedModel (agents/snapshots).
     self._snapshot = builder.policy_snapshot(self._learner.state)
@@ -134,7 +135,7 @@ class LearnerNode(acme.Learner, acme.VariableSource):
     """A checkpoint (and policy snapshot) if one is due or `force`d."""
     if self._checkpointer is None or not self._checkpointer.save(force):
       return False
-    self._snapshot.export(self._options.workdir, self._learner.num_steps)
+    self._snapshot.export(self._options.node_workdir, self._learner.num_steps)
     return True
 
   def run(self):
@@ -215,7 +216,7 @@ class ActorNode:
         replay_client=replay_client,
         seed=_seed(options, 100_000 + actor_id))
     self._logger = loggers_lib.make_logger(
-        options.workdir, self._label, steps_key='actor_steps',
+        options.node_workdir, self._label, steps_key='actor_steps',
         max_actor_steps=options.max_actor_steps)
     self._counter = _FlushableCounter(counter, prefix='actor')
     self._stop = _Stop()
@@ -315,7 +316,7 @@ class EvaluatorNode:
         variable_source, exploration=builder.evaluation_exploration,
         seed=_seed(options, 300_000))
     self._logger = loggers_lib.make_logger(
-        options.workdir, 'evaluator', steps_key='actor_steps',
+        options.node_workdir, 'evaluator', steps_key='actor_steps',
         max_actor_steps=options.max_actor_steps)
     self._counter = counter
     self._evaluator_counter = counting.Counter(counter, prefix='evaluator')
@@ -393,9 +394,9 @@ class ReplayNode(lp.ReverbNode):
   def __init__(self, tables_fn, workdir: str, checkpoint_every: float,
                process_setup, start_server):
     super().__init__(tables_fn)
-    self._directory = None
-    if checkpoint_every > 0:
-      self._directory = checkpointing.checkpoint_directory(workdir, 'replay')
+    # Made in the launcher: the checkpoints' directory is named in `run`,
+    # under the mount of the replica the node runs in.
+    self._workdir = workdir if checkpoint_every > 0 else None
     self._checkpoint_every = checkpoint_every
     self._process_setup = process_setup
     self._start_server = start_server
@@ -414,13 +415,16 @@ class ReplayNode(lp.ReverbNode):
   def run(self):
     self._process_setup()
     port = lp_address.get_port_from_address(self._address.resolve())
-    server = self._start_server(self._priority_tables_fn, port,
-                                self._directory)
+    directory = None
+    if self._workdir:
+      directory = checkpointing.checkpoint_directory(
+          storage.node_path(self._workdir), 'replay')
+    server = self._start_server(self._priority_tables_fn, port, directory)
     client = reverb.Client(f'localhost:{port}')
-    period = self._checkpoint_every if self._directory else None
+    period = self._checkpoint_every if directory else None
     while not worker_manager.wait_for_stop(period):
       self._checkpoint(client)
-    if self._directory:
+    if directory:
       self._checkpoint(client, final=True)
     time.sleep(REPLAY_LINGER_SECONDS)
     server.stop()

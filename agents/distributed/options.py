@@ -9,6 +9,7 @@ check of every run option.
 import dataclasses
 from typing import Optional
 
+from agents import storage
 from agents.config import check_flag
 
 
@@ -27,7 +28,7 @@ class RunOptions:
   workdir: Optional[str] = None
   """Directory of the run's logs, checkpoints and records; default:
   ~/apex_runs/<program>/<timestamp>. A program launched again with the same
-  --workdir resumes the run there."""
+  --workdir resumes the run there. Under vertex_ai: gs://<bucket>/<path>."""
   num_actors: int = 4
   """Actor processes (Ape-X §4.1: 360, one CPU core each)."""
   envs_per_actor: int = 1
@@ -77,6 +78,12 @@ class RunOptions:
   # Options that say how this launch runs, not what the run is: a relaunch
   # of a run may change them freely (see `command_line`).
   PER_LAUNCH = ('workdir', 'launch_type')
+
+  @property
+  def node_workdir(self) -> str:
+    """The workdir as the nodes read and write it: a gs:// workdir is under
+    the Cloud Storage mount of the replica the node runs in."""
+    return storage.node_path(self.workdir)
 
   def validate(self):
     """Raises ValueError naming the first flag whose value is out of range."""

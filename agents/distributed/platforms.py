@@ -129,10 +129,11 @@ FINAL_CHECKPOINT_SECONDS = 900.0
 
 def _final_checkpoints(replay, counter):
   """Has replay and the counter save, as their own stop would (a failed
-  save is logged: the newest earlier checkpoint stays)."""
+  save is logged: the newest earlier checkpoint stays); None for a node
+  that is gone."""
   pool = futures.ThreadPoolExecutor(1)
   answers = {'replay': pool.submit(replay.checkpoint) if replay else None,
-             'counter': counter.futures.save_checkpoint()}
+             'counter': counter.futures.save_checkpoint() if counter else None}
   for name, answer in answers.items():
     if answer is None:
       continue

@@ -10,10 +10,30 @@ replica of every pool the way Vertex AI starts a container's command:
   directory, with this machine's Python in place of the image's (the same
   pinned packages) and nothing of this repository on its path;
 * with `CLUSTER_SPEC` (and `TF_CONFIG`) naming every replica's address, one
-  host per replica: `127.0.0.<n>:<port>`, a loopback address of its own;
+  host per replica (`--hosts`):
+  - `loopback` (the default): `127.0.0.<n>:<port>`, a loopback address of
+    its own. The replicas share this machine's network stack: a server
+    listens on every address, so one replica could reach another at the
+    wrong address and the emulation would not notice;
+  - `netns`: each replica in a network namespace of its own, whose only
+    link is a virtual Ethernet cable to a switch (a Linux bridge in one
+    more namespace), at `10.66.<a>.<b>`: as on Vertex AI, a replica reaches
+    another only at the address CLUSTER_SPEC gives it, and nothing of the
+    job listens on this machine's own interfaces. Needs root (to make
+    namespaces) and iproute2's `ip`;
 * each replica's output in `<replica_log_dir>/<pool>-<index>.log` (Cloud
   Logging's place), and `<replica_log_dir>/replicas.json` saying which
-  process runs which node at which address.
+  process runs which node at which address;
+* Cloud Storage mounted where the replicas look for it (Vertex AI: /gcs;
+  here `--storage_dir`, given to them as APEX_CLOUD_STORAGE_MOUNT). A job
+  whose workdir is on Cloud Storage (gs://<bucket>/<path>) needs a Cloud
+  Storage emulator on this machine (STORAGE_EMULATOR_HOST; the emulator
+  never reaches Google Cloud): the workdir's objects are copied into the
+  mount before the replicas start, objects written to the bucket while the
+  job runs (a stop request from `programs/stop.py`) reach the mount within
+  `SYNC_SECONDS`, and what the replicas wrote goes back to the bucket when
+  the job ends. (Cloud Storage FUSE uploads a file when it is closed; here
+  everything reaches the bucket at the job's end.)
 
 As on Vertex AI, the job ends when its primary replica (the first pool's)
 exits: the others are sent SIGTERM, then SIGKILL after `--grace_seconds`, and
@@ -22,13 +42,13 @@ with 0 for a succeeded job, 1 for a failed one.
 
   python -m agents.distributed.vertex_emulator --package_dir=DIR
 
-What it cannot show: Vertex AI's machines, image builds, network and Cloud
-Storage (the run's workdir is a directory of this machine, shared by every
-replica, where Vertex AI's containers share a Cloud Storage bucket).
+What it cannot show: Vertex AI's machines, image builds, network, and
+Cloud Storage FUSE's own behaviour (caching, when a write is uploaded).
 """
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -39,6 +59,7 @@ from absl import app
 from absl import flags
 import portpicker
 
+from agents import storage
 from agents.distributed.cloud import JOB_FILE
 
 flags.DEFINE_string('package_dir', None, 'A packaged job (--dry_run\'s '
@@ -47,15 +68,173 @@ flags.DEFINE_string('replica_log_dir', None, 'Where each replica\'s output goes;
                     'default: <package_dir>/logs.')
 flags.DEFINE_float('grace_seconds', 30.0, 'Seconds between the SIGTERM and '
                    'the SIGKILL of the replicas left when the job ends.')
+flags.DEFINE_string('storage_dir', None, 'The replicas\' Cloud Storage '
+                    'mount (Vertex AI\'s /gcs): gs://<bucket>/<path> is '
+                    '<storage_dir>/<bucket>/<path>; default: '
+                    '<package_dir>/gcs.')
+flags.DEFINE_enum('hosts', 'loopback', ['loopback', 'netns'],
+                  'How replicas get hosts of their own: loopback addresses '
+                  '(127.0.0.<n>), or network namespaces joined by a virtual '
+                  'switch (10.66.<a>.<b>; needs root).')
 flags.DEFINE_string('job_id', 'emulated', 'The job id the replicas see '
                     '(CLOUD_ML_JOB_ID).')
 FLAGS = flags.FLAGS
+
+
+# How often objects written to the bucket through the API reach the mount.
+SYNC_SECONDS = 1.0
+
+
+class BucketMirror:
+  """The Cloud Storage mount of an emulated job, for a gs:// workdir: its
+  objects in a local directory, kept in step with a Cloud Storage emulator
+  (see the module docstring)."""
+
+  def __init__(self, workdir: str, mount: str):
+    if not os.environ.get('STORAGE_EMULATOR_HOST'):
+      raise ValueError(
+          f'the job\'s workdir {workdir} is on Cloud Storage, which this '
+          'emulator does not reach: start a Cloud Storage emulator here '
+          '(`python -m gcp_storage_emulator start --port=9023`) and set '
+          'STORAGE_EMULATOR_HOST=http://127.0.0.1:9023, or package the job '
+          'with a local --workdir.')
+    from google.cloud import storage as cloud_storage  # pylint: disable=g-import-not-at-top
+    self._client = cloud_storage.Client()
+    bucket, _, path = workdir[len(storage.CLOUD):].partition('/')
+    self._bucket = self._client.bucket(bucket)
+    self._prefix = path.rstrip('/') + '/' if path else ''
+    self._directory = os.path.join(mount, bucket)
+    self._generations: Dict[str, int] = {}  # Object name: generation seen.
+    self._written: Dict[str, tuple] = {}  # File: (size, mtime) at its copy.
+
+  def _file(self, name: str) -> str:
+    return os.path.join(self._directory, *name.split('/'))
+
+  def _state(self, path: str) -> tuple:
+    stat = os.stat(path)
+    return stat.st_size, stat.st_mtime_ns
+
+  def pull(self):
+    """Copies into the mount every object new or changed in the bucket."""
+    for blob in self._client.list_blobs(self._bucket, prefix=self._prefix):
+      generation = blob.generation  # (A download may reset it.)
+      if self._generations.get(blob.name) == generation:
+        continue
+      path = self._file(blob.name)
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      blob.download_to_filename(path)
+      self._generations[blob.name] = generation
+      self._written[blob.name] = self._state(path)
+
+  def push(self) -> int:
+    """Writes back to the bucket what changed in the mount (new and changed
+    files uploaded, removed ones deleted); returns how many objects."""
+    base = os.path.join(self._directory, *self._prefix.split('/'))
+    files = set()
+    for directory, _, names in os.walk(base):
+      for name in names:
+        path = os.path.join(directory, name)
+        files.add('/'.join(os.path.relpath(path, self._directory).split(
+            os.sep)))
+    changed = 0
+    for name in sorted(files):
+      if self._written.get(name) != self._state(self._file(name)):
+        self._bucket.blob(name).upload_from_filename(self._file(name))
+        changed += 1
+    for name in set(self._generations) - files:
+      self._bucket.blob(name).delete()
+      changed += 1
+    return changed
 
 
 def host(n: int) -> str:
   """Replica n's (over all pools) loopback address: 127.0.0.2, 127.0.0.3,
   ..., then 127.0.1.2, ... (250 a block)."""
   return f'127.0.{n // 250}.{n % 250 + 2}'
+
+
+class LoopbackHosts:
+  """Replica n at the loopback address `host(n)` (see the module
+  docstring)."""
+
+  def __init__(self, count: int):
+    del count
+
+  def address(self, n: int) -> str:
+    return host(n)
+
+  def command(self, n: int, command: List[str]) -> List[str]:
+    del n
+    return command
+
+  def namespace(self, n: int) -> Optional[str]:
+    del n
+    return None  # This machine's own.
+
+  def close(self):
+    pass
+
+
+class NamespaceHosts:
+  """Replica n in the network namespace `namespace(n)`, at `address(n)` on a
+  virtual switch (see the module docstring). `close` removes the namespaces
+  and with them their cables and the switch."""
+
+  def __init__(self, count: int, tag: Optional[str] = None):
+    if os.geteuid() != 0 or not shutil.which('ip'):
+      raise ValueError('--hosts=netns makes network namespaces, which needs '
+                       'root and iproute2\'s `ip`; run as root, or use '
+                       '--hosts=loopback.')
+    self._tag = tag or str(os.getpid())
+    self._switch = f'apex-{self._tag}-switch'
+    self._made: List[str] = []
+    try:
+      self._add_namespace(self._switch)
+      self._ip('-n', self._switch, 'link', 'add', 'switch', 'type', 'bridge')
+      self._ip('-n', self._switch, 'link', 'set', 'switch', 'up')
+      for n in range(count):
+        namespace = self.namespace(n)
+        self._add_namespace(namespace)
+        self._ip('link', 'add', 'eth0', 'netns', namespace, 'type', 'veth',
+                 'peer', 'name', f'port{n}', 'netns', self._switch)
+        self._ip('-n', self._switch, 'link', 'set', f'port{n}', 'master',
+                 'switch', 'up')
+        self._ip('-n', namespace, 'addr', 'add', f'{self.address(n)}/16',
+                 'dev', 'eth0')
+        self._ip('-n', namespace, 'link', 'set', 'eth0', 'up')
+        self._ip('-n', namespace, 'link', 'set', 'lo', 'up')
+    except Exception:
+      self.close()
+      raise
+
+  @staticmethod
+  def _ip(*arguments: str):
+    result = subprocess.run(['ip', *arguments], capture_output=True,
+                            text=True, check=False)
+    if result.returncode:
+      raise ValueError(f'`ip {" ".join(arguments)}` failed: '
+                       f'{result.stderr.strip()}')
+
+  def _add_namespace(self, name: str):
+    self._ip('netns', 'add', name)
+    self._made.append(name)
+
+  def namespace(self, n: int) -> str:
+    return f'apex-{self._tag}-{n}'
+
+  def address(self, n: int) -> str:
+    return f'10.66.{n // 250}.{n % 250 + 1}'
+
+  def command(self, n: int, command: List[str]) -> List[str]:
+    # `ip netns exec` enters the namespace and then runs (execs) the
+    # command: the replica's process id is the command's own.
+    return ['ip', 'netns', 'exec', self.namespace(n), *command]
+
+  def close(self):
+    for name in reversed(self._made):
+      subprocess.run(['ip', 'netns', 'del', name], capture_output=True,
+                     check=False)
+    self._made = []
 
 
 class Replica:
@@ -73,7 +252,8 @@ class Replica:
     return f'{self.pool}-{self.index}'
 
   def start(self, directory: str, command: List[str],
-            cluster: Dict[str, List[str]], log_dir: str, job_id: str):
+            cluster: Dict[str, List[str]], log_dir: str, job_id: str,
+            mount: str):
     environment = {key: value for key, value in os.environ.items()
                    if key != 'PYTHONPATH'}
     task = {'type': self.pool, 'index': self.index}
@@ -82,6 +262,7 @@ class Replica:
                                     'job': {'id': job_id}}),
         'TF_CONFIG': json.dumps({'cluster': cluster, 'task': task}),
         'CLOUD_ML_JOB_ID': job_id,
+        storage.MOUNT_VARIABLE: mount,
     })
     log = open(os.path.join(log_dir, f'{self.name}.log'), 'wb')
     # In the emulator's process group: whoever ends the emulator's group
@@ -107,40 +288,68 @@ def _command(text: str) -> List[str]:
   return [sys.executable] + words[1:]
 
 
-def replicas_of(job: Dict) -> List[Replica]:
+def replicas_of(job: Dict, hosts=None) -> List[Replica]:
   """Every replica of the job, each with an address of its own."""
+  hosts = hosts or LoopbackHosts(0)
   replicas = []
   for pool in job['pools']:
     for index in range(pool['replicas']):
-      address = f'{host(len(replicas))}:{portpicker.pick_unused_port()}'
+      address = (f'{hosts.address(len(replicas))}:'
+                 f'{portpicker.pick_unused_port()}')
       replicas.append(Replica(pool['name'], index, address,
                               pool['nodes'][index]))
   return replicas
 
 
+def _count(job: Dict) -> int:
+  return sum(pool['replicas'] for pool in job['pools'])
+
+
 def run(package_dir: str, log_dir: Optional[str] = None,
-        grace_seconds: float = 30.0, job_id: str = 'emulated') -> int:
+        grace_seconds: float = 30.0, job_id: str = 'emulated',
+        storage_dir: Optional[str] = None, hosts: str = 'loopback') -> int:
   """Runs the job until its primary replica exits; returns 0 if the job
-  succeeded, 1 if it failed."""
+  succeeded, 1 if it failed. Raises ValueError for a job it cannot run."""
   with open(os.path.join(package_dir, JOB_FILE)) as f:
     job = json.load(f)
   log_dir = log_dir or os.path.join(package_dir, 'logs')
   os.makedirs(log_dir, exist_ok=True)
-  replicas = replicas_of(job)
+  mount = os.path.abspath(storage_dir or os.path.join(package_dir, 'gcs'))
+  os.makedirs(mount, exist_ok=True)
+  mirror = None
+  if storage.is_cloud(job.get('workdir')):
+    mirror = BucketMirror(job['workdir'], mount)
+    mirror.pull()
+  network = (NamespaceHosts if hosts == 'netns' else LoopbackHosts)(
+      _count(job))
+  try:
+    return _run_job(job, package_dir, log_dir, grace_seconds, job_id, mount,
+                    mirror, network)
+  finally:
+    network.close()
+
+
+def _run_job(job, package_dir: str, log_dir: str, grace_seconds: float,
+             job_id: str, mount: str, mirror: Optional[BucketMirror],
+             network) -> int:
+  """`run`, once the job's hosts and storage are ready."""
+  replicas = replicas_of(job, network)
   cluster: Dict[str, List[str]] = {}
   for replica in replicas:
     cluster.setdefault(replica.pool, []).append(replica.address)
   pools = {pool['name']: pool for pool in job['pools']}
   print(f'Job "{job["name"]}": {len(replicas)} replicas in '
         f'{len(pools)} pools; their output in {log_dir}', flush=True)
-  for replica in replicas:
+  for n, replica in enumerate(replicas):
     pool = pools[replica.pool]
     replica.start(os.path.join(package_dir, pool['directory']),
-                  _command(pool['command']), cluster, log_dir, job_id)
+                  network.command(n, _command(pool['command'])), cluster,
+                  log_dir, job_id, mount)
   with open(os.path.join(log_dir, 'replicas.json'), 'w') as f:
     json.dump([{'replica': replica.name, 'node': replica.node,
-                'address': replica.address, 'pid': replica.process.pid}
-               for replica in replicas], f, indent=2)
+                'address': replica.address, 'pid': replica.process.pid,
+                'namespace': network.namespace(n)}
+               for n, replica in enumerate(replicas)], f, indent=2)
   primary = replicas[0]
   stop = {'signal': None}
 
@@ -151,8 +360,12 @@ def run(package_dir: str, log_dir: Optional[str] = None,
   previous = {signum: signal.signal(signum, on_signal)
               for signum in (signal.SIGINT, signal.SIGTERM)}
   try:
+    synced = time.time()
     while primary.process.poll() is None and stop['signal'] is None:
       time.sleep(0.2)
+      if mirror is not None and time.time() - synced >= SYNC_SECONDS:
+        mirror.pull()
+        synced = time.time()
   finally:
     for signum, handler in previous.items():
       signal.signal(signum, handler)
@@ -166,6 +379,9 @@ def run(package_dir: str, log_dir: Optional[str] = None,
       replica.signal(signal.SIGKILL)
     for replica in replicas:
       replica.process.wait()
+    if mirror is not None:
+      print(f'{mirror.push()} objects written back to {job["workdir"]}.',
+            flush=True)
   if stop['signal'] is not None:
     print('Job cancelled.', flush=True)
     return 1
@@ -183,8 +399,14 @@ def main(argv):
                      f'directory with {JOB_FILE}): package one with '
                      '--lp_launch_type=vertex_ai --dry_run --package_dir=DIR.\n')
     sys.exit(2)
-  sys.exit(run(FLAGS.package_dir, FLAGS.replica_log_dir, FLAGS.grace_seconds,
-               FLAGS.job_id))
+  try:
+    status = run(FLAGS.package_dir, FLAGS.replica_log_dir,
+                 FLAGS.grace_seconds, FLAGS.job_id, FLAGS.storage_dir,
+                 FLAGS.hosts)
+  except ValueError as error:
+    sys.stderr.write(f'error: {error}\n')
+    sys.exit(2)
+  sys.exit(status)
 
 
 if __name__ == '__main__':
