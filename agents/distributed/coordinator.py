@@ -109,7 +109,7 @@ class Coordinator:
     if dead is None:
       return None
     self._node_died = True
-    return (f'{dead} (the output above says why); launch again with the '
+    return (f'{dead}; launch again with the '
             'same --workdir to resume from the newest checkpoints',
             True)
 
