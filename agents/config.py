@@ -25,19 +25,23 @@ class ApeXConfig:
   n_step: int = 3
   """Ape-X §3.1: length of the multi-step return."""
   discount: float = 0.99
-  """Per-step discount gamma (Ape-X App. C)."""
+  """Per-step discount gamma. The paper gives none; 0.99 is DQN's (Mnih et
+  al. 2015) and the Dueling DDQN agent's that Ape-X DQN builds on (App. C)."""
 
-  # Replay (Ape-X §3, App. C).
+  # Replay (Ape-X §3, §4.1, App. C).
   replay_capacity: int = 2_000_000
-  """Ape-X App. C: replay holds 2M transitions; FIFO removal beyond that."""
+  """Ape-X §4.1: replay holds 2M transitions. The paper's limit is soft
+  (inserts always succeed; every 100 learner steps the excess leaves, oldest
+  first); here it is Reverb's hard cap: each insert into a full replay
+  removes one item (`replay_remover`)."""
   min_replay_size: int = 50_000
   """Ape-X App. C: learning starts once replay holds 50K transitions."""
   priority_exponent: float = 0.6
-  """Ape-X App. C: proportional prioritisation exponent alpha."""
+  """Ape-X §4.1: proportional prioritisation exponent alpha."""
   importance_sampling_exponent: float = 0.4
-  """Ape-X App. C: importance-sampling exponent beta."""
+  """Ape-X §4.1: importance-sampling exponent beta."""
   replay_remover: str = 'fifo'
-  """Which item leaves a full replay: 'fifo' (the oldest; Ape-X DQN, App. C)
+  """Which item leaves a full replay: 'fifo' (the oldest; Ape-X DQN, §4.1)
   or 'prioritized' (sampled in proportion to priority^priority_exponent, as
   the Ape-X DPG experiments did, App. D)."""
   samples_per_insert: Optional[float] = None
@@ -45,7 +49,7 @@ class ApeXConfig:
   inserts so that learning depends on steps, not machine speed. The paper's
   default (None) lets actors run freely and the learner sample at will."""
 
-  # Actors (Ape-X §3, App. C).
+  # Actors (Ape-X §3, §4.1).
   initial_priority: str = 'actor'
   """How new transitions enter replay: 'actor' (Ape-X §3: each with its
   |TD error| computed by the actor from the values it computed while
@@ -56,12 +60,13 @@ class ApeXConfig:
   """Ape-X §3: transitions in an actor's local buffer before their priorities
   are computed in one batch and sent (paper: up to 100)."""
   variable_update_period: int = 400
-  """Ape-X App. C: actors copy the learner's parameters every 400 frames
+  """Ape-X §4.1: actors copy the learner's parameters every 400 frames
   (environment frames; an Atari agent step is 4 frames)."""
 
   # Learner.
   batch_size: int = 512
-  """Ape-X App. C: batches of 512 transitions."""
+  """Ape-X §4.1 (and App. E, which tried 32 to 1024): batches of 512
+  transitions."""
   prefetch_size: int = 4
   """Batches the learner's Reverb dataset keeps ready in memory."""
 

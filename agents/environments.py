@@ -5,7 +5,10 @@ An environment is named by a string `<kind>:<name>`:
 * `atari:<Game>`: an Atari 2600 game from ALE (gymnasium + ale-py) with the DQN
   preprocessing of Mnih et al. (2015): 84x84 grey frames, action repeat 4,
   a stack of the last 4 frames, no sticky actions, training episodes capped at
-  50,000 frames. Evaluation episodes start with up to 30 no-op actions.
+  50,000 frames (Ape-X §4.1). Evaluation episodes start with up to 30 no-op
+  actions and are capped at 108,000 frames (30 minutes of play: the usual
+  cap, e.g. Hessel et al. 2018; the paper says only that its evaluation
+  episodes are longer than its training ones, Table 2).
 * `gym:<id>`: any registered gymnasium environment with a discrete action space
   and a flat vector observation, e.g. `gym:CartPole-v1`.
 * `minatar:<game>`: a MinAtar game (Young & Tian 2019), 10x10 binary images.
@@ -52,7 +55,8 @@ ACCEPTED_CONTINUOUS_FORMS = (
 ATARI_FRAME_SKIP = 4
 ATARI_FRAME_STACK = 4
 ATARI_SCREEN_SIZE = 84
-ATARI_MAX_EPISODE_FRAMES = 50_000  # Ape-X App. C: episodes capped at 50K frames.
+ATARI_MAX_EPISODE_FRAMES = 50_000  # Ape-X §4.1: training episodes, 50K frames.
+ATARI_MAX_EVALUATION_EPISODE_FRAMES = 108_000  # 30 minutes (module docstring).
 ATARI_EVAL_NOOP_MAX = 30  # Ape-X §4.1: 30 random no-op starts for evaluation.
 
 MINATAR_GAMES = ('asterix', 'breakout', 'freeway', 'seaquest', 'space_invaders')
@@ -259,7 +263,8 @@ def _make_atari(game: str, seed: Optional[int] = None, evaluation: bool = False)
       frameskip=1,  # AtariPreprocessing repeats actions itself.
       repeat_action_probability=0.0,  # Ape-X used the deterministic ALE.
       full_action_space=False,
-      max_num_frames_per_episode=ATARI_MAX_EPISODE_FRAMES)
+      max_num_frames_per_episode=(ATARI_MAX_EVALUATION_EPISODE_FRAMES
+                                  if evaluation else ATARI_MAX_EPISODE_FRAMES))
   environment = wrappers.AtariPreprocessing(
       environment,
       noop_max=ATARI_EVAL_NOOP_MAX if evaluation else 0,

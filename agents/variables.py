@@ -1,6 +1,6 @@
 """Parameter pulls that skip parameters the actor already has.
 
-Ape-X actors copy the learner's parameters every 400 frames (App. C). On a
+Ape-X actors copy the learner's parameters every 400 frames (§4.1). On a
 machine where an actor makes thousands of frames per second and the learner
 makes a few updates per second, most of those pulls would copy the same
 parameters again (tens of MB for the Atari network, serialised by the

@@ -238,6 +238,9 @@ def test_atari_evaluation_environment_uses_noop_starts(pong):
   assert env.frames_per_step == 4
   preprocessing = _find_wrapper(env, wrappers.AtariPreprocessing)
   assert preprocessing.noop_max == environments.ATARI_EVAL_NOOP_MAX == 30
+  # Longer than training episodes: 30 minutes of play at 60 frames a second.
+  ale = env._environment.unwrapped.ale  # pylint: disable=protected-access
+  assert ale.getInt('max_num_frames_per_episode') == 30 * 60 * 60
   timestep = env.reset()
   assert timestep.first()
   pong.spec.observations.validate(timestep.observation)

@@ -20,7 +20,7 @@ class RunOptions:
   env: str = ''
   """Environment, <kind>:<name>. Ape-X DQN: atari:<Game> (ALE, DQN
   preprocessing: 84x84 grey, action repeat 4, stack 4, training episodes
-  capped at 50,000 frames, 30 no-op starts for evaluation; default
+  capped at 50,000 frames; evaluation: 30 no-op starts, 108,000 frames; default
   atari:Pong), gym:<id> (discrete actions, vector observations),
   minatar:<game>. Ape-X DPG: control:<domain>:<task> (dm_control; default
   control:manipulator:bring_ball), gym:<id> (a bounded 1-D Box action
