@@ -30,9 +30,10 @@ time limits but not through true terminations.
 
 import dataclasses
 import functools
+import importlib
 import os
 import warnings
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 import dm_env
 import gymnasium
@@ -162,7 +163,8 @@ class GymnasiumToDmEnv(_Float32Adapter):
   def render(self) -> np.ndarray:
     """The current screen, RGB uint8 [H, W, 3]: the ALE's screen for Atari
     games, the environment's own rendering where it was made with
-    `render_mode='rgb_array'` (MinAtar)."""
+    `render_mode='rgb_array'` (MinAtar, gymnasium's own games such as
+    CartPole)."""
     unwrapped = self._environment.unwrapped
     if hasattr(unwrapped, 'ale'):
       return unwrapped.ale.getScreenRGB()
@@ -176,7 +178,8 @@ class GymnasiumToDmEnv(_Float32Adapter):
     name = getattr(self._environment.spec, 'id', 'this environment')
     raise ValueError(
         f'{name} has no RGB rendering here; videos are made of atari:*, '
-        'minatar:* and control:* environments.')
+        'minatar:*, control:* and gym:* games that draw themselves '
+        '(render_mode rgb_array).')
 
 
 class FlatControlEnvironment(_Float32Adapter):
@@ -280,8 +283,24 @@ def _make_atari(game: str, seed: Optional[int] = None, evaluation: bool = False)
 
 def _make_gym(env_id: str, seed: Optional[int] = None, evaluation: bool = False):
   del evaluation
-  return GymnasiumToDmEnv(gymnasium.make(env_id), seed,
-                          observation_dtype=np.float32)
+  # 'rgb_array' where the game offers it (CartPole's own drawing, with
+  # pygame): it draws only when asked (videos), not at every step.
+  return GymnasiumToDmEnv(
+      gymnasium.make(env_id, **_rgb_array_if_offered(env_id)), seed,
+      observation_dtype=np.float32)
+
+
+def _rgb_array_if_offered(env_id: str) -> Dict[str, str]:
+  """`render_mode='rgb_array'` for a gymnasium game that can draw itself.
+  Its drawing (pygame's SDL) then needs no screen and no sound card."""
+  os.environ.setdefault('SDL_VIDEODRIVER', 'dummy')
+  os.environ.setdefault('SDL_AUDIODRIVER', 'dummy')
+  entry_point = gymnasium.spec(env_id).entry_point
+  if isinstance(entry_point, str):
+    module, _, name = entry_point.partition(':')
+    entry_point = getattr(importlib.import_module(module), name)
+  modes = getattr(entry_point, 'metadata', {}).get('render_modes', ())
+  return {'render_mode': 'rgb_array'} if 'rgb_array' in modes else {}
 
 
 def _make_minatar(game: str, seed: Optional[int] = None,

@@ -360,6 +360,23 @@ def test_video_of_an_atari_policy_snapshot(tmp_path):
   assert _video_frames(video) == (result['lengths'][0] + 1, (210, 160, 3))
 
 
+def test_video_of_a_cartpole_policy_snapshot(tmp_path):
+  # The README's first example: gymnasium draws CartPole itself (pygame).
+  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+  builder = ApeXDQNBuilder(
+      ApeXDQNConfig(mlp_hidden_sizes='8', dueling_hidden_size=8),
+      environments.resolve_discrete('gym:CartPole-v1'))
+  path = builder.policy_snapshot({'network': builder.make_network()}).export(
+      str(tmp_path), 4)
+  video = str(tmp_path / 'cartpole.mp4')
+  result = _evaluate_json(tmp_path, 'cartpole', f'--checkpoint={path}',
+                          '--episodes=1', f'--video={video}')
+  assert result['learner_steps'] == 4
+  # gymnasium's 600x400 drawing, once per agent step and at the start.
+  assert _video_frames(video) == (result['lengths'][0] + 1, (400, 600, 3))
+
+
 def test_export_keeps_the_new_snapshot_and_one_other(tmp_path):
   from agents import environments  # pylint: disable=g-import-not-at-top
   from agents import snapshots  # pylint: disable=g-import-not-at-top
