@@ -295,7 +295,10 @@ def _rgb_array_if_offered(env_id: str) -> Dict[str, str]:
   Its drawing (pygame's SDL) then needs no screen and no sound card."""
   os.environ.setdefault('SDL_VIDEODRIVER', 'dummy')
   os.environ.setdefault('SDL_AUDIODRIVER', 'dummy')
-  entry_point = gymnasium.spec(env_id).entry_point
+  module, _, name = env_id.rpartition(':')  # <module>:<id>, as make takes.
+  if module:
+    importlib.import_module(module)
+  entry_point = gymnasium.spec(name).entry_point
   if isinstance(entry_point, str):
     module, _, name = entry_point.partition(':')
     entry_point = getattr(importlib.import_module(module), name)

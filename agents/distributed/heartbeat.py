@@ -29,6 +29,12 @@ from agents.distributed.options import actor_label
 START_TIMEOUT_SECONDS = 600.0
 
 
+# How long closing a watch waits for each heartbeat still in flight.
+CLOSE_WAIT_SECONDS = 2.0
+# Clients (with their calls) still in flight when their watch was closed.
+_KEPT = []
+
+
 class _Beat:
   """One watched node: its call, and when it last answered."""
 
@@ -57,11 +63,15 @@ class _Beat:
                       error)
 
   def close(self):
-    """Cancels the outstanding call and lets go of the client (whose
-    calls must end before the interpreter does: a call still in flight
-    then aborts the process)."""
+    """Cancels the outstanding call and lets go of the client. A Courier
+    client destroyed with a call in flight aborts the process: the call is
+    given `CLOSE_WAIT_SECONDS` to end, and a client whose call is still in
+    flight then is kept (`_KEPT`) instead of destroyed."""
     if self._pending is not None:
       self._pending.cancel()
+      futures.wait([self._pending], timeout=CLOSE_WAIT_SECONDS)
+      if not self._pending.done():
+        _KEPT.append((self._call, self._pending))
     self._call = None
 
   def silent_for(self, now: float) -> Optional[float]:
