@@ -29,7 +29,7 @@ from agents.distributed.options import actor_label
 START_TIMEOUT_SECONDS = 600.0
 
 
-# How long closing a watch waits for each heartbeat still in flight.
+# How long closing a watch waits for the heartbeats still in flight.
 CLOSE_WAIT_SECONDS = 2.0
 # Clients (with their calls) still in flight when their watch was closed.
 _KEPT = []
@@ -62,16 +62,19 @@ class _Beat:
       logging.warning('Heartbeat to the %s failed to go out: %r', self.name,
                       error)
 
-  def close(self):
-    """Cancels the outstanding call and lets go of the client. A Courier
-    client destroyed with a call in flight aborts the process: the call is
-    given `CLOSE_WAIT_SECONDS` to end, and a client whose call is still in
-    flight then is kept (`_KEPT`) instead of destroyed."""
+  def cancel(self) -> Optional[futures.Future]:
+    """Cancels the outstanding call, if any; returns it."""
     if self._pending is not None:
       self._pending.cancel()
-      futures.wait([self._pending], timeout=CLOSE_WAIT_SECONDS)
-      if not self._pending.done():
-        _KEPT.append((self._call, self._pending))
+    return self._pending
+
+  def close(self):
+    """Lets go of the client (after `cancel` and a wait: see
+    `HeartbeatWatch.close`). A Courier client destroyed with a call in
+    flight aborts the process: one whose call is still in flight is kept
+    (`_KEPT`) instead of destroyed."""
+    if self._pending is not None and not self._pending.done():
+      _KEPT.append((self._call, self._pending))
     self._call = None
 
   def silent_for(self, now: float) -> Optional[float]:
@@ -142,7 +145,11 @@ class HeartbeatWatch:
     self._stop.set()
     self._thread.join()
     with self._lock:
-      for beat in self._single + self._actors:
+      beats = self._single + self._actors
+      pending = [call for call in (beat.cancel() for beat in beats) if call]
+      # The calls in flight get one shared wait to end.
+      futures.wait(pending, timeout=CLOSE_WAIT_SECONDS)
+      for beat in beats:
         beat.close()
 
   def _gone(self, beat: _Beat, now: float) -> Optional[str]:
