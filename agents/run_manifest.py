@@ -129,9 +129,11 @@ def read_stop_record(workdir: str) -> Optional[Dict[str, Any]]:
     return None
 
 
-def remove_stop_record(workdir: str):
-  """Before a launch: an earlier launch's record says nothing of it."""
+def remove_earlier_launch_records(workdir: str):
+  """Before a launch: an earlier launch's stop record says nothing of it,
+  and a stop request made to an earlier launch is not for it."""
   storage.remove(storage.join(workdir, STOP_RECORD))
+  storage.remove(storage.join(workdir, STOP_REQUEST))
 
 
 def write_stop_request(workdir: str, reason: str):
@@ -150,7 +152,3 @@ def take_stop_request(workdir: str) -> Optional[str]:
   storage.remove(path)
   return reason
 
-
-def remove_stop_request(workdir: str):
-  """Before a launch: a request made to an earlier launch is not for it."""
-  storage.remove(storage.join(workdir, STOP_REQUEST))

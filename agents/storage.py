@@ -57,7 +57,8 @@ def node_path(path: str) -> str:
   return os.path.join(mount, path[len(CLOUD):])
 
 
-def _bucket_and_name(path: str):
+def bucket_and_name(path: str):
+  """gs://<bucket>/<name> as (bucket, name)."""
   bucket, _, name = path[len(CLOUD):].partition('/')
   if not bucket:
     raise ValueError(f'{path} names no bucket; give gs://<bucket>/<path>.')
@@ -93,7 +94,7 @@ def _cloud_call(path: str, call):
   from google.api_core import exceptions as api_exceptions  # pylint: disable=g-import-not-at-top
   from google.auth import exceptions as auth_exceptions  # pylint: disable=g-import-not-at-top
   import requests  # pylint: disable=g-import-not-at-top
-  bucket_name, _ = _bucket_and_name(path)
+  bucket_name, _ = bucket_and_name(path)
   bucket = _client().bucket(bucket_name)
   try:
     return call(bucket)
@@ -125,7 +126,7 @@ def read_text(path: str) -> Optional[str]:
         return f.read()
     except FileNotFoundError:
       return None
-  _, name = _bucket_and_name(path)
+  _, name = bucket_and_name(path)
 
   def read(bucket):
     from google.api_core import exceptions as api_exceptions  # pylint: disable=g-import-not-at-top
@@ -147,7 +148,7 @@ def write_text(path: str, text: str):
       f.write(text)
     os.replace(temporary, path)
     return
-  _, name = _bucket_and_name(path)
+  _, name = bucket_and_name(path)
   _cloud_call(path, lambda bucket: bucket.blob(name).upload_from_string(
       text, content_type='application/json'))
 
@@ -160,7 +161,7 @@ def remove(path: str):
     except FileNotFoundError:
       pass
     return
-  _, name = _bucket_and_name(path)
+  _, name = bucket_and_name(path)
 
   def delete(bucket):
     blob = bucket.blob(name)
@@ -173,8 +174,7 @@ def holds_files(directory: str) -> bool:
   """Whether anything is stored under `directory`."""
   if not is_cloud(directory):
     return os.path.isdir(directory) and bool(os.listdir(directory))
-  bucket_name, name = _bucket_and_name(directory)
+  _, name = bucket_and_name(directory)
   prefix = name.rstrip('/') + '/' if name else ''
   return _cloud_call(directory, lambda bucket: any(
-      True for _ in _client().list_blobs(bucket_name, prefix=prefix,
-                                         max_results=1)))
+      True for _ in bucket.list_blobs(prefix=prefix, max_results=1)))

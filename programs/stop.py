@@ -77,8 +77,8 @@ def main(argv):
             'checkpoints follow, then it ends.')
       return
     time.sleep(POLL_SECONDS)
-  _fail(f'the program has not taken the request within {FLAGS.timeout:.0f} s: is it '
-        f'running? The request stays in {workdir} for it to take when it '
+  _fail(f'the program has not taken the request within '
+        f'{FLAGS.timeout:.0f} s: is it running? The request stays in {workdir} for it to take when it '
         'runs (a new launch removes it).', 1)
 
 

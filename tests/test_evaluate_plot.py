@@ -345,46 +345,49 @@ def test_bad_input_is_refused_with_the_fix(runs, tmp_path):
     assert 'Traceback' not in result.stderr, flags
 
 
-def test_video_of_an_atari_policy_snapshot(tmp_path):
+def _policy_snapshot(env: str, **config):
+  """An untrained Ape-X DQN policy snapshot for `env` (`export` writes it)."""
   from agents import environments  # pylint: disable=g-import-not-at-top
   from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
-  builder = ApeXDQNBuilder(ApeXDQNConfig(),
-                           environments.resolve_discrete('atari:Pong'))
-  path = builder.policy_snapshot({'network': builder.make_network()}).export(
-      str(tmp_path), 7)
-  video = str(tmp_path / 'pong.mp4')
-  result = _evaluate_json(tmp_path, 'pong', f'--checkpoint={path}',
+  builder = ApeXDQNBuilder(ApeXDQNConfig(**config),
+                           environments.resolve_discrete(env))
+  return builder.policy_snapshot({'network': builder.make_network()})
+
+
+def _small_cartpole_snapshot():
+  return _policy_snapshot('gym:CartPole-v1', mlp_hidden_sizes='8',
+                          dueling_hidden_size=8)
+
+
+def _one_episode_video(tmp_path, name: str, snapshot_path: str):
+  """evaluate.py's result for one episode of the snapshot, and its video's
+  (frames, frame shape)."""
+  video = str(tmp_path / f'{name}.mp4')
+  result = _evaluate_json(tmp_path, name, f'--checkpoint={snapshot_path}',
                           '--episodes=1', f'--video={video}')
+  return result, _video_frames(video)
+
+
+def test_video_of_an_atari_policy_snapshot(tmp_path):
+  path = _policy_snapshot('atari:Pong').export(str(tmp_path), 7)
+  result, video = _one_episode_video(tmp_path, 'pong', path)
   assert result['learner_steps'] == 7
   # The ALE's own 210x160 screen, once per agent step and at the start.
-  assert _video_frames(video) == (result['lengths'][0] + 1, (210, 160, 3))
+  assert video == (result['lengths'][0] + 1, (210, 160, 3))
 
 
 def test_video_of_a_cartpole_policy_snapshot(tmp_path):
   # The README's first example: gymnasium draws CartPole itself (pygame).
-  from agents import environments  # pylint: disable=g-import-not-at-top
-  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
-  builder = ApeXDQNBuilder(
-      ApeXDQNConfig(mlp_hidden_sizes='8', dueling_hidden_size=8),
-      environments.resolve_discrete('gym:CartPole-v1'))
-  path = builder.policy_snapshot({'network': builder.make_network()}).export(
-      str(tmp_path), 4)
-  video = str(tmp_path / 'cartpole.mp4')
-  result = _evaluate_json(tmp_path, 'cartpole', f'--checkpoint={path}',
-                          '--episodes=1', f'--video={video}')
+  path = _small_cartpole_snapshot().export(str(tmp_path), 4)
+  result, video = _one_episode_video(tmp_path, 'cartpole', path)
   assert result['learner_steps'] == 4
   # gymnasium's 600x400 drawing, once per agent step and at the start.
-  assert _video_frames(video) == (result['lengths'][0] + 1, (400, 600, 3))
+  assert video == (result['lengths'][0] + 1, (400, 600, 3))
 
 
 def test_export_keeps_the_new_snapshot_and_one_other(tmp_path):
-  from agents import environments  # pylint: disable=g-import-not-at-top
   from agents import snapshots  # pylint: disable=g-import-not-at-top
-  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
-  builder = ApeXDQNBuilder(
-      ApeXDQNConfig(mlp_hidden_sizes='8', dueling_hidden_size=8),
-      environments.resolve_discrete('gym:CartPole-v1'))
-  snapshot = builder.policy_snapshot({'network': builder.make_network()})
+  snapshot = _small_cartpole_snapshot()
   names = lambda: [os.path.basename(p)
                    for p in snapshots.list_snapshots(str(tmp_path))]
   for step in (10, 20, 20):
@@ -407,9 +410,7 @@ def test_export_renames_no_directory_and_skips_what_a_crash_left(
   # As on Cloud Storage FUSE (Vertex AI's mount of a gs:// workdir), which
   # cannot rename a directory: a snapshot is complete once TensorFlow has
   # written its saved_model.pb, last.
-  from agents import environments  # pylint: disable=g-import-not-at-top
   from agents import snapshots  # pylint: disable=g-import-not-at-top
-  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   renamed = []
   for name in ('rename', 'replace'):
     original = getattr(os, name)
@@ -420,10 +421,7 @@ def test_export_renames_no_directory_and_skips_what_a_crash_left(
         raise OSError(95, 'Operation not supported', source)
       return _original(source, target, *args, **kwargs)
     monkeypatch.setattr(os, name, no_directories)
-  builder = ApeXDQNBuilder(
-      ApeXDQNConfig(mlp_hidden_sizes='8', dueling_hidden_size=8),
-      environments.resolve_discrete('gym:CartPole-v1'))
-  snapshot = builder.policy_snapshot({'network': builder.make_network()})
+  snapshot = _small_cartpole_snapshot()
   workdir = str(tmp_path)
   snapshot.export(workdir, 5)
   # A crash in the middle of a later export: the variables, no

@@ -230,7 +230,7 @@ def _recorded_values(workdir: Optional[str], program_name: str,
   except storage.Unreachable:
     if not FLAGS.dry_run:
       raise
-    return {}  # A plan goes on; `_check_cloud_record` says why.
+    return {}  # A plan goes on; `_check_record` says why.
   except ValueError:  # No run.json: a new run.
     return {}
   if manifest.get('program') != program_name:

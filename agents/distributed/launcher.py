@@ -83,9 +83,7 @@ def _on_vertex_ai(program: lp.Program, options: RunOptions, plan):
       sys.exit(2)
     return
   try:
-    # An earlier launch's records say nothing of this one.
-    run_manifest.remove_stop_record(options.workdir)
-    run_manifest.remove_stop_request(options.workdir)
+    run_manifest.remove_earlier_launch_records(options.workdir)
     cloud.submit(program, plan.requests)
   except ValueError as error:
     sys.stderr.write(f'error: {error}\n')
@@ -106,8 +104,7 @@ def launch(program: lp.Program, options: RunOptions,
   if options.launch_type == 'vertex_ai':
     _on_vertex_ai(program, options, plan)
     return
-  run_manifest.remove_stop_record(options.workdir)
-  run_manifest.remove_stop_request(options.workdir)
+  run_manifest.remove_earlier_launch_records(options.workdir)
   ctrl_c = _StopOnCtrlC(program)
   if options.launch_type == 'local_mp':
     manager = lp.launch(program, launch_type=options.launch_type,

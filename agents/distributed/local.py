@@ -183,10 +183,10 @@ class ProgramWatch:
     for watch in self._single:
       if watch.dead():
         return (f'the {watch.label}\'s process (pid {watch.pid}) has died '
-              '(the output above says why)')
+                '(the output above says why)')
     if len(self.dead_actors()) == len(self._actors):
       return (f'all {len(self._actors)} actor processes have died (the '
-              'output above says why)')
+                'output above says why)')
     return None
 
   def end_nodes(self, labels: Sequence[str]):

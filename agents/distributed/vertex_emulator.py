@@ -100,7 +100,7 @@ class BucketMirror:
           'with a local --workdir.')
     from google.cloud import storage as cloud_storage  # pylint: disable=g-import-not-at-top
     self._client = cloud_storage.Client()
-    bucket, _, path = workdir[len(storage.CLOUD):].partition('/')
+    bucket, path = storage.bucket_and_name(workdir)
     self._bucket = self._client.bucket(bucket)
     self._prefix = path.rstrip('/') + '/' if path else ''
     self._directory = os.path.join(mount, bucket)
@@ -288,9 +288,9 @@ def _command(text: str) -> List[str]:
   return [sys.executable] + words[1:]
 
 
-def replicas_of(job: Dict, hosts=None) -> List[Replica]:
-  """Every replica of the job, each with an address of its own."""
-  hosts = hosts or LoopbackHosts(0)
+def replicas_of(job: Dict, hosts) -> List[Replica]:
+  """Every replica of the job, each with an address of its own from
+  `hosts` (`LoopbackHosts` or `NamespaceHosts`)."""
   replicas = []
   for pool in job['pools']:
     for index in range(pool['replicas']):
