@@ -2,7 +2,7 @@
 the actors' n-step adder and their parameter-pull period.
 
 `agents.distributed` expects of a builder: `name`, `environment`,
-`make_replay_tables()`, `make_learner(replay_client, counter, logger,
+`make_replay_tables()`, `make_eviction(seed)`, `make_learner(replay_client, counter, logger,
 log_every)`, `make_actor(variable_source, exploration, replay_client, seed)`
 (`exploration`: one value per environment of the actor),
 `actor_exploration(actor_id, num_actors, envs_per_actor)`,
@@ -36,6 +36,11 @@ class ApeXBuilder:
     return [replay.make_replay_table(
         self.config, self.environment.spec,
         stacked_frames=self.environment.stacked_frames)]
+
+  def make_eviction(self, seed: Optional[int] = None):
+    """The replay node's rounds of eviction (`agents.eviction`), or None
+    when Reverb's own remover keeps the table at its capacity."""
+    return replay.make_eviction(self.config, seed)
 
   def make_iterator(self, replay_client: reverb.Client):
     """A new iterator over prefetched batches of the replay table."""

@@ -13,7 +13,7 @@ class Preset:
   values: Mapping[str, Any]
 
 
-REPLAY_REMOVERS = ('fifo', 'prioritized')
+REPLAY_REMOVERS = ('fifo', 'min_heap', 'inverse_priority')
 INITIAL_PRIORITIES = ('actor', 'max')
 
 
@@ -41,9 +41,15 @@ class ApeXConfig:
   importance_sampling_exponent: float = 0.4
   """Ape-X §4.1: importance-sampling exponent beta."""
   replay_remover: str = 'fifo'
-  """Which item leaves a full replay: 'fifo' (the oldest; Ape-X DQN, §4.1)
-  or 'prioritized' (sampled in proportion to priority^priority_exponent, as
-  the Ape-X DPG experiments did, App. D)."""
+  """Which items leave a full replay: 'fifo' (the oldest; Ape-X DQN, §4.1),
+  'inverse_priority' (Ape-X DPG, App. D: victims sampled in proportion to
+  priority^eviction_priority_exponent, so low-priority data leaves first, at
+  random; in rounds, from a snapshot of the table: agents/eviction.py) or
+  'min_heap' (Reverb's MinHeap: the lowest priority first, a deterministic
+  approximation of App. D)."""
+  eviction_priority_exponent: float = -0.4
+  """Ape-X App. D: the exponent of --replay_remover=inverse_priority's
+  proportional sampling of victims, (priority + 1e-6)^x; must be < 0."""
   samples_per_insert: Optional[float] = None
   """If set, Reverb's SampleToInsertRatio ties learner samples to actor
   inserts so that learning depends on steps, not machine speed. The paper's
@@ -95,7 +101,17 @@ class ApeXConfig:
              'in [0, 1]')
     check_flag('priority_exponent', self.priority_exponent >= 0.0,
            self.priority_exponent, '>= 0')
+    if self.replay_remover == 'prioritized':
+      raise ValueError(
+          "--replay_remover='prioritized' was removed: it evicted items "
+          'sampled in proportion to priority^0.6, the highest priorities '
+          "first, the opposite of the paper's Ape-X DPG (App. D). Use "
+          "--replay_remover=inverse_priority (App. D's eviction), min_heap "
+          '(the lowest priority first) or fifo.')
     check_choice('replay_remover', self.replay_remover, REPLAY_REMOVERS)
+    check_flag('eviction_priority_exponent',
+               self.eviction_priority_exponent < 0,
+               self.eviction_priority_exponent, '< 0 (the paper: -0.4)')
     check_choice('initial_priority', self.initial_priority,
                  INITIAL_PRIORITIES)
     if self.samples_per_insert is not None:

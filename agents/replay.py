@@ -1,12 +1,13 @@
 """The shared prioritised replay: one Reverb table and the learner's dataset."""
 
-from typing import Dict
+from typing import Dict, Optional
 
 import reverb
 import tensorflow as tf
 from acme import specs
 
 from agents import adders
+from agents import eviction
 from agents.config import ApeXConfig
 
 TABLE = 'priority_table'
@@ -49,19 +50,36 @@ def make_rate_limiter(config: ApeXConfig) -> reverb.rate_limiters.RateLimiter:
 def make_replay_table(config: ApeXConfig, spec: specs.EnvironmentSpec,
                       name: str = TABLE,
                       stacked_frames: int = 0) -> reverb.Table:
-  """Ape-X replay: proportional prioritised sampling; FIFO removal, or
-  removal sampled by priority (`config.replay_remover`)."""
-  if config.replay_remover == 'prioritized':
-    remover = reverb.selectors.Prioritized(config.priority_exponent)
+  """Ape-X replay: proportional prioritised sampling; removal of the oldest
+  items, of the lowest priorities, or (App. D) in rounds of victims sampled
+  by inverse priority (`config.replay_remover`, `agents.eviction`), for
+  which the table may hold a backstop of items over its capacity between
+  rounds."""
+  max_size = config.replay_capacity
+  if config.replay_remover == 'min_heap':
+    remover = reverb.selectors.MinHeap()
   else:
     remover = reverb.selectors.Fifo()
+    if config.replay_remover == 'inverse_priority':
+      max_size += eviction.backstop(config.replay_capacity)
   return reverb.Table(
       name=name,
       sampler=reverb.selectors.Prioritized(config.priority_exponent),
       remover=remover,
-      max_size=config.replay_capacity,
+      max_size=max_size,
       rate_limiter=make_rate_limiter(config),
       signature=transition_signature(spec, stacked_frames))
+
+
+def make_eviction(config: ApeXConfig, seed: Optional[int] = None,
+                  table: str = TABLE
+                  ) -> Optional[eviction.InversePriorityEviction]:
+  """The rounds of eviction the replay node runs, if the table needs them
+  (`--replay_remover=inverse_priority`)."""
+  if config.replay_remover != 'inverse_priority':
+    return None
+  return eviction.InversePriorityEviction(
+      table, config.replay_capacity, config.eviction_priority_exponent, seed)
 
 
 # How long one sample request may wait on the rate limiter before the dataset

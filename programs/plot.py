@@ -126,8 +126,9 @@ def run_curves(workdir: str, smoothing: int) -> Dict[str, object]:
 
 
 def plot(workdirs: Sequence[str], labels: Optional[Sequence[str]] = None,
-         out: str = 'curves.png', smoothing: int = 10):
-  """Draws the four panels for `workdirs` into `out`; returns the figure."""
+         out: str = 'curves.png', smoothing: int = 10, frames: bool = False):
+  """Draws the four panels for `workdirs` into `out`, returns against
+  actor steps or (`frames`) environment frames; returns the figure."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
@@ -142,8 +143,9 @@ def plot(workdirs: Sequence[str], labels: Optional[Sequence[str]] = None,
     colour = f'C{index % 10}'
     name = label if curves['returns_from'] == 'evaluator' else (
         f'{label} (actor episodes)')
-    for axis, x in [(axes[0], curves['actor_steps']),
-                    (axes[1], curves['hours'])]:
+    steps = curves['actor_steps'] * (
+        run_manifest.frames_per_step(workdir) if frames else 1)
+    for axis, x in [(axes[0], steps), (axes[1], curves['hours'])]:
       axis.plot(x, curves['returns'], '.', color=colour, alpha=0.25,
                 markersize=3)
       axis.plot(x, curves['mean_returns'], '-', color=colour, label=name)
@@ -163,16 +165,17 @@ def plot(workdirs: Sequence[str], labels: Optional[Sequence[str]] = None,
         line.set_xdata(np.asarray(line.get_xdata()) * 60.0)
       axis.relim()
       axis.autoscale_view()
-  return _finish(figure, axes, unit, out)
+  return _finish(figure, axes, unit, out,
+                 steps_label='frames' if frames else 'actor steps')
 
 
 def _finish(figure, axes, time_unit: str, out: str,
-            title: Optional[str] = None):
+            title: Optional[str] = None, steps_label: str = 'actor steps'):
   """Titles, axis labels and legends of the four panels; saves `out`."""
-  x_labels = ['actor steps', time_unit, time_unit, time_unit]
+  x_labels = [steps_label, time_unit, time_unit, time_unit]
   y_labels = ['episode return', 'episode return', 'frames/s', 'updates/s']
   for axis, panel, x_label, y_label in zip(axes, PANELS, x_labels, y_labels):
-    axis.set_title(panel)
+    axis.set_title(panel.replace('actor steps', steps_label))
     axis.set_xlabel(x_label)
     axis.set_ylabel(y_label)
     axis.grid(alpha=0.3)

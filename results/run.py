@@ -97,6 +97,31 @@ ANALYSES = {
                       '--num_actors=1', '--priority_exponent=0']}),
 }
 
+# Replay removal (App. D: "it remains to be seen which is superior"): a replay
+# of 10,000 transitions, so that from the 10,000th actor step on every
+# insert has a victim.
+REMOVERS = {
+    'FIFO (oldest first; Ape-X DQN)': ['--replay_remover=fifo'],
+    'inverse priority (App. D)': ['--replay_remover=inverse_priority'],
+    'lowest priority first (MinHeap)': ['--replay_remover=min_heap'],
+}
+SMALL_REPLAY = ['--replay_capacity=10000']
+ANALYSES.update({
+    'removers': dict(
+        title='Replay removal: FIFO vs the paper\'s eviction by inverse '
+              'priority vs lowest priority first; Ape-X DPG on '
+              'control:cartpole:balance, replay of 10,000',
+        program='apex_dpg', flags=CARTPOLE + SMALL_REPLAY,
+        budget=('steps', 150_000), threshold=800, settings=REMOVERS),
+    'removers_swingup': dict(
+        title='Replay removal: FIFO vs the paper\'s eviction by inverse '
+              'priority vs lowest priority first; Ape-X DPG on '
+              'control:cartpole:swingup, replay of 10,000',
+        program='apex_dpg',
+        flags=CARTPOLE + SMALL_REPLAY + ['--env=control:cartpole:swingup'],
+        budget=('steps', 200_000), threshold=600, settings=REMOVERS),
+})
+
 
 def _budget_flags(budget) -> List[str]:
   kind, value = budget

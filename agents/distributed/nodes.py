@@ -27,6 +27,7 @@ from launchpad import address as lp_address
 from launchpad.launch import worker_manager
 
 from agents import checkpointing
+from agents import eviction as eviction_lib
 from agents import loggers as loggers_lib
 from agents import resilience
 from agents import storage
@@ -383,16 +384,20 @@ class EvaluatorNode:
 # in a program stopped at once (not in order) a learner step in flight can
 # finish, and the learner write its final checkpoint, before the server goes.
 REPLAY_LINGER_SECONDS = 2.0
+# How often the replay node checks whether a round of eviction is due.
+EVICTION_POLL_SECONDS = 0.25
 
 
 class ReplayNode(lp.ReverbNode):
   """The replay node: a Reverb server (started by the platform's
   `start_server`) that checkpoints its tables through Reverb's own
-  checkpointer every `checkpoint_every` seconds and at stop, and loads the
-  newest checkpoint when it starts."""
+  checkpointer every `checkpoint_every` seconds and at stop, loads the
+  newest checkpoint when it starts, and runs the table's rounds of eviction
+  (`eviction`, an `agents.eviction.InversePriorityEviction`) if it has
+  any."""
 
   def __init__(self, tables_fn, workdir: str, checkpoint_every: float,
-               process_setup, start_server):
+               process_setup, start_server, eviction=None):
     super().__init__(tables_fn)
     # Made in the launcher: the checkpoints' directory is named in `run`,
     # under the mount of the replica the node runs in.
@@ -400,6 +405,7 @@ class ReplayNode(lp.ReverbNode):
     self._checkpoint_every = checkpoint_every
     self._process_setup = process_setup
     self._start_server = start_server
+    self._eviction = eviction
 
   @staticmethod
   def _checkpoint(client: reverb.Client, final: bool = False):
@@ -412,6 +418,22 @@ class ReplayNode(lp.ReverbNode):
     logging.info('%s replay checkpoint: %s', 'Final' if final else 'Periodic',
                  path)
 
+  def _evict(self, client: reverb.Client) -> bool:
+    """A round of eviction if one is due; True if it ran (its snapshot is
+    then the newest checkpoint)."""
+    try:
+      if not self._eviction.due(client):
+        return False
+      evicted = self._eviction.evict(client)
+    except RuntimeError as error:  # The server is down (being restarted).
+      logging.warning('Replay eviction skipped (%s).', error)
+      return False
+    logging.log_every_n_seconds(
+        logging.INFO, 'Replay eviction: %d items in this round, %d in %d '
+        'rounds so far.', 60, evicted, self._eviction.evicted,
+        self._eviction.rounds)
+    return True
+
   def run(self):
     self._process_setup()
     port = lp_address.get_port_from_address(self._address.resolve())
@@ -419,12 +441,23 @@ class ReplayNode(lp.ReverbNode):
     if self._workdir:
       directory = checkpointing.checkpoint_directory(
           storage.node_path(self._workdir), 'replay')
+    if self._eviction is not None:
+      directory = eviction_lib.checkpoint_directory(directory)
     server = self._start_server(self._priority_tables_fn, port, directory)
     client = reverb.Client(f'localhost:{port}')
-    period = self._checkpoint_every if directory else None
-    while not worker_manager.wait_for_stop(period):
-      self._checkpoint(client)
-    if directory:
+    period = self._checkpoint_every if self._workdir else None
+    if self._eviction is None:
+      while not worker_manager.wait_for_stop(period):
+        self._checkpoint(client)
+    else:
+      next_checkpoint = time.monotonic() + (period or float('inf'))
+      while not worker_manager.wait_for_stop(EVICTION_POLL_SECONDS):
+        if self._evict(client):
+          next_checkpoint = time.monotonic() + (period or float('inf'))
+        elif time.monotonic() >= next_checkpoint:
+          self._checkpoint(client)
+          next_checkpoint = time.monotonic() + period
+    if self._workdir:
       self._checkpoint(client, final=True)
     time.sleep(REPLAY_LINGER_SECONDS)
     server.stop()

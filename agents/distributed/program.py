@@ -46,7 +46,7 @@ def make_program(builder, options: RunOptions) -> lp.Program:
   replay_node = nodes.ReplayNode(
       builder.make_replay_tables, options.workdir,
       options.replay_checkpoint_every, platform.process_setup('replay'),
-      platform.replay_server())
+      platform.replay_server(), builder.make_eviction(options.seed))
   replay = replay_node.create_handle()
   counter_node = node('counter', checkpointing.CheckpointedCounter,
                       options.workdir, options.checkpoint_every > 0)
