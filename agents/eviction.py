@@ -41,10 +41,11 @@ by the replay node. Reverb's table gets a hard limit of `capacity +
 backstop` items with a FIFO remover, which acts only if rounds fall behind
 the actors (logged when it has).
 
-Cost: each round writes the whole table to disk, which is cheap for the
-state-based control tasks Ape-X DPG learns (hundreds of bytes a transition)
-and measured in `benchmarks/eviction_cost.py`; it is not meant for Atari
-frames.
+Cost: each round writes the whole table to disk: about 1 ms of the replay
+node's CPU per evicted item (`benchmarks/eviction_cost.py`), so one replay
+core keeps up with about 1,000 inserts a second. Enough for small runs of
+the state-based control tasks Ape-X DPG learns; not for Atari frames or
+hundreds of actors.
 """
 
 import os
@@ -123,10 +124,11 @@ def _records(path: str):
       yield record
 
 
-# A round snapshots the whole table, about 10-20 us per item on this
-# project's machines (benchmarks/eviction_cost.py), so its cost per evicted
-# item is that over the fraction evicted per round: about 0.3 ms at 5%. The
-# paper's Atari replay was soft-limited too (its median size 1.75% over).
+# A round snapshots the whole table, about 30-50 us per item measured on this
+# project's machines under load (benchmarks/eviction_cost.py), so its cost
+# per evicted item is that over the fraction evicted per round: 0.65-1.1 ms
+# at 5%. The paper's Atari replay was soft-limited too (its median size
+# 1.75% over).
 SLACK_FRACTION = 0.05
 
 

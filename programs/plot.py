@@ -9,7 +9,8 @@ Four panels, one line per run, read from each run's CSV logs
 
   return vs actor steps     the evaluator's episode returns (the actors'
                             own, exploring, where a run has no evaluator),
-                            with their running mean
+                            with their running mean (--frames: against
+                            environment frames)
   return vs wall-clock      the same against hours since the run started
   actor frames/s            all actors together (frames: agent steps times
                             the environment's frame skip)
@@ -35,6 +36,9 @@ flags.DEFINE_list('labels', [], 'One label per run (default: the run '
                   "directories' names).")
 flags.DEFINE_integer('smoothing', 10, 'Episodes in the running mean of the '
                      'returns.')
+flags.DEFINE_bool('frames', False, 'Returns against environment frames '
+                  '(agent steps times the frame skip: 4 on Atari) instead of '
+                  'actor steps.')
 FLAGS = flags.FLAGS
 
 PANELS = ('Return vs actor steps', 'Return vs wall-clock',
@@ -253,7 +257,7 @@ def main(argv):
                      '--out=curves.png\n')
     sys.exit(2)
   try:
-    plot(workdirs, FLAGS.labels, FLAGS.out, FLAGS.smoothing)
+    plot(workdirs, FLAGS.labels, FLAGS.out, FLAGS.smoothing, FLAGS.frames)
   except ValueError as error:
     sys.stderr.write(f'error: {error}\n')
     sys.exit(2)
