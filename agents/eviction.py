@@ -81,8 +81,6 @@ def draw_victims(weights: np.ndarray, count: int,
   if count <= 0:
     return np.zeros((0,), np.int64)
   races = rng.exponential(size=weights.size) / weights
-  if count == weights.size:
-    return np.argsort(races)
   victims = np.argpartition(races, count - 1)[:count]
   return victims[np.argsort(races[victims])]
 

@@ -113,6 +113,7 @@ def run_curves(workdir: str, smoothing: int) -> Dict[str, object]:
   hours, steps_per_second = summed_rate(actors, 'steps_per_second', start)
   learner = logs.get('learner', {})
   return {
+      'start': start,
       'returns_from': returns_from,
       'actor_steps': episodes.get('actor_steps', np.array([])),
       'hours': (episodes.get('walltime', np.array([])) - start) / 3600.0,

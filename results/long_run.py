@@ -54,16 +54,16 @@ FLAGS = flags.FLAGS
 RESULTS = os.path.dirname(os.path.abspath(__file__))
 
 
-def evaluation_rounds(workdir: str) -> List[Dict[str, float]]:
+def evaluation_rounds(workdir: str, start: float) -> List[Dict[str, float]]:
   """The evaluator's episodes in rounds of `evaluation_episodes`, in order
-  (an unfinished last round is left out)."""
+  (an unfinished last round is left out); minutes count from `start` (the
+  run's first log row, `plot.run_curves`)."""
   manifest = run_manifest.read_manifest(workdir)
   per_round = int(manifest['flags']['evaluation_episodes'])
   frames_per_step = run_manifest.frames_per_step(workdir)
   episodes = plot.read_log(workdir, 'evaluator')
   if not len(episodes.get('episode_return', ())):
     raise ValueError(f'{workdir} has no evaluator episodes.')
-  start = _start(workdir)
   rounds = []
   for first in range(0, len(episodes['episode_return']) - per_round + 1,
                      per_round):
@@ -83,16 +83,6 @@ def evaluation_rounds(workdir: str) -> List[Dict[str, float]]:
   return rounds
 
 
-def _start(workdir: str) -> float:
-  """The wall-clock time of the run's first log row of any node."""
-  starts = []
-  for label in ('learner', 'evaluator', *plot._actor_labels(workdir)):  # pylint: disable=protected-access
-    log = plot.read_log(workdir, label)
-    if len(log.get('walltime', ())):
-      starts.append(log['walltime'][0])
-  return min(starts)
-
-
 def first_passing(rounds, threshold: float) -> Optional[Dict[str, float]]:
   for row in rounds:
     if row['mean_return'] >= threshold:
@@ -100,10 +90,9 @@ def first_passing(rounds, threshold: float) -> Optional[Dict[str, float]]:
   return None
 
 
-def speeds(workdir: str) -> Dict[str, float]:
-  """Medians over the run of the actors' summed frames/s and the learner's
-  updates/s."""
-  curves = plot.run_curves(workdir, 10)
+def speeds(curves) -> Dict[str, float]:
+  """Medians over the run (`plot.run_curves`) of the actors' summed
+  frames/s and the learner's updates/s."""
   frames = curves['actor_frames_per_second']
   updates = curves['learner_updates_per_second']
   return {'actor_frames_per_second': float(np.median(frames)),
@@ -116,7 +105,8 @@ def main(argv):
     sys.exit(2)
   workdir = argv[1]
   manifest = run_manifest.read_manifest(workdir)
-  rounds = evaluation_rounds(workdir)
+  curves = plot.run_curves(workdir, 10)
+  rounds = evaluation_rounds(workdir, curves['start'])
   with open(os.path.join(RESULTS, f'{FLAGS.name}.csv'), 'w',
             newline='') as f:
     writer = csv.DictWriter(f, fieldnames=list(rounds[0]))
@@ -126,7 +116,7 @@ def main(argv):
                                                   f'{FLAGS.name}.png'),
             smoothing=int(manifest['flags']['evaluation_episodes']),
             frames=True)
-  measured = speeds(workdir)
+  measured = speeds(curves)
   title = FLAGS.title or f'{manifest["program"]} on {manifest["env"]}'
   best = max(rounds, key=lambda row: row['mean_return'])
   last = rounds[-1]

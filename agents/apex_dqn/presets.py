@@ -58,10 +58,10 @@ PRESETS = {
         'The paper\'s Ape-X DQN (App. C) on Atari Pong: every default.',
         {'env': 'atari:Pong'}),
     'atari_small': Preset(
-      'Ape-X DQN on Atari (default Pong; --env=atari:<Game> for another) '
-      'sized for a few CPU cores: batch 64, 8 samples per insert, 200K '
-      'replay, 2 actors x 8 environments (results/pong.md).', ATARI_SMALL),
-  'cartpole': Preset(
+        'Ape-X DQN on Atari (default Pong; --env=atari:<Game> for another) '
+        'sized for a few CPU cores: batch 64, 8 samples per insert, 200K '
+        'replay, 2 actors x 8 environments (results/pong.md).', ATARI_SMALL),
+    'cartpole': Preset(
         'Learns gym:CartPole-v1 (mean return 475) within 100K actor steps, '
         'about 8 minutes on 2 cores.', CARTPOLE),
     'cartpole_smoke': Preset(
