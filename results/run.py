@@ -122,6 +122,18 @@ ANALYSES.update({
         budget=('steps', 200_000), threshold=600, settings=REMOVERS),
 })
 
+# MinAtar (Young & Tian 2019): the five games with one preset and the same
+# frame budget (a MinAtar step is one frame). Its page, beside their DQN's
+# returns, is written by results/minatar.py, which runs it.
+MINATAR_FRAMES = 1_000_000
+ANALYSES['minatar'] = dict(
+    title='Ape-X DQN on the five MinAtar games, 1M frames each',
+    program='apex_dqn', flags=['--preset=minatar'],
+    budget=('steps', MINATAR_FRAMES), threshold=None,
+    page='results/minatar.py',
+    settings={game: [f'--env=minatar:{game}'] for game in (
+        'asterix', 'breakout', 'freeway', 'seaquest', 'space_invaders')})
+
 
 def _budget_flags(budget) -> List[str]:
   kind, value = budget
@@ -302,6 +314,11 @@ def main(argv):
                      '(--list shows them).\n')
     sys.exit(2)
   analysis = argv[1]
+  if 'page' in ANALYSES[analysis]:
+    sys.stderr.write(f'error: {analysis} has a page of its own: run '
+                     f'.venv/bin/python {ANALYSES[analysis]["page"]} '
+                     '(same flags).\n')
+    sys.exit(2)
   seeds = [int(seed) for seed in FLAGS.seeds]
   if not FLAGS.report_only:
     for seed in seeds:

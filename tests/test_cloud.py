@@ -482,9 +482,11 @@ def _wait_for(condition, timeout: float, what: str):
 def test_a_killed_or_frozen_replica_fails_the_job(tmp_path, node, signum):
   # No pid file or /proc can see another machine: the coordinator learns
   # that a node is gone (or frozen) from its heartbeats over Courier (Reverb
-  # for replay).
+  # for replay). The timeout leaves the nodes left alive room to answer on a
+  # busy machine (replay was once silent for 11 s there), so that the first
+  # lapse is the signalled node's.
   workdir = tmp_path / 'run'
-  package_dir = _package(tmp_path, 'job', workdir, '--heartbeat_timeout=10')
+  package_dir = _package(tmp_path, 'job', workdir, '--heartbeat_timeout=20')
   emulator = _start_emulator(package_dir, '--grace_seconds=10')
   try:
     _wait_for_learner(workdir)

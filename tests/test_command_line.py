@@ -75,7 +75,8 @@ def test_an_unknown_preset_is_refused_with_the_known_ones(tmp_path):
   result = _program('apex_dqn', '--preset=cartpol', f'--workdir={workdir}')
   assert result.returncode == 2, result.stdout[-3000:]
   assert ('--preset=cartpol is not a preset of apex_dqn; choose one of '
-          'atari_small, cartpole, cartpole_smoke, paper') in result.stdout
+          'atari_small, cartpole, cartpole_smoke, minatar, '
+          'paper') in result.stdout
   assert 'Traceback' not in result.stdout
   assert not workdir.exists()  # Refused before anything was made.
 

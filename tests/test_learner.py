@@ -21,6 +21,7 @@ from acme.utils import loggers as acme_loggers
 
 from agents import adders
 from agents import replay
+from agents import torsos
 from agents.apex_dqn import networks
 from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig
@@ -58,7 +59,7 @@ def make_network(seed: int) -> networks.DuelingQNetwork:
   """A tiny dueling MLP network whose every weight and bias is drawn from
   a seeded numpy generator (biases non-zero, so they matter)."""
   net = networks.DuelingQNetwork(
-      networks.MLPTorso([5]), NUM_ACTIONS, hidden_size=4)
+      torsos.MLPTorso([5]), NUM_ACTIONS, hidden_size=4)
   net(tf.zeros([1, OBS_DIM], tf.float32))  # Creates the variables.
   rng = np.random.default_rng(seed)
   for layers in _network_parts(net).values():

@@ -1,0 +1,163 @@
+"""The A3C worker (Algorithm S3's actor-learner thread) as an `acme.Actor`:
+it acts with its copy of the policy, and after t_max steps or at the end of
+an episode computes the rollout's gradients, sends them to the shared
+parameters and continues with the newest ones. Without a parameter server
+to send to (the evaluator) it only acts, with the most likely action."""
+
+from typing import List, Optional
+
+import acme
+import dm_env
+import numpy as np
+import sonnet as snt
+import tensorflow as tf
+from acme.tf import variable_utils
+
+from agents.a3c import losses
+from agents.a3c.config import A3CConfig
+from agents.a3c.learning import POLICY
+
+
+class A3CActor(acme.Actor):
+  """One environment, driven by `acme.EnvironmentLoop`.
+
+  `parameter_server` (an `A3CParameterServer` or a handle to one) makes this
+  a learning worker; else `variable_client` keeps an evaluator's copy of the
+  parameters fresh, and actions are the policy's mode, or with probability
+  `epsilon` a random one (discrete actions).
+  """
+
+  def __init__(self, network: snt.Module, observation_spec,
+               action_spec, config: A3CConfig, parameter_server=None,
+               variable_client: Optional[variable_utils.VariableClient] = None,
+               epsilon: float = 0.0, seed: Optional[int] = None):
+    self._network = network
+    self._variables = list(network.trainable_variables)
+    self._config = config
+    self._server = parameter_server
+    self._variable_client = variable_client
+    self._epsilon = epsilon
+    self._rng = np.random.default_rng(seed)
+    self._discrete = np.issubdtype(action_spec.dtype, np.integer)
+    self._action_spec = action_spec
+    self._entropy_cost = config.entropy_weight(not self._discrete)
+    observations = tf.TensorSpec((None, *observation_spec.shape),
+                                 tf.as_dtype(observation_spec.dtype))
+    self._policy = tf.function(self._policy_parameters,
+                               input_signature=[observations])
+    action_dtype = tf.int32 if self._discrete else tf.float32
+    action_shape = () if self._discrete else tuple(action_spec.shape)
+    self._gradients = tf.function(self._rollout_gradients, input_signature=[
+        observations,
+        tf.TensorSpec((None, *action_shape), action_dtype),
+        tf.TensorSpec((None,), tf.float32),
+        tf.TensorSpec((None,), tf.float32),
+    ])
+    self._observations: List[np.ndarray] = []
+    self._actions: List[np.ndarray] = []
+    self._rewards: List[float] = []
+    self._discounts: List[float] = []
+    self._last_observation: Optional[np.ndarray] = None
+    self._episode_ended = False
+    self._raw_action: Optional[np.ndarray] = None
+    self._synchronised = False
+
+  # The network, as tf.functions.
+
+  def _policy_parameters(self, observations):
+    policy = self._network(observations).policy
+    return tuple(policy)
+
+  def _rollout_gradients(self, observations, actions, rewards, discounts):
+    """Algorithm S3's accumulated gradients of one rollout: `observations`
+    are its T states and the one after its last step."""
+    with tf.GradientTape() as tape:
+      outputs = self._network(observations)
+      taken = tf.nest.map_structure(lambda x: x[:-1], outputs)
+      returns = losses.n_step_returns(rewards, discounts,
+                                      tf.stop_gradient(outputs.value[-1]))
+      loss, statistics = losses.a3c_loss(taken, actions,
+                                         tf.stop_gradient(returns),
+                                         self._entropy_cost,
+                                         self._config.value_cost)
+    gradients = tape.gradient(loss, self._variables)
+    gradients, norm = tf.clip_by_global_norm(gradients,
+                                             self._config.max_gradient_norm)
+    statistics['loss'] = loss
+    statistics['gradient_norm'] = norm
+    return gradients, statistics
+
+  # Acting.
+
+  def select_action(self, observation: np.ndarray):
+    parameters = [p.numpy()[0] for p in self._policy(observation[None])]
+    if self._discrete:
+      logits = parameters[0].astype(np.float64)
+      if self._server is None:
+        if self._rng.random() < self._epsilon:
+          return np.int32(self._rng.integers(len(logits)))
+        return np.int32(np.argmax(logits))
+      probabilities = np.exp(logits - logits.max())
+      probabilities /= probabilities.sum()
+      return np.int32(self._rng.choice(len(logits), p=probabilities))
+    mean, variance = parameters
+    if self._server is None:
+      sample = mean
+    else:
+      sample = mean + np.sqrt(variance) * self._rng.standard_normal(
+          mean.shape)
+    # The rollout keeps the sample; the environment gets it inside its
+    # bounds.
+    self._raw_action = sample.astype(np.float32)
+    return np.clip(sample, self._action_spec.minimum,
+                   self._action_spec.maximum).astype(self._action_spec.dtype)
+
+  def observe_first(self, timestep: dm_env.TimeStep):
+    if self._server is not None and not self._synchronised:
+      # Algorithm S3 acts with the shared parameters from the start.
+      self._assign(self._server.get_variables([POLICY])[0])
+      self._synchronised = True
+    self._last_observation = timestep.observation
+    self._episode_ended = False
+
+  def observe(self, action, next_timestep: dm_env.TimeStep):
+    if self._server is None:
+      return
+    self._observations.append(self._last_observation)
+    self._actions.append(action if self._discrete else self._raw_action)
+    self._rewards.append(float(next_timestep.reward or 0.0))
+    # gamma times the step's discount: 0 where the episode terminated.
+    self._discounts.append(self._config.discount *
+                           float(next_timestep.discount))
+    self._last_observation = next_timestep.observation
+    self._episode_ended = next_timestep.last()
+
+  def update(self, wait: bool = False):
+    """A learning worker: its update once the rollout has t_max steps or
+    its episode ended. An evaluator: a parameter pull (now with `wait`)."""
+    if self._server is None:
+      if self._variable_client is not None:
+        if wait:
+          self._variable_client.update_and_wait()
+        else:
+          self._variable_client.update()
+      return
+    if not self._observations:
+      return
+    if len(self._observations) < self._config.t_max and not self._episode_ended:
+      return
+    observations = np.stack(self._observations + [self._last_observation])
+    gradients, statistics = self._gradients(
+        observations, np.asarray(self._actions),
+        np.asarray(self._rewards, np.float32),
+        np.asarray(self._discounts, np.float32))
+    parameters = self._server.apply_gradients(
+        [g.numpy() for g in gradients], len(self._rewards),
+        {key: float(value) for key, value in statistics.items()})
+    self._assign(parameters)
+    self._observations, self._actions = [], []
+    self._rewards, self._discounts = [], []
+
+  def _assign(self, parameters: List[np.ndarray]):
+    for variable, value in zip(self._variables, parameters):
+      variable.assign(value)

@@ -1,0 +1,83 @@
+"""A3C's hyper-parameters; defaults are the A3C paper's where it gives them
+(Algorithm S3, Supplementary §7-§9), and say so where it does not."""
+
+import dataclasses
+from typing import Optional
+
+from agents.config import check_flag
+
+
+@dataclasses.dataclass
+class A3CConfig:
+  """A3C's hyper-parameters."""
+
+  t_max: int = 5
+  """A3C Supp. §8: each worker updates after every 5 actions (t_max = 5), or
+  at the end of its episode."""
+  discount: float = 0.99
+  """A3C Supp. §8: gamma = 0.99."""
+  entropy_cost: Optional[float] = None
+  """beta, the weight of the policy's entropy in the objective; None: 0.01
+  with discrete actions (A3C Supp. §8, Atari and TORCS) and 1e-4 with
+  continuous ones (Supp. §9)."""
+  value_cost: float = 1.0
+  """Weight of the value loss (R - V(s))^2 beside the policy loss; 1 is
+  Algorithm S3's, whose value gradient is that of (R - V)^2."""
+  learning_rate: float = 7e-4
+  """Initial learning rate. The paper sampled it from LogUniform(1e-4, 1e-2)
+  (Supp. §8) and does not print the fixed value of its 57-game runs; 7e-4
+  lies in that range."""
+  anneal_learning_rate: bool = True
+  """A3C Supp. §8: the learning rate is annealed linearly to 0 over the run
+  (over --max_actor_steps; without a step budget it stays constant)."""
+  rmsprop_decay: float = 0.99
+  """A3C Supp. §8: shared RMSProp's decay alpha = 0.99."""
+  rmsprop_epsilon: float = 0.1
+  """epsilon of shared RMSProp, theta -= lr * d / sqrt(g + epsilon) (Supp.
+  §7, Eq. S3); the paper gives no value. 0.1, inside the square root, caps
+  each parameter's step at lr * |d| / sqrt(0.1) ~ 3.2 lr |d| while g is
+  still small (the first updates, parameters rarely touched), where a tiny
+  epsilon would turn them into steps of about 10 lr whatever the gradient
+  (g = 0.01 d^2 after one update)."""
+  max_gradient_norm: float = 40.0
+  """Each worker's gradient is clipped to this global norm before it is sent.
+  The paper tuned "the amount of gradient norm clipping" (§5.1) without
+  printing it; 40 is Ape-X's (App. C)."""
+  mlp_hidden_sizes: str = '200'
+  """Torso for vector observations, comma-separated: A3C Supp. §9's one
+  hidden layer of 200 ReLU units."""
+  evaluation_epsilon: float = 0.0
+  """The evaluator acts with the policy's most likely action (its mean with
+  continuous actions), with this probability of a uniformly random discrete
+  action instead."""
+
+  # Fields that a run's checkpoints depend on (network shapes).
+  CHECKPOINT_FIELDS = ('mlp_hidden_sizes',)
+
+  def entropy_weight(self, continuous: bool) -> float:
+    """beta for this action space (`entropy_cost`, else the paper's)."""
+    if self.entropy_cost is not None:
+      return self.entropy_cost
+    return 1e-4 if continuous else 0.01
+
+  def validate(self):
+    """Raises ValueError naming the first flag whose value is out of range."""
+    check_flag('t_max', self.t_max >= 1, self.t_max, '>= 1')
+    for name in ('discount', 'rmsprop_decay', 'evaluation_epsilon'):
+      value = getattr(self, name)
+      check_flag(name, 0.0 <= value <= 1.0, value, 'in [0, 1]')
+    for name in ('learning_rate', 'rmsprop_epsilon', 'max_gradient_norm'):
+      check_flag(name, getattr(self, name) > 0, getattr(self, name), '> 0')
+    check_flag('value_cost', self.value_cost >= 0, self.value_cost, '>= 0')
+    check_flag('entropy_cost',
+               self.entropy_cost is None or self.entropy_cost >= 0,
+               self.entropy_cost, '>= 0 (or unset for the paper\'s)')
+    sizes = self.mlp_hidden_sizes.split(',')
+    check_flag('mlp_hidden_sizes',
+               all(size.strip().isdigit() and int(size) > 0 for size in sizes),
+               repr(self.mlp_hidden_sizes),
+               'comma-separated positive integers, e.g. 200 or 64,64')
+
+  @property
+  def hidden_sizes(self):
+    return [int(size) for size in self.mlp_hidden_sizes.split(',')]

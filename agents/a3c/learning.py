@@ -1,0 +1,133 @@
+"""A3C's shared parameters (Algorithm S3's global theta and theta_v): they
+take each worker's gradients as they arrive, with shared RMSProp and the
+annealed learning rate, and serve the newest parameters.
+
+There is no learner loop: the workers compute the gradients (A3C's
+actor-learners), and this object, in the program's parameter node, only
+applies them. Several workers' calls run at once, in threads of their own.
+"""
+
+import threading
+import time
+from typing import Dict, List, Optional, Sequence
+
+import acme
+import numpy as np
+import sonnet as snt
+import tensorflow as tf
+from acme.utils import counting
+from acme.utils import loggers
+
+from agents.a3c import optimizer
+from agents.a3c.config import A3CConfig
+
+# The name under which the parameters are served (acme.VariableSource).
+POLICY = 'policy'
+
+
+class A3CParameterServer(acme.VariableSource):
+  """Holds the network, the shared RMSProp statistics and the counts of
+  updates and of the environment steps they came from (T, by which the
+  learning rate anneals); checkpointed through `state`."""
+
+  def __init__(self, network: snt.Module, config: A3CConfig,
+               total_steps: Optional[int] = None,
+               counter: Optional[counting.Counter] = None,
+               logger: Optional[loggers.Logger] = None,
+               log_every: float = 0.0):
+    """`network` must have its variables (built by a first call);
+    `total_steps` is the run's step budget, over which the learning rate
+    anneals to 0 (A3C Supp. §8)."""
+    self._network = network
+    self._variables = list(network.trainable_variables)
+    self._config = config
+    self._total_steps = total_steps
+    self._optimizer = optimizer.SharedRMSProp(
+        self._variables, config.rmsprop_decay, config.rmsprop_epsilon)
+    self._num_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
+    self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
+    self._counter = counter or counting.Counter()
+    self._logger = logger
+    self._log_every = log_every
+    # Only the bookkeeping of counts and logs takes this lock; the update
+    # itself takes none (Hogwild).
+    self._log_lock = threading.Lock()
+    self._last_log = time.time()
+    self._logged_updates = 0
+    self._statistics: Dict[str, List[float]] = {}
+
+  @property
+  def state(self) -> Dict[str, tf.Module]:
+    """What a checkpoint holds."""
+    return {'network': self._network, 'optimizer': self._optimizer,
+            'num_updates': self._num_updates, 'num_steps': self._num_steps}
+
+  @property
+  def num_steps(self) -> int:
+    """Updates applied so far (the program's learner steps)."""
+    return int(self._num_updates.numpy())
+
+  @property
+  def environment_steps(self) -> int:
+    """T: the environment steps of the updates applied so far."""
+    return int(self._num_steps.numpy())
+
+  @property
+  def learning_rate(self) -> float:
+    return optimizer.annealed_learning_rate(
+        self._config.learning_rate, self.environment_steps,
+        self._total_steps if self._config.anneal_learning_rate else None)
+
+  @property
+  def variable_names(self) -> List[str]:
+    return [POLICY]
+
+  def get_variables(self, names: Sequence[str]) -> List[List[np.ndarray]]:
+    return [[variable.numpy() for variable in self._variables]
+            for _ in names]
+
+  def apply_gradients(self, gradients: Sequence[np.ndarray], steps: int,
+                      statistics: Optional[Dict[str, float]] = None
+                      ) -> List[np.ndarray]:
+    """One worker's update from a rollout of `steps` environment steps;
+    returns the newest parameters (Algorithm S3: the worker synchronises
+    with them before its next rollout)."""
+    if len(gradients) != len(self._variables):
+      raise ValueError(f'{len(gradients)} gradients for '
+                       f'{len(self._variables)} variables.')
+    self._optimizer.apply([np.asarray(g) for g in gradients],
+                          tf.constant(self.learning_rate, tf.float32))
+    self._num_steps.assign_add(steps)
+    self._num_updates.assign_add(1)
+    self._counter.increment(steps=1)
+    self._record(statistics or {})
+    return self.get_variables([POLICY])[0]
+
+  def _record(self, statistics: Dict[str, float]):
+    with self._log_lock:
+      for key, value in statistics.items():
+        self._statistics.setdefault(key, []).append(float(value))
+      now = time.time()
+      if self._logger is None or now - self._last_log < self._log_every:
+        return
+      self._write_log(now)
+
+  def _write_log(self, now: float):
+    updates = self.num_steps
+    row = {key: float(np.mean(values))
+           for key, values in self._statistics.items()}
+    row.update(self._counter.get_counts())
+    row['learner_steps'] = updates
+    row['learning_rate'] = self.learning_rate
+    row['steps_per_second'] = ((updates - self._logged_updates) /
+                               max(now - self._last_log, 1e-9))
+    self._logger.write(row)
+    self._statistics = {}
+    self._last_log = now
+    self._logged_updates = updates
+
+  def write_final_log(self):
+    """At stop: a row for the updates since the last one written."""
+    with self._log_lock:
+      if self._logger is not None and self.num_steps > self._logged_updates:
+        self._write_log(time.time())

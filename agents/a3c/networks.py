@@ -1,0 +1,128 @@
+"""A3C's networks (Supp. §8, §9): a policy and a value from one torso for
+discrete actions; a spherical Gaussian policy and a separate value network
+for continuous ones. The torsos are the agents' shared ones
+(agents/torsos.py)."""
+
+import math
+from typing import NamedTuple, Sequence, Union
+
+import numpy as np
+import sonnet as snt
+import tensorflow as tf
+
+from agents.torsos import MinAtarCNN
+from agents.torsos import MLPTorso
+from agents.torsos import SmallAtariCNN
+
+
+class Categorical(NamedTuple):
+  """A softmax policy over discrete actions, from its logits [..., A]."""
+  logits: tf.Tensor
+
+  def log_prob(self, actions: tf.Tensor) -> tf.Tensor:
+    log_probs = tf.nn.log_softmax(self.logits)
+    return tf.gather(log_probs, tf.cast(actions, tf.int32), batch_dims=1)
+
+  def entropy(self) -> tf.Tensor:
+    log_probs = tf.nn.log_softmax(self.logits)
+    return -tf.reduce_sum(tf.exp(log_probs) * log_probs, axis=-1)
+
+  def sample(self, seed=None) -> tf.Tensor:
+    return tf.random.stateless_categorical(self.logits, 1, seed)[:, 0] \
+        if seed is not None else tf.random.categorical(self.logits, 1)[:, 0]
+
+  def mode(self) -> tf.Tensor:
+    return tf.argmax(self.logits, axis=-1)
+
+
+class SphericalGaussian(NamedTuple):
+  """A3C Supp. §9: a normal distribution over actions [..., d] with mean
+  `mean` and one variance for every dimension (spherical covariance)."""
+  mean: tf.Tensor
+  variance: tf.Tensor  # [...]: sigma^2, one per distribution.
+
+  def log_prob(self, actions: tf.Tensor) -> tf.Tensor:
+    dims = tf.cast(tf.shape(self.mean)[-1], tf.float32)
+    squared = tf.reduce_sum(tf.square(tf.cast(actions, tf.float32) -
+                                      self.mean), axis=-1)
+    return -0.5 * (squared / self.variance +
+                   dims * tf.math.log(2.0 * math.pi * self.variance))
+
+  def entropy(self) -> tf.Tensor:
+    # Supp. §9: each dimension's differential entropy is
+    # (log(2 pi sigma^2) + 1) / 2.
+    dims = tf.cast(tf.shape(self.mean)[-1], tf.float32)
+    return 0.5 * dims * (tf.math.log(2.0 * math.pi * self.variance) + 1.0)
+
+  def sample(self, seed=None) -> tf.Tensor:
+    noise = (tf.random.stateless_normal(tf.shape(self.mean), seed)
+             if seed is not None else tf.random.normal(tf.shape(self.mean)))
+    return self.mean + tf.sqrt(self.variance)[..., None] * noise
+
+  def mode(self) -> tf.Tensor:
+    return self.mean
+
+
+Policy = Union[Categorical, SphericalGaussian]
+
+
+class PolicyValue(NamedTuple):
+  """What an A3C network gives for a batch of observations."""
+  policy: Policy
+  value: tf.Tensor  # [B]: V(s).
+
+
+class DiscretePolicyValueNetwork(snt.Module):
+  """A3C Supp. §8: one torso, a softmax policy and a linear value, "with all
+  non-output layers shared"."""
+
+  def __init__(self, torso: snt.Module, num_actions: int,
+               name: str = 'policy_value_network'):
+    super().__init__(name=name)
+    self._torso = torso
+    self._logits = snt.Linear(num_actions, name='policy_logits')
+    self._value = snt.Linear(1, name='value')
+
+  def __call__(self, observation: tf.Tensor) -> PolicyValue:
+    embedding = self._torso(observation)
+    return PolicyValue(Categorical(self._logits(embedding)),
+                       tf.squeeze(self._value(embedding), axis=-1))
+
+
+class GaussianPolicyValueNetwork(snt.Module):
+  """A3C Supp. §9: the mean is a linear layer, the variance a SoftPlus of a
+  linear layer; "the networks for policy network and value network do not
+  share any parameters". Supp. §9 also had 128 LSTM cells, whole episodes per
+  update and no bootstrapping; this one is feedforward and learns from
+  t_max steps like the discrete agent."""
+
+  def __init__(self, hidden_sizes: Sequence[int], action_dims: int,
+               name: str = 'gaussian_policy_value_network'):
+    super().__init__(name=name)
+    self._policy_torso = MLPTorso(hidden_sizes, name='policy_torso')
+    self._mean = snt.Linear(action_dims, name='mean')
+    self._variance = snt.Linear(1, name='variance')
+    self._value_torso = MLPTorso(hidden_sizes, name='value_torso')
+    self._value = snt.Linear(1, name='value')
+
+  def __call__(self, observation: tf.Tensor) -> PolicyValue:
+    embedding = self._policy_torso(observation)
+    variance = tf.nn.softplus(tf.squeeze(self._variance(embedding), axis=-1))
+    policy = SphericalGaussian(self._mean(embedding), variance)
+    value = tf.squeeze(self._value(self._value_torso(observation)), axis=-1)
+    return PolicyValue(policy, value)
+
+
+def make_network(environment_kind: str, action_spec,
+                 hidden_sizes: Sequence[int]) -> snt.Module:
+  """A3C's network for an environment kind (`atari`, `minatar`, `gym`,
+  `control`) and its action spec (discrete, or a bounded vector)."""
+  if np.issubdtype(action_spec.dtype, np.integer):
+    if environment_kind == 'atari':
+      torso = SmallAtariCNN()
+    elif environment_kind == 'minatar':
+      torso = MinAtarCNN()
+    else:
+      torso = MLPTorso(hidden_sizes)
+    return DiscretePolicyValueNetwork(torso, int(action_spec.num_values))
+  return GaussianPolicyValueNetwork(hidden_sizes, int(action_spec.shape[-1]))

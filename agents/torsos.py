@@ -1,0 +1,64 @@
+"""The torsos the agents share: observation -> embedding, by environment kind."""
+
+from typing import Sequence
+
+import sonnet as snt
+import tensorflow as tf
+
+
+class NatureCNN(snt.Module):
+  """Mnih et al. 2015's convolutional torso; uint8 pixels are scaled to [0, 1]."""
+
+  def __init__(self, name: str = 'nature_cnn'):
+    super().__init__(name=name)
+    self._layers = snt.Sequential([
+        snt.Conv2D(32, 8, stride=4, padding='VALID'), tf.nn.relu,
+        snt.Conv2D(64, 4, stride=2, padding='VALID'), tf.nn.relu,
+        snt.Conv2D(64, 3, stride=1, padding='VALID'), tf.nn.relu,
+        snt.Flatten(),
+    ])
+
+  def __call__(self, observation: tf.Tensor) -> tf.Tensor:
+    return self._layers(tf.cast(observation, tf.float32) / 255.0)
+
+
+class MinAtarCNN(snt.Module):
+  """Young & Tian 2019's torso for 10x10 MinAtar images: one 3x3 convolution."""
+
+  def __init__(self, name: str = 'minatar_cnn'):
+    super().__init__(name=name)
+    self._layers = snt.Sequential([
+        snt.Conv2D(16, 3, stride=1, padding='VALID'), tf.nn.relu,
+        snt.Flatten(),
+    ])
+
+  def __call__(self, observation: tf.Tensor) -> tf.Tensor:
+    return self._layers(tf.cast(observation, tf.float32))
+
+
+class MLPTorso(snt.Module):
+  """Fully connected torso for vector observations."""
+
+  def __init__(self, hidden_sizes: Sequence[int], name: str = 'mlp_torso'):
+    super().__init__(name=name)
+    self._mlp = snt.nets.MLP(list(hidden_sizes), activate_final=True)
+
+  def __call__(self, observation: tf.Tensor) -> tf.Tensor:
+    return self._mlp(tf.cast(observation, tf.float32))
+
+
+class SmallAtariCNN(snt.Module):
+  """Mnih et al. 2013's torso, A3C's on Atari (A3C Supp. §8): 16 8x8 filters
+  of stride 4, 32 4x4 of stride 2, 256 units, each followed by a ReLU; uint8
+  pixels are scaled to [0, 1]."""
+
+  def __init__(self, name: str = 'small_atari_cnn'):
+    super().__init__(name=name)
+    self._layers = snt.Sequential([
+        snt.Conv2D(16, 8, stride=4, padding='VALID'), tf.nn.relu,
+        snt.Conv2D(32, 4, stride=2, padding='VALID'), tf.nn.relu,
+        snt.Flatten(), snt.Linear(256), tf.nn.relu,
+    ])
+
+  def __call__(self, observation: tf.Tensor) -> tf.Tensor:
+    return self._layers(tf.cast(observation, tf.float32) / 255.0)

@@ -1,0 +1,231 @@
+"""Ape-X DQN on the five MinAtar games beside Young & Tian's DQN (a result,
+not a test): runs `results/run.py minatar` (one preset, the same frame
+budget for each game), evaluates each run's final policy, and writes
+results/minatar.{md,json,png}.
+
+  .venv/bin/python results/minatar.py --seeds=0 --runs=<dir outside the repo>
+  .venv/bin/python results/minatar.py --seeds=0 --runs=<dir> --report_only
+
+A run already finished is not run again; a final policy already evaluated
+(<run>/final_evaluation.json) is not evaluated again.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from typing import Dict, List
+
+RESULTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(RESULTS)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, RESULTS)
+
+from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import flags  # pylint: disable=wrong-import-position
+import numpy as np  # pylint: disable=wrong-import-position
+
+import long_run  # pylint: disable=wrong-import-position
+import run  # pylint: disable=wrong-import-position
+
+flags.DEFINE_integer('final_episodes', 30, 'Episodes of each run\'s final '
+                     'policy (programs/evaluate.py).')
+FLAGS = flags.FLAGS
+
+ANALYSIS = 'minatar'
+# The evaluator's exploration (--evaluation_epsilon's default), also used
+# for the final policy.
+EVALUATION_EPSILON = 0.001
+
+# Young & Tian's DQN (Young & Tian 2019, "MinAtar: An Atari-Inspired Testbed
+# for Thorough and Reproducible Reinforcement Learning Experiments",
+# arXiv:1903.03176), read off the learning curves the MinAtar repository
+# publishes (github.com/kenjyoung/MinAtar, img/learning_curves.gif: "DQN",
+# the average return of the last 100 training episodes, i.e. with their
+# epsilon of 0.1, over 30 seeds), at 1M and 2M frames. Read by eye: about
+# +-1 on Breakout, Asterix and Seaquest, +-2 on Freeway and Space Invaders.
+DQN_REFERENCE = {  # game: (return at 1M frames, at 2M frames)
+    'asterix': (10.0, 14.5),
+    'breakout': (9.5, 10.0),
+    'freeway': (48.0, 50.5),
+    'seaquest': (1.0, 3.0),
+    'space_invaders': (30.0, 40.0),
+}
+GAMES = list(run.ANALYSES[ANALYSIS]['settings'])
+
+
+def final_evaluation(workdir: str) -> Dict[str, object]:
+  """The run's last learner checkpoint, `--final_episodes` episodes of
+  programs/evaluate.py (kept in <workdir>/final_evaluation.json)."""
+  path = os.path.join(workdir, 'final_evaluation.json')
+  if not os.path.isfile(path):
+    argv = [os.path.join('.venv', 'bin', 'python'),
+            os.path.join('programs', 'evaluate.py'), f'--workdir={workdir}',
+            f'--episodes={FLAGS.final_episodes}',
+            f'--epsilon={EVALUATION_EPSILON}', f'--output={path}']
+    print(' '.join(argv), flush=True)
+    subprocess.check_call(argv, cwd=ROOT)
+  with open(path) as f:
+    return json.load(f)
+
+
+def run_record(workdir: str, seed: int) -> Dict[str, object]:
+  """What the page shows of one finished run."""
+  curves = long_run.plot.run_curves(workdir, 1)
+  rounds = long_run.evaluation_rounds(workdir, curves['start'])
+  final = final_evaluation(workdir)
+  counts = run.final_counts(workdir)
+  with open(os.path.join(workdir, 'finished.json')) as f:
+    seconds = json.load(f)['seconds']
+  best = max(rounds, key=lambda row: row['mean_return']) if rounds else None
+  return {
+      'seed': seed,
+      'final_mean': final['mean'], 'final_std': final['std'],
+      'final_episodes': final['episodes'],
+      'final_learner_steps': final['learner_steps'],
+      'last_round': rounds[-1] if rounds else None,
+      'best_round': best,
+      'rounds': rounds,
+      'actor_frames': counts.get('actor_steps', 0),
+      'learner_updates': counts.get('learner_steps', 0),
+      'wall_clock_minutes': seconds / 60.0,
+      **long_run.speeds(curves),
+  }
+
+
+def _final_cell(rows) -> str:
+  finals = np.array([row['final_mean'] for row in rows])
+  if len(rows) == 1:
+    row = rows[0]
+    return (f'{row["final_mean"]:.1f} (sd {row["final_std"]:.1f} over '
+            f'{row["final_episodes"]} episodes)')
+  return (f'{finals.mean():.1f} ± {finals.std():.1f} over seeds '
+          f'({finals.min():.1f}-{finals.max():.1f})')
+
+
+def plot_games(records: Dict[str, List[Dict[str, object]]], out: str):
+  """One panel per game: each seed's evaluation rounds against frames, its
+  final policy's mean, and the DQN reference at 1M and 2M frames."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  figure, axes = plt.subplots(1, len(records), figsize=(4 * len(records), 3.6))
+  axes = np.atleast_1d(axes)
+  for axis, (game, rows) in zip(axes, records.items()):
+    for index, row in enumerate(rows):
+      colour = f'C{index}'
+      frames = [r['actor_frames'] / 1e6 for r in row['rounds']]
+      means = [r['mean_return'] for r in row['rounds']]
+      axis.plot(frames, means, '.-', color=colour,
+                label=f'Ape-X DQN, seed {row["seed"]} (evaluator rounds)')
+      axis.errorbar([row['actor_frames'] / 1e6], [row['final_mean']],
+                    yerr=[row['final_std']], fmt='s', color=colour,
+                    label='final policy' if index == 0 else None)
+    reference = DQN_REFERENCE[game]
+    axis.plot([1.0, 2.0], reference, 'kx', markersize=9,
+              label='Young & Tian DQN (read off their curves)')
+    axis.set_title(game)
+    axis.set_xlabel('frames (millions)')
+    axis.grid(alpha=0.3)
+  axes[0].set_ylabel('return')
+  axes[0].legend(fontsize=7, loc='upper left')
+  figure.tight_layout()
+  figure.savefig(out, dpi=100)
+  plt.close(figure)
+
+
+def report(seeds: List[int]):
+  records = {}
+  for game in GAMES:
+    rows = []
+    for seed in seeds:
+      workdir = run.run_directory(ANALYSIS, game, seed)
+      if run._finished(workdir):  # pylint: disable=protected-access
+        rows.append(run_record(workdir, seed))
+    if rows:
+      records[game] = rows
+  if not records:
+    raise ValueError('No finished MinAtar runs yet.')
+  plot_games(records, os.path.join(RESULTS, f'{ANALYSIS}.png'))
+  frames = int(run.MINATAR_FRAMES * FLAGS.scale)
+  lines = [
+      '# Ape-X DQN on MinAtar beside Young & Tian\'s DQN', '',
+      f'![MinAtar]({ANALYSIS}.png)', '',
+      f'One preset (`--preset=minatar`) for all five games, {frames:,} '
+      'frames each (a MinAtar step is one frame; the budget counts the '
+      'actors\' steps), on this machine (2 CPU cores, no GPU), one game '
+      'after another with nothing else running.', '',
+      '| game | seeds | Ape-X DQN: final policy at the budget | last '
+      'evaluation round (frames) | best round (frames) | Young & Tian DQN '
+      'at 1M frames | at 2M frames | wall-clock (min) | learner updates | '
+      'frames/s | updates/s |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
+  ]
+  mean = lambda rows, key: np.mean([row[key] for row in rows])
+  for game, rows in records.items():
+    round_cell = lambda key: '; '.join(  # pylint: disable=cell-var-from-loop
+        f'{row[key]["mean_return"]:.1f} ({row[key]["actor_frames"] / 1e3:,.0f}K)'
+        if row[key] else '-' for row in rows)
+    at_1m, at_2m = DQN_REFERENCE[game]
+    lines.append(
+        f'| {game} | {len(rows)} | {_final_cell(rows)} | '
+        f'{round_cell("last_round")} | {round_cell("best_round")} | '
+        f'~{at_1m:g} | ~{at_2m:g} | {mean(rows, "wall_clock_minutes"):.1f} | '
+        f'{mean(rows, "learner_updates"):,.0f} | '
+        f'{mean(rows, "actor_frames_per_second"):,.0f} | '
+        f'{mean(rows, "learner_updates_per_second"):.0f} |')
+  example = run.command(ANALYSIS, GAMES[0], seeds[0], '<workdir>')
+  lines += [
+      '',
+      '**The columns.** *Final policy*: the run\'s last learner checkpoint '
+      f'(taken when the budget ran out), {FLAGS.final_episodes} episodes of '
+      f'`programs/evaluate.py --epsilon={EVALUATION_EPSILON}` (the '
+      'evaluator\'s exploration). *Evaluation rounds*: the in-run '
+      'evaluator\'s mean over its 10 episodes, every 10,000 updates '
+      '(about 80K frames); frames are the actors\' count when the round '
+      'began. *Wall-clock*: the whole program, start-up included. '
+      '*frames/s*, *updates/s*: medians over the run of the actors\' summed '
+      'rate and of the learner\'s.', '',
+      '**Young & Tian\'s DQN** (arXiv:1903.03176): read off the learning '
+      'curves of the MinAtar repository (github.com/kenjyoung/MinAtar, '
+      '`img/learning_curves.gif`, "DQN"), by eye (about ±1 on Breakout, '
+      'Asterix and Seaquest, ±2 on Freeway and Space Invaders). Their curve '
+      'is the mean of the last 100 *training* episodes (epsilon 0.1 after '
+      'its first 100K frames), over 30 seeds, with one update of 32 per '
+      'frame. Ours is a near-greedy evaluator (epsilon 0.001) after 8 '
+      'samples per frame (one update of 64 per 8 frames): the same frames, '
+      'an eighth of the updates, and 16 environments exploring at once with '
+      'Ape-X\'s fixed epsilons 0.4^(1 + 7 i / 15). The minimal action set '
+      'of each game (MinAtar\'s `-v1` environments; theirs: all 6 actions) '
+      'and sticky actions (0.1) as theirs; the pinned minatar 1.0.15 has '
+      'the Seaquest oxygen fix, which its README says may change Seaquest\'s '
+      'returns from the published ones.', '',
+      'Made by:', '', '```sh',
+      f'.venv/bin/python results/minatar.py --seeds={",".join(map(str, seeds))}'
+      ' --runs=<a directory outside the repository>', '```', '',
+      'which runs, for each game and seed, e.g.:', '', '```sh',
+      ' '.join(example), '```', '',
+      'then `programs/evaluate.py --workdir=<workdir> '
+      f'--episodes={FLAGS.final_episodes} --epsilon={EVALUATION_EPSILON}` '
+      'on its final checkpoint.', '']
+  with open(os.path.join(RESULTS, f'{ANALYSIS}.md'), 'w') as f:
+    f.write('\n'.join(lines))
+  with open(os.path.join(RESULTS, f'{ANALYSIS}.json'), 'w') as f:
+    json.dump({'frames': frames, 'seeds': seeds, 'reference': DQN_REFERENCE,
+               'games': records}, f, indent=2)
+    f.write('\n')
+  print(f'Wrote results/{ANALYSIS}.png, .md and .json')
+
+
+def main(argv):
+  del argv
+  seeds = [int(seed) for seed in FLAGS.seeds]
+  if not FLAGS.report_only:
+    for seed in seeds:
+      for game in GAMES:
+        run.run(ANALYSIS, game, seed)
+  report(seeds)
+
+
+if __name__ == '__main__':
+  app.run(main)

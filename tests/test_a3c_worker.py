@@ -1,0 +1,230 @@
+"""The A3C worker and the shared parameters, end to end in one process: a
+worker driven by `acme.EnvironmentLoop` sends, after t_max steps and at the
+end of an episode, exactly the gradient that a float64 numpy forward and
+backward pass of Algorithm S3 computes from the shared parameters, and the
+parameter server applies it with shared RMSProp at the annealed rate."""
+
+import math
+from typing import Dict, List
+
+import acme
+import dm_env
+import numpy as np
+import pytest
+import tensorflow as tf
+from acme import specs
+from acme.tf import utils as tf2_utils
+
+from agents.a3c import networks
+from agents.a3c.actor import A3CActor
+from agents.a3c.config import A3CConfig
+from agents.a3c.learning import POLICY
+from agents.a3c.learning import A3CParameterServer
+from agents.torsos import MLPTorso
+
+OBS_DIM, HIDDEN, NUM_ACTIONS = 3, 4, 2
+EPISODE_LENGTH = 7  # Rollouts of 5 (bootstrapped) and 2 (terminal) steps.
+OBSERVATION_SPEC = specs.Array((OBS_DIM,), np.float32)
+ACTION_SPEC = specs.DiscreteArray(NUM_ACTIONS)
+
+
+class ScriptedEpisodes(dm_env.Environment):
+  """Episodes of EPISODE_LENGTH steps, ending in a terminal state, with
+  fixed observations and rewards; records the actions it is given."""
+
+  def __init__(self):
+    rng = np.random.default_rng(5)
+    self._observations = rng.normal(size=(EPISODE_LENGTH + 1, OBS_DIM)
+                                    ).astype(np.float32)
+    self._rewards = rng.normal(size=EPISODE_LENGTH)
+    self.observations = self._observations
+    self.rewards = self._rewards
+    self.actions: List[int] = []
+    self._t = 0
+
+  def reset(self):
+    self._t = 0
+    return dm_env.restart(self._observations[0])
+
+  def step(self, action):
+    self.actions.append(int(action))
+    self._t += 1
+    observation = self._observations[self._t]
+    reward = float(self._rewards[self._t - 1])
+    if self._t == EPISODE_LENGTH:
+      return dm_env.termination(reward, observation)
+    return dm_env.transition(reward, observation)
+
+  def observation_spec(self):
+    return OBSERVATION_SPEC
+
+  def action_spec(self):
+    return ACTION_SPEC
+
+
+class Recording:
+  """The parameter server as a worker sees it, with every call's
+  parameters before and after and its gradients recorded."""
+
+  def __init__(self, server: A3CParameterServer):
+    self.server = server
+    self.calls: List[Dict[str, object]] = []
+
+  def get_variables(self, names):
+    return self.server.get_variables(names)
+
+  def apply_gradients(self, gradients, steps, statistics=None):
+    before = self.server.get_variables([POLICY])[0]
+    after = self.server.apply_gradients(gradients, steps, statistics)
+    self.calls.append(dict(before=before, gradients=gradients, steps=steps,
+                           after=after, statistics=statistics))
+    return after
+
+
+def _network(seed: int) -> networks.DiscretePolicyValueNetwork:
+  tf.random.set_seed(seed)
+  network = networks.DiscretePolicyValueNetwork(MLPTorso([HIDDEN]),
+                                                NUM_ACTIONS)
+  tf2_utils.create_variables(network, [OBSERVATION_SPEC])
+  return network
+
+
+def _by_name(network, values) -> Dict[str, np.ndarray]:
+  """{'linear_0/w', ..., 'value/b'}: each variable's value, by its layer."""
+  return {'/'.join(variable.name.split(':')[0].split('/')[-2:]):
+          np.asarray(value, np.float64)
+          for variable, value in zip(network.trainable_variables, values)}
+
+
+def reference_gradients(params, observations, actions, rewards, discounts,
+                        config: A3CConfig):
+  """Algorithm S3's accumulated gradient, by hand: forward and backward
+  through relu(x W1 + b1) -> (logits, V), in float64."""
+  w1, b1 = params['linear_0/w'], params['linear_0/b']
+  wp, bp = params['policy_logits/w'], params['policy_logits/b']
+  wv, bv = params['value/w'], params['value/b']
+  pre = observations @ w1 + b1
+  hidden = np.maximum(pre, 0.0)
+  logits = hidden @ wp + bp
+  values = (hidden @ wv + bv)[:, 0]
+  steps = len(actions)
+  returns = np.zeros(steps)
+  following = values[-1]  # V(s_T); multiplied by 0 after a terminal step.
+  for i in reversed(range(steps)):
+    following = rewards[i] + discounts[i] * following
+    returns[i] = following
+  shifted = logits[:steps] - logits[:steps].max(axis=-1, keepdims=True)
+  pi = np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
+  log_pi = np.log(pi)
+  entropy = -(pi * log_pi).sum(axis=-1)
+  advantages = returns - values[:steps]
+  beta = config.entropy_weight(continuous=False)
+  d_logits = ((pi - np.eye(NUM_ACTIONS)[actions]) * advantages[:, None]
+              + beta * pi * (log_pi + entropy[:, None]))
+  d_values = -2.0 * config.value_cost * advantages
+  d_hidden = d_logits @ wp.T + d_values[:, None] @ wv.T
+  d_pre = d_hidden * (pre[:steps] > 0)
+  x = observations[:steps]
+  gradients = {
+      'linear_0/w': x.T @ d_pre, 'linear_0/b': d_pre.sum(axis=0),
+      'policy_logits/w': hidden[:steps].T @ d_logits,
+      'policy_logits/b': d_logits.sum(axis=0),
+      'value/w': hidden[:steps].T @ d_values[:, None],
+      'value/b': np.array([d_values.sum()]),
+  }
+  norm = math.sqrt(sum((g**2).sum() for g in gradients.values()))
+  scale = min(1.0, config.max_gradient_norm / norm)
+  return {name: g * scale for name, g in gradients.items()}, norm
+
+
+def reference_rmsprop(theta, mean_square, gradient, learning_rate,
+                      config: A3CConfig):
+  mean_square = (config.rmsprop_decay * mean_square +
+                 (1 - config.rmsprop_decay) * gradient**2)
+  return (theta - learning_rate * gradient /
+          np.sqrt(mean_square + config.rmsprop_epsilon), mean_square)
+
+
+@pytest.mark.parametrize('max_gradient_norm', [40.0, 0.5])
+def test_a_worker_sends_algorithm_s3s_gradient(max_gradient_norm):
+  config = A3CConfig(t_max=5, learning_rate=0.01,
+                     max_gradient_norm=max_gradient_norm)
+  total_steps = 100
+  server = A3CParameterServer(_network(1), config, total_steps=total_steps)
+  recording = Recording(server)
+  # The worker's own copy starts elsewhere: it must act and learn with the
+  # shared parameters (Algorithm S3 synchronises before each rollout).
+  worker = A3CActor(_network(2), OBSERVATION_SPEC, ACTION_SPEC, config,
+                    parameter_server=recording, seed=3)
+  environment = ScriptedEpisodes()
+  acme.EnvironmentLoop(environment, worker, should_update=True,
+                       logger=_Quiet()).run_episode()
+
+  assert [call['steps'] for call in recording.calls] == [5, 2]
+  names = None
+  mean_squares = None
+  for index, (call, (start, end)) in enumerate(zip(recording.calls,
+                                                  [(0, 5), (5, 7)])):
+    params = _by_name(server._network, call['before'])  # pylint: disable=protected-access
+    names = list(params)
+    terminal = end == EPISODE_LENGTH
+    discounts = np.full(end - start, config.discount)
+    if terminal:
+      discounts[-1] = 0.0
+    expected, norm = reference_gradients(
+        params, environment.observations[start:end + 1].astype(np.float64),
+        np.array(environment.actions[start:end]),
+        environment.rewards[start:end], discounts, config)
+    sent = _by_name(server._network, call['gradients'])  # pylint: disable=protected-access
+    for name in names:
+      np.testing.assert_allclose(sent[name], expected[name], rtol=2e-4,
+                                 atol=1e-6, err_msg=name)
+    assert call['statistics']['gradient_norm'] == pytest.approx(norm,
+                                                                rel=1e-4)
+    if max_gradient_norm < 1.0:
+      assert norm > max_gradient_norm  # The clipping was exercised.
+    # The server's update: shared RMSProp at the annealed rate, T counting
+    # the steps of the updates before this one.
+    learning_rate = config.learning_rate * (1 - start / total_steps)
+    if mean_squares is None:
+      mean_squares = {name: np.zeros_like(p) for name, p in params.items()}
+    after = _by_name(server._network, call['after'])  # pylint: disable=protected-access
+    for name in names:
+      theta, mean_squares[name] = reference_rmsprop(
+          params[name], mean_squares[name], sent[name], learning_rate, config)
+      np.testing.assert_allclose(after[name], theta, rtol=1e-5, atol=1e-7,
+                                 err_msg=f'update {index}: {name}')
+  # The worker continues with the newest parameters.
+  for variable, value in zip(worker._variables, recording.calls[-1]['after']):  # pylint: disable=protected-access
+    np.testing.assert_array_equal(variable.numpy(), value)
+  assert server.num_steps == 2 and server.environment_steps == 7
+
+
+def test_the_first_action_comes_from_the_shared_parameters():
+  config = A3CConfig()
+  server = A3CParameterServer(_network(1), config)
+  worker = A3CActor(_network(2), OBSERVATION_SPEC, ACTION_SPEC, config,
+                    parameter_server=server, seed=3)
+  worker.observe_first(ScriptedEpisodes().reset())
+  for mine, shared in zip(worker._variables, server.get_variables([POLICY])[0]):  # pylint: disable=protected-access
+    np.testing.assert_array_equal(mine.numpy(), shared)
+
+
+def test_an_evaluator_takes_the_most_likely_action_and_does_not_learn():
+  config = A3CConfig()
+  network = _network(1)
+  evaluator = A3CActor(network, OBSERVATION_SPEC, ACTION_SPEC, config)
+  environment = ScriptedEpisodes()
+  acme.EnvironmentLoop(environment, evaluator, logger=_Quiet()).run_episode()
+  logits = network(environment.observations[:EPISODE_LENGTH]).policy.logits
+  assert environment.actions == list(np.argmax(logits.numpy(), axis=-1))
+
+
+class _Quiet(acme.utils.loggers.Logger):
+  """Acme's loop logs every episode; these tests read nothing of it."""
+
+  def write(self, data):
+    del data
+
+  def close(self):
+    pass
