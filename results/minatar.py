@@ -4,7 +4,8 @@ budget for each game), evaluates each run's final policy, and writes
 results/minatar.{md,json,png}.
 
   .venv/bin/python results/minatar.py --seeds=0 --runs=<dir outside the repo>
-  .venv/bin/python results/minatar.py --seeds=0 --runs=<dir> --report_only
+  .venv/bin/python results/minatar.py --seeds=0 --runs=<dir> --report_only \
+      --notes="What else ran on the machine."
 
 A run already finished is not run again; a final policy already evaluated
 (<run>/final_evaluation.json) is not evaluated again.
@@ -28,6 +29,8 @@ import numpy as np  # pylint: disable=wrong-import-position
 import long_run  # pylint: disable=wrong-import-position
 import run  # pylint: disable=wrong-import-position
 
+# --notes (results/long_run.py's flag): a sentence the page adds after its
+# set-up, e.g. what else ran on the machine.
 flags.DEFINE_integer('final_episodes', 30, 'Episodes of each run\'s final '
                      'policy (programs/evaluate.py).')
 FLAGS = flags.FLAGS
@@ -154,7 +157,7 @@ def report(seeds: List[int]):
       f'One preset (`--preset=minatar`) for all five games, {frames:,} '
       'frames each (a MinAtar step is one frame; the budget counts the '
       'actors\' steps), on this machine (2 CPU cores, no GPU), one game '
-      'after another with nothing else running.', '',
+      'after another.' + (f' {FLAGS.notes}' if FLAGS.notes else ''), '',
       '| game | seeds | Ape-X DQN: final policy at the budget | last '
       'evaluation round (frames) | best round (frames) | Young & Tian DQN '
       'at 1M frames | at 2M frames | wall-clock (min) | learner updates | '
