@@ -15,6 +15,7 @@ import tensorflow as tf
 from acme import specs
 from acme.tf import utils as tf2_utils
 
+from agents.a3c import losses as losses_lib
 from agents.a3c import networks
 from agents.a3c.actor import A3CActor
 from agents.a3c.config import A3CConfig
@@ -228,3 +229,75 @@ class _Quiet(acme.utils.loggers.Logger):
 
   def close(self):
     pass
+
+
+CONTINUOUS_SPEC = specs.BoundedArray((2,), np.float32, -0.1, 0.1)
+
+
+class ScriptedContinuous(ScriptedEpisodes):
+  """The same episodes with a 2-D action inside [-0.1, 0.1]."""
+
+  def step(self, action):
+    action = np.asarray(action)
+    assert action.shape == (2,) and np.all(np.abs(action) <= 0.1 + 1e-7)
+    timestep = super().step(0)
+    self.actions[-1] = action
+    return timestep
+
+  def action_spec(self):
+    return CONTINUOUS_SPEC
+
+
+def test_a_gaussian_worker_learns_from_its_samples_and_acts_inside_bounds():
+  # Supp. §9's policy: the gradient is that of the sampled actions' log
+  # probabilities, while the environment gets them clipped to its bounds.
+  config = A3CConfig(t_max=5, learning_rate=0.01)
+
+  def network(seed):
+    tf.random.set_seed(seed)
+    made = networks.GaussianPolicyValueNetwork([HIDDEN], action_dims=2)
+    tf2_utils.create_variables(made, [OBSERVATION_SPEC])
+    return made
+
+  server = A3CParameterServer(network(1), config)
+  recording = Recording(server)
+  worker = A3CActor(network(2), OBSERVATION_SPEC, CONTINUOUS_SPEC, config,
+                    parameter_server=recording, seed=4)
+  environment = ScriptedContinuous()
+  acme.EnvironmentLoop(environment, worker, logger=_Quiet()).run_episode()
+  assert [call['steps'] for call in recording.calls] == [5, 2]
+
+  # The samples, redrawn: the worker's generator (seed 4) draws one normal
+  # vector per step, mean + sqrt(variance) * noise, with the parameters of
+  # its rollout.
+  rng = np.random.default_rng(4)
+  reference = network(3)
+  samples = []
+  for call, (start, end) in zip(recording.calls, [(0, 5), (5, 7)]):
+    for variable, value in zip(reference.trainable_variables, call['before']):
+      variable.assign(value)
+    policy = reference(environment.observations[start:end]).policy
+    noise = rng.standard_normal((end - start, 2))
+    rollout = (policy.mean.numpy() + np.sqrt(policy.variance.numpy())[:, None]
+               * noise)
+    samples.append(rollout)
+    np.testing.assert_allclose(np.stack(environment.actions[start:end]),
+                               np.clip(rollout, -0.1, 0.1), rtol=1e-5,
+                               atol=1e-6)
+    assert np.any(np.abs(rollout) > 0.1)  # Clipping mattered here.
+    discounts = np.full(end - start, config.discount, np.float32)
+    if end == EPISODE_LENGTH:
+      discounts[-1] = 0.0
+    with tf.GradientTape() as tape:
+      outputs = reference(environment.observations[start:end + 1])
+      returns = losses_lib.n_step_returns(
+          environment.rewards[start:end].astype(np.float32), discounts,
+          tf.stop_gradient(outputs.value[-1]))
+      taken = tf.nest.map_structure(lambda x: x[:-1], outputs)
+      loss, _ = losses_lib.a3c_loss(taken, tf.constant(rollout, tf.float32),
+                                    tf.stop_gradient(returns), 1e-4,
+                                    config.value_cost)
+    expected = tape.gradient(loss, reference.trainable_variables)
+    expected, _ = tf.clip_by_global_norm(expected, config.max_gradient_norm)
+    for sent, wanted in zip(call['gradients'], expected):
+      np.testing.assert_allclose(sent, wanted.numpy(), rtol=1e-4, atol=1e-6)

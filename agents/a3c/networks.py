@@ -27,13 +27,6 @@ class Categorical(NamedTuple):
     log_probs = tf.nn.log_softmax(self.logits)
     return -tf.reduce_sum(tf.exp(log_probs) * log_probs, axis=-1)
 
-  def sample(self, seed=None) -> tf.Tensor:
-    return tf.random.stateless_categorical(self.logits, 1, seed)[:, 0] \
-        if seed is not None else tf.random.categorical(self.logits, 1)[:, 0]
-
-  def mode(self) -> tf.Tensor:
-    return tf.argmax(self.logits, axis=-1)
-
 
 class SphericalGaussian(NamedTuple):
   """A3C Supp. §9: a normal distribution over actions [..., d] with mean
@@ -53,14 +46,6 @@ class SphericalGaussian(NamedTuple):
     # (log(2 pi sigma^2) + 1) / 2.
     dims = tf.cast(tf.shape(self.mean)[-1], tf.float32)
     return 0.5 * dims * (tf.math.log(2.0 * math.pi * self.variance) + 1.0)
-
-  def sample(self, seed=None) -> tf.Tensor:
-    noise = (tf.random.stateless_normal(tf.shape(self.mean), seed)
-             if seed is not None else tf.random.normal(tf.shape(self.mean)))
-    return self.mean + tf.sqrt(self.variance)[..., None] * noise
-
-  def mode(self) -> tf.Tensor:
-    return self.mean
 
 
 Policy = Union[Categorical, SphericalGaussian]
