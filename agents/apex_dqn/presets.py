@@ -59,9 +59,9 @@ ATARI_SMALL = {
 # copy every 1,000 updates, one 3x3 convolution of 16 channels and 128
 # hidden units. What differs, and why:
 # - batch 64 and 8 samples per insert (theirs: 32 per frame): a replay
-#   ratio a CPU learner keeps up with: about 140 updates of 64 per second
-#   here beside 2 actors, i.e. about 1,100 frames/s, 1M frames in ~16 minutes
-#   (theirs would need 1M updates);
+#   ratio a CPU learner keeps up with: about 105 updates of 64 per second
+#   on 2 cores beside 2 actors, i.e. about 840 frames/s, 1M frames in ~20
+#   minutes (theirs would need 1M updates);
 # - Ape-X's fixed per-environment epsilons 0.4^(1 + 7 i / 15) over 2 actors
 #   x 8 environments, not their epsilon annealed from 1 to 0.1, and Ape-X's
 #   3-step double-Q dueling loss (128 units per stream, as their one hidden
