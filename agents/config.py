@@ -1,7 +1,7 @@
 """Hyper-parameters shared by every Ape-X agent (replay, n-step, actors)."""
 
 import dataclasses
-from typing import Any, Mapping, Optional
+from typing import Any, List, Mapping, Optional
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +117,20 @@ class ApeXConfig:
     if self.samples_per_insert is not None:
       check_flag('samples_per_insert', self.samples_per_insert > 0,
              self.samples_per_insert, '> 0 (or unset for no rate limit)')
+
+
+def parse_layer_sizes(sizes: str) -> List[int]:
+  """'400,300' -> [400, 300]: a network's layer sizes, as a flag gives them."""
+  return [int(size) for size in sizes.split(',') if size.strip()]
+
+
+def check_layer_sizes(flag: str, sizes: str, example: str):
+  """Raises ValueError naming `--flag` unless `sizes` is comma-separated
+  positive integers (`example`: what the message suggests)."""
+  check_flag(flag,
+             all(size.strip().isdigit() and int(size) > 0
+                 for size in sizes.split(',')),
+             repr(sizes), f'comma-separated positive integers, e.g. {example}')
 
 
 def check_choice(flag: str, value: str, choices):

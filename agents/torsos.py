@@ -62,3 +62,14 @@ class SmallAtariCNN(snt.Module):
 
   def __call__(self, observation: tf.Tensor) -> tf.Tensor:
     return self._layers(tf.cast(observation, tf.float32) / 255.0)
+
+
+def make_torso(environment_kind: str, mlp_hidden_sizes: Sequence[int],
+               atari_torso=NatureCNN) -> snt.Module:
+  """The torso for an environment kind: `atari_torso` for Atari pixels,
+  Young & Tian's for MinAtar, an MLP of `mlp_hidden_sizes` for vectors."""
+  if environment_kind == 'atari':
+    return atari_torso()
+  if environment_kind == 'minatar':
+    return MinAtarCNN()
+  return MLPTorso(mlp_hidden_sizes)

@@ -145,7 +145,7 @@ def report(seeds: List[int]):
     rows = []
     for seed in seeds:
       workdir = run.run_directory(ANALYSIS, game, seed)
-      if run._finished(workdir):  # pylint: disable=protected-access
+      if run.finished(workdir):
         rows.append(run_record(workdir, seed))
     if rows:
       records[game] = rows

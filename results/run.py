@@ -161,14 +161,14 @@ def run_directory(analysis: str, setting: str, seed: int) -> str:
   return os.path.join(runs, analysis, _slug(setting), f'seed{seed}')
 
 
-def _finished(workdir: str) -> bool:
+def finished(workdir: str) -> bool:
   return os.path.isfile(os.path.join(workdir, 'finished.json'))
 
 
 def run(analysis: str, setting: str, seed: int) -> str:
   """Runs one setting and seed unless already finished; returns its dir."""
   workdir = run_directory(analysis, setting, seed)
-  if _finished(workdir):
+  if finished(workdir):
     return workdir
   if os.path.isdir(workdir):  # An unfinished run: start it again.
     import shutil  # pylint: disable=g-import-not-at-top
@@ -250,7 +250,7 @@ def report(analysis: str, seeds: List[int]):
   groups, figures = {}, {}
   for setting in spec['settings']:
     workdirs = [run_directory(analysis, setting, seed) for seed in seeds]
-    workdirs = [w for w in workdirs if _finished(w)]
+    workdirs = [w for w in workdirs if finished(w)]
     if workdirs:
       groups[setting] = workdirs
       figures[setting] = [dict(seed=int(w.rsplit('seed', 1)[1]),

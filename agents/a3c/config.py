@@ -5,6 +5,8 @@ import dataclasses
 from typing import Optional
 
 from agents.config import check_flag
+from agents.config import check_layer_sizes
+from agents.config import parse_layer_sizes
 
 
 @dataclasses.dataclass
@@ -72,12 +74,9 @@ class A3CConfig:
     check_flag('entropy_cost',
                self.entropy_cost is None or self.entropy_cost >= 0,
                self.entropy_cost, '>= 0 (or unset for the paper\'s)')
-    sizes = self.mlp_hidden_sizes.split(',')
-    check_flag('mlp_hidden_sizes',
-               all(size.strip().isdigit() and int(size) > 0 for size in sizes),
-               repr(self.mlp_hidden_sizes),
-               'comma-separated positive integers, e.g. 200 or 64,64')
+    check_layer_sizes('mlp_hidden_sizes', self.mlp_hidden_sizes,
+                      '200 or 64,64')
 
   @property
   def hidden_sizes(self):
-    return [int(size) for size in self.mlp_hidden_sizes.split(',')]
+    return parse_layer_sizes(self.mlp_hidden_sizes)

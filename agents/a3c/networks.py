@@ -10,9 +10,9 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from agents.torsos import MinAtarCNN
 from agents.torsos import MLPTorso
 from agents.torsos import SmallAtariCNN
+from agents.torsos import make_torso
 
 
 class Categorical(NamedTuple):
@@ -103,11 +103,7 @@ def make_network(environment_kind: str, action_spec,
   """A3C's network for an environment kind (`atari`, `minatar`, `gym`,
   `control`) and its action spec (discrete, or a bounded vector)."""
   if np.issubdtype(action_spec.dtype, np.integer):
-    if environment_kind == 'atari':
-      torso = SmallAtariCNN()
-    elif environment_kind == 'minatar':
-      torso = MinAtarCNN()
-    else:
-      torso = MLPTorso(hidden_sizes)
+    torso = make_torso(environment_kind, hidden_sizes,
+                       atari_torso=SmallAtariCNN)
     return DiscretePolicyValueNetwork(torso, int(action_spec.num_values))
   return GaussianPolicyValueNetwork(hidden_sizes, int(action_spec.shape[-1]))

@@ -19,7 +19,7 @@ from agents.apex_dpg import learning
 from agents.apex_dpg import networks
 from agents.apex_dpg import priorities
 from agents.apex_dpg.config import ApeXDPGConfig
-from agents.apex_dpg.config import parse_sizes
+from agents.config import parse_layer_sizes
 
 
 class ApeXDPGBuilder(builders.ApeXBuilder):
@@ -36,14 +36,14 @@ class ApeXDPGBuilder(builders.ApeXBuilder):
     """The policy network with its variables created."""
     spec = self.environment.spec
     policy = networks.Policy(spec.actions.minimum, spec.actions.maximum,
-                             parse_sizes(self.config.policy_hidden_sizes))
+                             parse_layer_sizes(self.config.policy_hidden_sizes))
     tf2_utils.create_variables(policy, [spec.observations])
     return policy
 
   def make_critic(self) -> snt.Module:
     """The critic network with its variables created."""
     spec = self.environment.spec
-    critic = networks.Critic(parse_sizes(self.config.critic_hidden_sizes))
+    critic = networks.Critic(parse_layer_sizes(self.config.critic_hidden_sizes))
     tf2_utils.create_variables(critic, [spec.observations, spec.actions])
     return critic
 

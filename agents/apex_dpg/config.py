@@ -5,11 +5,7 @@ import dataclasses
 
 from agents.config import ApeXConfig
 from agents.config import check_flag
-
-
-def parse_sizes(sizes: str):
-  """'400,300' -> [400, 300]."""
-  return [int(size) for size in sizes.split(',') if size.strip()]
+from agents.config import check_layer_sizes
 
 
 @dataclasses.dataclass
@@ -53,9 +49,4 @@ class ApeXDPGConfig(ApeXConfig):
       check_flag(name, getattr(self, name) > 0, getattr(self, name), '> 0')
     check_flag('sigma', self.sigma >= 0, self.sigma, '>= 0')
     for name in ('critic_hidden_sizes', 'policy_hidden_sizes'):
-      sizes = getattr(self, name).split(',')
-      check_flag(name,
-                 all(size.strip().isdigit() and int(size) > 0
-                     for size in sizes),
-                 repr(getattr(self, name)),
-                 'comma-separated positive integers, e.g. 400,300')
+      check_layer_sizes(name, getattr(self, name), '400,300')

@@ -19,6 +19,7 @@ from agents.apex_dqn import learning
 from agents.apex_dqn import networks
 from agents.apex_dqn import priorities
 from agents.apex_dqn.config import ApeXDQNConfig
+from agents.config import parse_layer_sizes
 
 # DQN (Mnih et al. 2015) clips Atari rewards to [-1, 1].
 ATARI_MAX_ABS_REWARD = 1.0
@@ -43,8 +44,7 @@ class ApeXDQNBuilder(builders.ApeXBuilder):
   def make_network(self) -> snt.Module:
     """A Q-network with its variables created."""
     spec = self.environment.spec
-    hidden_sizes = [int(size) for size in
-                    self.config.mlp_hidden_sizes.split(',') if size.strip()]
+    hidden_sizes = parse_layer_sizes(self.config.mlp_hidden_sizes)
     network = networks.make_q_network(self.environment.kind,
                                       spec.actions.num_values, hidden_sizes,
                                       self.config.dueling_hidden_size)

@@ -5,6 +5,7 @@ from typing import Optional
 
 from agents.config import ApeXConfig
 from agents.config import check_flag
+from agents.config import check_layer_sizes
 
 
 @dataclasses.dataclass
@@ -49,8 +50,5 @@ class ApeXDQNConfig(ApeXConfig):
     check_flag('max_abs_reward',
                self.max_abs_reward is None or self.max_abs_reward > 0,
                self.max_abs_reward, '> 0 (or unset for the default)')
-    sizes = self.mlp_hidden_sizes.split(',')
-    check_flag('mlp_hidden_sizes',
-               all(size.strip().isdigit() and int(size) > 0 for size in sizes),
-               repr(self.mlp_hidden_sizes),
-               'comma-separated positive integers, e.g. 512 or 256,256')
+    check_layer_sizes('mlp_hidden_sizes', self.mlp_hidden_sizes,
+                      '512 or 256,256')

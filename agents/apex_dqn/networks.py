@@ -6,9 +6,7 @@ from typing import Sequence
 import sonnet as snt
 import tensorflow as tf
 
-from agents.torsos import MinAtarCNN
-from agents.torsos import MLPTorso
-from agents.torsos import NatureCNN
+from agents.torsos import make_torso
 
 
 class DuelingQNetwork(snt.Module):
@@ -34,10 +32,5 @@ def make_q_network(environment_kind: str, num_actions: int,
                    mlp_hidden_sizes: Sequence[int],
                    dueling_hidden_size: int) -> DuelingQNetwork:
   """The Q-network for an environment kind (`atari`, `minatar`, `gym`)."""
-  if environment_kind == 'atari':
-    torso = NatureCNN()
-  elif environment_kind == 'minatar':
-    torso = MinAtarCNN()
-  else:
-    torso = MLPTorso(mlp_hidden_sizes)
-  return DuelingQNetwork(torso, num_actions, dueling_hidden_size)
+  return DuelingQNetwork(make_torso(environment_kind, mlp_hidden_sizes),
+                         num_actions, dueling_hidden_size)
