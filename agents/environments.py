@@ -477,3 +477,29 @@ def resolve_continuous(env_name: str) -> EnvironmentSpec:
     environment.close()
   return EnvironmentSpec(name=env_name, kind=kind, spec=spec,
                          frames_per_step=1, pixels=False, make=make)
+
+
+def resolve_any(env_name: str) -> EnvironmentSpec:
+  """A discrete- or continuous-action environment's spec (A3C takes both):
+  control: tasks and gym: environments with a Box action space resolve as
+  `resolve_continuous`, the rest as `resolve_discrete`.
+
+  Raises:
+    UnknownEnvironmentError: as they do; an unknown kind lists every form.
+  """
+  kind, sep, name = env_name.partition(':')
+  if kind not in ('atari', 'gym', 'minatar', 'control') or not sep:
+    raise _fail(env_name, f'unknown kind {kind!r}' if sep else
+                'the name has no <kind>: prefix',
+                f'{ACCEPTED_DISCRETE_FORMS}; {ACCEPTED_CONTINUOUS_FORMS}')
+  if kind == 'control':
+    return resolve_continuous(env_name)
+  if kind == 'gym' and _registered(name):
+    probe = gymnasium.make(name)
+    try:
+      box = isinstance(probe.action_space, gymnasium.spaces.Box)
+    finally:
+      probe.close()
+    if box:
+      return resolve_continuous(env_name)
+  return resolve_discrete(env_name)

@@ -38,7 +38,12 @@ def _program(name: str):
   if name == 'apex_dpg':
     from agents.apex_dpg import ApeXDPGBuilder, ApeXDPGConfig  # pylint: disable=g-import-not-at-top
     return ApeXDPGConfig, ApeXDPGBuilder, environments.resolve_continuous
-  raise ValueError(f'Unknown program {name!r} (known: apex_dqn, apex_dpg).')
+  if name == 'a3c':
+    from agents.a3c.builder import A3CBuilder  # pylint: disable=g-import-not-at-top
+    from agents.a3c.config import A3CConfig  # pylint: disable=g-import-not-at-top
+    return A3CConfig, A3CBuilder, environments.resolve_any
+  raise ValueError(f'Unknown program {name!r} (known: apex_dqn, apex_dpg, '
+                   'a3c).')
 
 
 def make_builder(workdir: str):

@@ -10,8 +10,9 @@ loads without this project's code.
     policy.q_values(observations)       # Ape-X DQN only: [B, num actions]
     json.loads(policy.metadata.numpy()) # program, env, specs, learner steps
 
-`act` is the greedy policy (Ape-X DQN: the argmax of the Q-values) or the
-noiseless one (Ape-X DPG: pi(s), inside the action bounds). Observations are
+`act` is the greedy policy (Ape-X DQN: the argmax of the Q-values), the
+noiseless one (Ape-X DPG: pi(s), inside the action bounds) or the policy's
+mode (A3C: its most likely action, or its Gaussian's mean inside the bounds). Observations are
 what the project's environment gives (`agents.environments`; Atari: the last
 4 preprocessed 84x84 frames, uint8, frames on the last axis).
 
@@ -70,7 +71,8 @@ class PolicySnapshot(tf.Module):
   """
 
   def __init__(self, network: tf.Module, environment, program: str,
-               q_network: bool, learner_steps: int = 0):
+               q_network: bool, learner_steps: int = 0,
+               policy: Optional[str] = None):
     super().__init__(name='policy_snapshot')
     self._network = network
     observation_spec = environment.spec.observations
@@ -80,7 +82,7 @@ class PolicySnapshot(tf.Module):
     description = {
         'program': program,
         'env': environment.name,
-        'policy': 'greedy' if q_network else 'noiseless',
+        'policy': policy or ('greedy' if q_network else 'noiseless'),
         'observation': _spec_description(observation_spec),
         'action': _spec_description(environment.spec.actions),
         'frames_per_step': int(environment.frames_per_step),

@@ -15,6 +15,7 @@ import tensorflow as tf
 from acme import specs
 from acme.tf import utils as tf2_utils
 
+from agents import vector_loop
 from agents.a3c import losses as losses_lib
 from agents.a3c import networks
 from agents.a3c.actor import A3CActor
@@ -30,10 +31,12 @@ ACTION_SPEC = specs.DiscreteArray(NUM_ACTIONS)
 
 
 class ScriptedEpisodes(dm_env.Environment):
-  """Episodes of EPISODE_LENGTH steps, ending in a terminal state, with
-  fixed observations and rewards; records the actions it is given."""
+  """Episodes of EPISODE_LENGTH steps, ending in a terminal state (or, if
+  `truncated`, cut by a time limit), with fixed observations and rewards;
+  records the actions it is given."""
 
-  def __init__(self):
+  def __init__(self, truncated: bool = False):
+    self._truncated = truncated
     rng = np.random.default_rng(5)
     self._observations = rng.normal(size=(EPISODE_LENGTH + 1, OBS_DIM)
                                     ).astype(np.float32)
@@ -53,6 +56,8 @@ class ScriptedEpisodes(dm_env.Environment):
     observation = self._observations[self._t]
     reward = float(self._rewards[self._t - 1])
     if self._t == EPISODE_LENGTH:
+      if self._truncated:
+        return dm_env.truncation(reward, observation)
       return dm_env.termination(reward, observation)
     return dm_env.transition(reward, observation)
 
@@ -146,8 +151,30 @@ def reference_rmsprop(theta, mean_square, gradient, learning_rate,
           np.sqrt(mean_square + config.rmsprop_epsilon), mean_square)
 
 
-@pytest.mark.parametrize('max_gradient_norm', [40.0, 0.5])
-def test_a_worker_sends_algorithm_s3s_gradient(max_gradient_norm):
+def _run(worker, environment, loop: str, episodes: int):
+  """`episodes` episodes of the worker, in Acme's loop (which calls `update`
+  before the next episode's `observe_first`) or in the program's actor loop
+  (which starts the next episode first)."""
+  if loop == 'acme':
+    run = acme.EnvironmentLoop(environment, worker, should_update=True,
+                               logger=_Quiet())
+    for _ in range(episodes):
+      run.run_episode()
+    return
+  run = vector_loop.VectorEnvironmentLoop([environment], worker)
+  run.run(should_stop=lambda: len(environment.actions) >= (
+      episodes * EPISODE_LENGTH))
+
+
+@pytest.mark.parametrize('max_gradient_norm, loop, ending', [
+    (40.0, 'acme', 'terminal'),
+    (0.5, 'acme', 'terminal'),
+    (40.0, 'vector', 'terminal'),
+    (40.0, 'vector', 'time_limit'),
+    (40.0, 'acme', 'time_limit'),
+])
+def test_a_worker_sends_algorithm_s3s_gradient(max_gradient_norm, loop,
+                                               ending):
   config = A3CConfig(t_max=5, learning_rate=0.01,
                      max_gradient_norm=max_gradient_norm)
   total_steps = 100
@@ -157,36 +184,42 @@ def test_a_worker_sends_algorithm_s3s_gradient(max_gradient_norm):
   # shared parameters (Algorithm S3 synchronises before each rollout).
   worker = A3CActor(_network(2), OBSERVATION_SPEC, ACTION_SPEC, config,
                     parameter_server=recording, seed=3)
-  environment = ScriptedEpisodes()
-  acme.EnvironmentLoop(environment, worker, should_update=True,
-                       logger=_Quiet()).run_episode()
+  truncated = ending == 'time_limit'
+  environment = ScriptedEpisodes(truncated=truncated)
+  episodes = 2
+  _run(worker, environment, loop, episodes)
 
-  assert [call['steps'] for call in recording.calls] == [5, 2]
+  # Each episode: a rollout of t_max steps, bootstrapped from V(s_5), then
+  # one of 2 that ends with the episode: cut at a terminal state, and
+  # bootstrapped from the episode's own last state after a time limit.
+  rollouts = [(0, 5), (5, 7)] * episodes
+  assert [call['steps'] for call in recording.calls] == [5, 2] * episodes
   names = None
   mean_squares = None
+  done = 0
   for index, (call, (start, end)) in enumerate(zip(recording.calls,
-                                                  [(0, 5), (5, 7)])):
+                                                  rollouts)):
     params = _by_name(server._network, call['before'])  # pylint: disable=protected-access
     names = list(params)
-    terminal = end == EPISODE_LENGTH
     discounts = np.full(end - start, config.discount)
-    if terminal:
+    if end == EPISODE_LENGTH and not truncated:
       discounts[-1] = 0.0
+    actions = environment.actions[index // 2 * EPISODE_LENGTH:][start:end]
     expected, norm = reference_gradients(
         params, environment.observations[start:end + 1].astype(np.float64),
-        np.array(environment.actions[start:end]),
-        environment.rewards[start:end], discounts, config)
+        np.array(actions), environment.rewards[start:end], discounts, config)
     sent = _by_name(server._network, call['gradients'])  # pylint: disable=protected-access
     for name in names:
       np.testing.assert_allclose(sent[name], expected[name], rtol=2e-4,
-                                 atol=1e-6, err_msg=name)
+                                 atol=1e-6, err_msg=f'update {index}: {name}')
     assert call['statistics']['gradient_norm'] == pytest.approx(norm,
                                                                 rel=1e-4)
     if max_gradient_norm < 1.0:
       assert norm > max_gradient_norm  # The clipping was exercised.
     # The server's update: shared RMSProp at the annealed rate, T counting
     # the steps of the updates before this one.
-    learning_rate = config.learning_rate * (1 - start / total_steps)
+    learning_rate = config.learning_rate * (1 - done / total_steps)
+    done += end - start
     if mean_squares is None:
       mean_squares = {name: np.zeros_like(p) for name, p in params.items()}
     after = _by_name(server._network, call['after'])  # pylint: disable=protected-access
@@ -198,7 +231,8 @@ def test_a_worker_sends_algorithm_s3s_gradient(max_gradient_norm):
   # The worker continues with the newest parameters.
   for variable, value in zip(worker._variables, recording.calls[-1]['after']):  # pylint: disable=protected-access
     np.testing.assert_array_equal(variable.numpy(), value)
-  assert server.num_steps == 2 and server.environment_steps == 7
+  assert server.num_steps == 2 * episodes
+  assert server.environment_steps == EPISODE_LENGTH * episodes
 
 
 def test_the_first_action_comes_from_the_shared_parameters():

@@ -546,21 +546,39 @@ def test_a_stop_request_ends_the_job_in_order(tmp_path, cloud_storage):
   assert 'Ending the job (succeeded).' in coordinator
 
 
-@pytest.mark.slow
-def test_ape_x_dpg_runs_as_a_vertex_ai_job_too(tmp_path):
+def _emulated_small_job(tmp_path, program: str, *flags: str) -> str:
+  """A small run of `program` packaged by --dry_run and run by the emulator
+  to its --max_actor_steps=2000; checks its end and returns the plan."""
   (tmp_path / 'home').mkdir()
   workdir = tmp_path / 'run'
   package_dir = tmp_path / 'job'
   result = _run(helpers.program_command(
-      'apex_dpg', '--dry_run', f'--package_dir={package_dir}',
+      program, '--dry_run', f'--package_dir={package_dir}',
       f'--workdir={workdir}', '--preset=cartpole_smoke',
-      '--samples_per_insert=4', '--max_actor_steps=2000',
-      launch_type='vertex_ai'), tmp_path / 'home')
+      '--max_actor_steps=2000', *flags, launch_type='vertex_ai'),
+                tmp_path / 'home')
   assert result.returncode == 0, result.stderr[-3000:]
-  assert re.search(r'workerpool0: 1 replica\(s\), .*: coordinator\n',
-                   result.stdout), result.stdout
+  plan = result.stdout
+  assert re.search(r'workerpool0: 1 replica\(s\), .*: coordinator\n', plan), (
+      plan)
   result = _emulate(package_dir)
   assert result.returncode == 0, result.stdout[-5000:]
   record = json.loads((workdir / 'stop.json').read_text())
   assert not record['failed'] and record['counts']['actor_steps'] >= 2000
+  assert record['counts']['learner_steps'] > 0
   assert helpers.last(workdir, 'learner', 'learner_steps') > 0
+  return plan
+
+
+@pytest.mark.slow
+def test_ape_x_dpg_runs_as_a_vertex_ai_job_too(tmp_path):
+  plan = _emulated_small_job(tmp_path, 'apex_dpg', '--samples_per_insert=4')
+  assert re.search(r': .*replay', plan), plan
+
+
+@pytest.mark.slow
+def test_a3c_runs_as_a_vertex_ai_job_without_replay(tmp_path):
+  plan = _emulated_small_job(tmp_path, 'a3c')
+  # No replay in the plan: the parameter server has the learner's place.
+  assert 'replay' not in plan.split('Primary replica')[0], plan
+  assert re.search(r': learner\n', plan), plan

@@ -535,3 +535,33 @@ def test_bad_continuous_names_are_refused_with_accepted_forms(name, why):
     assert form in message
   # The discrete agent's forms are not offered as valid here.
   assert 'minatar:<game>' not in message
+
+
+@pytest.mark.parametrize('name, discrete', [
+    ('gym:CartPole-v1', True),
+    ('gym:Pendulum-v1', False),
+    ('minatar:breakout', True),
+    ('control:cartpole:balance', False),
+])
+def test_resolve_any_takes_either_action_space(name, discrete):
+  # A3C's resolver: the action space decides, for gym: by probing it.
+  spec = environments.resolve_any(name)
+  assert spec.name == name
+  actions = spec.spec.actions
+  assert np.issubdtype(actions.dtype, np.integer) == discrete
+  if not discrete:
+    assert np.all(np.isfinite(actions.minimum))
+
+
+@pytest.mark.parametrize('name, says', [
+    ('nowhere:Pong', "unknown kind 'nowhere'"),
+    ('Pong', 'no <kind>: prefix'),
+    ('gym:NoSuchEnv-v0', 'gymnasium has no environment'),
+    ('control:cartpole:fly', 'no task cartpole:fly'),
+])
+def test_resolve_any_refuses_with_every_accepted_form(name, says):
+  with pytest.raises(UnknownEnvironmentError) as raised:
+    environments.resolve_any(name)
+  message = str(raised.value)
+  assert says in message, message
+  assert 'Accepted forms' in message and 'gym:<id>' in message

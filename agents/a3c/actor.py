@@ -19,7 +19,9 @@ from agents.a3c.learning import POLICY
 
 
 class A3CActor(acme.Actor):
-  """One environment, driven by `acme.EnvironmentLoop`.
+  """One environment, driven by `acme.EnvironmentLoop`, or by the program's
+  actor loop (`agents.vector_loop`, with K = 1: `num_environments`,
+  `select_actions`, `observe_first_at`, `observe_at`).
 
   `parameter_server` (an `A3CParameterServer` or a handle to one) makes this
   a learning worker; else `variable_client` keeps an evaluator's copy of the
@@ -87,6 +89,24 @@ class A3CActor(acme.Actor):
     statistics['gradient_norm'] = norm
     return gradients, statistics
 
+  # The program's actor loop: one environment (A3C's worker has one).
+
+  num_environments = 1
+
+  def select_actions(self, observations: np.ndarray) -> np.ndarray:
+    if len(observations) != 1:
+      raise ValueError(f'An A3C worker acts in one environment, not '
+                       f'{len(observations)}.')
+    return np.asarray(self.select_action(observations[0]))[None]
+
+  def observe_first_at(self, index: int, timestep: dm_env.TimeStep):
+    del index  # Always 0.
+    self.observe_first(timestep)
+
+  def observe_at(self, index: int, action, next_timestep: dm_env.TimeStep):
+    del index
+    self.observe(action, next_timestep)
+
   # Acting.
 
   def select_action(self, observation: np.ndarray):
@@ -117,6 +137,11 @@ class A3CActor(acme.Actor):
       # Algorithm S3 acts with the shared parameters from the start.
       self._assign(self._server.get_variables([POLICY])[0])
       self._synchronised = True
+    if self._server is not None and self._episode_ended and self._observations:
+      # A loop that starts the next episode before calling `update` (the
+      # program's actor loop): the ended episode's rollout is learned from
+      # first, bootstrapped (after a time limit) from its own last state.
+      self._learn()
     self._last_observation = timestep.observation
     self._episode_ended = False
 
@@ -146,6 +171,11 @@ class A3CActor(acme.Actor):
       return
     if len(self._observations) < self._config.t_max and not self._episode_ended:
       return
+    self._learn()
+
+  def _learn(self):
+    """Sends the rollout's gradients, takes the newest parameters, and
+    starts a new rollout."""
     observations = np.stack(self._observations + [self._last_observation])
     gradients, statistics = self._gradients(
         observations, np.asarray(self._actions),

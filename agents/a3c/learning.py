@@ -55,12 +55,17 @@ class A3CParameterServer(acme.VariableSource):
     self._last_log = time.time()
     self._logged_updates = 0
     self._statistics: Dict[str, List[float]] = {}
+    # Set by every update; `try_step` waits on it.
+    self._updated = threading.Event()
 
   @property
   def state(self) -> Dict[str, tf.Module]:
-    """What a checkpoint holds."""
+    """What a checkpoint holds: `num_steps` are the updates (the learner
+    steps of the other agents' checkpoints, which `agents.restore` reads),
+    `environment_steps` is T."""
     return {'network': self._network, 'optimizer': self._optimizer,
-            'num_updates': self._num_updates, 'num_steps': self._num_steps}
+            'num_steps': self._num_updates,
+            'environment_steps': self._num_steps}
 
   @property
   def num_steps(self) -> int:
@@ -101,7 +106,25 @@ class A3CParameterServer(acme.VariableSource):
     self._num_updates.assign_add(1)
     self._counter.increment(steps=1)
     self._record(statistics or {})
+    self._updated.set()
     return self.get_variables([POLICY])[0]
+
+  def get_variables_if_newer(self, names: Sequence[str], version):
+    """(version, variables), variables None if `version` is current (see
+    `agents.variables.NewestVariableClient`); the version is the number of
+    updates."""
+    current = self.num_steps
+    if version is not None and version == current:
+      return current, None
+    return current, self.get_variables(names)
+
+  def try_step(self, timeout: float = 1.0) -> bool:
+    """The learner loop's step (`agents.distributed.nodes.LearnerNode`): the
+    updates come from the workers' calls, so this only waits up to
+    `timeout` seconds for one; True if any arrived since the last call."""
+    updated = self._updated.wait(timeout)
+    self._updated.clear()
+    return updated
 
   def _record(self, statistics: Dict[str, float]):
     with self._log_lock:

@@ -10,9 +10,14 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
+from agents.torsos import MinAtarCNN
 from agents.torsos import MLPTorso
 from agents.torsos import SmallAtariCNN
 from agents.torsos import make_torso
+
+# Young & Tian (2019): their MinAtar networks (DQN's and the actor-critic's)
+# have one fully connected layer of 128 units after the convolution.
+MINATAR_HIDDEN_SIZE = 128
 
 
 class Categorical(NamedTuple):
@@ -103,7 +108,31 @@ def make_network(environment_kind: str, action_spec,
   """A3C's network for an environment kind (`atari`, `minatar`, `gym`,
   `control`) and its action spec (discrete, or a bounded vector)."""
   if np.issubdtype(action_spec.dtype, np.integer):
-    torso = make_torso(environment_kind, hidden_sizes,
-                       atari_torso=SmallAtariCNN)
+    if environment_kind == 'minatar':
+      torso = snt.Sequential([MinAtarCNN(),
+                              MLPTorso([MINATAR_HIDDEN_SIZE])])
+    else:
+      torso = make_torso(environment_kind, hidden_sizes,
+                         atari_torso=SmallAtariCNN)
     return DiscretePolicyValueNetwork(torso, int(action_spec.num_values))
   return GaussianPolicyValueNetwork(hidden_sizes, int(action_spec.shape[-1]))
+
+
+class ModePolicy(snt.Module):
+  """The policy's most likely action, for snapshots and evaluation: the
+  argmax of the logits, or the Gaussian's mean inside the action bounds."""
+
+  def __init__(self, network: snt.Module, action_spec,
+               name: str = 'mode_policy'):
+    super().__init__(name=name)
+    self._network = network
+    self._discrete = np.issubdtype(action_spec.dtype, np.integer)
+    if not self._discrete:
+      self._minimum = tf.constant(action_spec.minimum, tf.float32)
+      self._maximum = tf.constant(action_spec.maximum, tf.float32)
+
+  def __call__(self, observation: tf.Tensor) -> tf.Tensor:
+    policy = self._network(observation).policy
+    if self._discrete:
+      return tf.argmax(policy.logits, axis=-1, output_type=tf.int32)
+    return tf.clip_by_value(policy.mean, self._minimum, self._maximum)

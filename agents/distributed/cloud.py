@@ -220,10 +220,31 @@ def _bytes(value_gb: float) -> int:
 
 
 def requests(cloud: 'CloudOptions', env_kind: str,
-             replay_capacity: int) -> Dict[str, Request]:
-  """Every node group's request; raises ValueError for a plan no machine
+             replay_capacity: Optional[int]) -> Dict[str, Request]:
+  """Every node group's request (no replay for a program without one:
+  `replay_capacity` None, A3C); raises ValueError for a plan no machine
   fits (a replay the machine asked for cannot hold, an unknown machine),
   naming the flags and the fix."""
+  small = _request(cloud.small_node_cpus, _bytes(cloud.small_node_memory_gb),
+                   ('small_node_cpus', 'small_node_memory_gb'))
+  actor = _request(cloud.actor_cpus, _bytes(cloud.actor_memory_gb),
+                   ('actor_cpus', 'actor_memory_gb'))
+  groups = {
+      'coordinator': _request(COORDINATOR_CPUS,
+                              _bytes(COORDINATOR_MEMORY_GB), exact=False),
+      'counter': small,
+      'learner': _learner_request(cloud),
+      'actor': actor,
+      'evaluator': small,
+  }
+  if replay_capacity is None:
+    return groups
+  return {**groups, 'replay': _replay_request(cloud, env_kind,
+                                              replay_capacity)}
+
+
+def _replay_request(cloud: 'CloudOptions', env_kind: str,
+                    replay_capacity: int) -> Request:
   needed = replay_memory_bytes(env_kind, replay_capacity)
   replay_flags = ('replay_cpus', 'replay_memory_gb')
   if cloud.replay_memory_gb is not None and _bytes(
@@ -243,19 +264,7 @@ def requests(cloud: 'CloudOptions', env_kind: str,
         f'{error} The replay needs about {needed / GIB:.1f} GiB for '
         f'--replay_capacity={replay_capacity} ({env_kind}): lower '
         '--replay_capacity.') from error
-  small = _request(cloud.small_node_cpus, _bytes(cloud.small_node_memory_gb),
-                   ('small_node_cpus', 'small_node_memory_gb'))
-  actor = _request(cloud.actor_cpus, _bytes(cloud.actor_memory_gb),
-                   ('actor_cpus', 'actor_memory_gb'))
-  return {
-      'coordinator': _request(COORDINATOR_CPUS,
-                              _bytes(COORDINATOR_MEMORY_GB), exact=False),
-      'replay': replay,
-      'counter': small,
-      'learner': _learner_request(cloud),
-      'actor': actor,
-      'evaluator': small,
-  }
+  return replay
 
 
 def _learner_request(cloud: 'CloudOptions') -> Request:

@@ -146,9 +146,12 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[cloud.Plan]:
     return None
   cloud_flags.validate()
   cloud.check_cloud_dependencies()
+  replay_capacity = getattr(config, 'replay_capacity', None)  # A3C: none.
   requests = cloud.requests(cloud_flags, options.env.split(':')[0],
-                            config.replay_capacity)
-  groups = ['coordinator', 'replay', 'counter', 'learner', 'actor']
+                            replay_capacity)
+  groups = ['coordinator', 'counter', 'learner', 'actor']
+  if replay_capacity is not None:
+    groups.insert(1, 'replay')
   if options.num_evaluators:
     groups.append('evaluator')
   cloud.check_plan(requests, groups)
@@ -288,6 +291,8 @@ def build_program(program_name: str, config_class, builder_class,
                             'workdir': None,
                             'launch_type': FLAGS.lp_launch_type})
     options.validate()
+    # What an agent cannot run with (A3C: one environment per worker).
+    getattr(builder_class, 'check_options', lambda options: None)(options)
     plan = _check_cloud_plan(options, config)
     environment = resolve_environment(options.env)
     recorded = {name: value for name, value in values.items()
@@ -335,6 +340,8 @@ def build_program(program_name: str, config_class, builder_class,
           (f' but {", ".join(f"--{name}" for name in given)} as given now'
            if given else '') + '.')
   builder = builder_class(config, environment)
+  if hasattr(builder, 'with_options'):  # A3C: anneals over the step budget.
+    builder = builder.with_options(options)
   program = program_lib.make_program(builder, options)
   return program, options, environment, plan
 

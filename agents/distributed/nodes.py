@@ -1,4 +1,6 @@
-"""The nodes of the Ape-X program: replay, learner, actors, evaluator.
+"""The nodes of the programs: replay, learner, actors, evaluator; and for
+A3C, which has no replay, the parameter server in the learner's place and
+the workers in the actors'.
 
 Each is what runs in one node's process (or thread); the program graph
 (`agents.distributed.program`) wires them, the platform
@@ -210,12 +212,8 @@ class ActorNode:
     self._actor_id = actor_id
     self._options = options
     self._num_built = 0
-    self._actor = builder.make_actor(
-        variable_source,
-        exploration=builder.actor_exploration(actor_id, options.num_actors,
-                                              options.envs_per_actor),
-        replay_client=replay_client,
-        seed=_seed(options, 100_000 + actor_id))
+    self._actor = self._make_actor(replay_client, variable_source,
+                                   _seed(options, 100_000 + actor_id))
     self._logger = loggers_lib.make_logger(
         options.node_workdir, self._label, steps_key='actor_steps',
         max_actor_steps=options.max_actor_steps)
@@ -226,6 +224,15 @@ class ActorNode:
         [self._make_environment() for _ in range(options.envs_per_actor)],
         self._actor, counter=self._counter, logger=self._logger,
         log_every=options.log_every, on_failure=self._on_failure)
+
+  def _make_actor(self, replay_client: reverb.Client,
+                  variable_source: acme.VariableSource, seed: int):
+    return self._builder.make_actor(
+        variable_source,
+        exploration=self._builder.actor_exploration(
+            self._actor_id, self._options.num_actors,
+            self._options.envs_per_actor),
+        replay_client=replay_client, seed=seed)
 
   def ping(self) -> bool:
     """The coordinator's heartbeat (`agents.distributed.heartbeat`)."""
@@ -280,6 +287,38 @@ class ActorNode:
     logging.info('Actor %d stops after %d environment steps.',
                  self._actor_id, self._counter.own_counts['steps'])
     self._stop.finish()
+
+
+class ParameterServerNode(LearnerNode):
+  """A3C's shared parameters in the learner's place (`builder.make_learner`
+  is an `agents.a3c.learning.A3CParameterServer`): the workers'
+  `apply_gradients` calls update them, each in a thread of the node's
+  server, none waiting for another (Hogwild); its loop only checkpoints, as
+  the learner's does, and ends in the learner's way at a stop."""
+
+  def __init__(self, builder, counter: counting.Counter,
+               options: RunOptions):
+    super().__init__(builder, None, counter, options)
+
+  def apply_gradients(self, gradients, steps: int, statistics=None):
+    """A worker's update (`A3CParameterServer.apply_gradients`); returns the
+    newest parameters."""
+    return self._learner.apply_gradients(gradients, steps, statistics)
+
+
+class WorkerNode(ActorNode):
+  """An A3C worker (an actor-learner, Algorithm S3) in an actor's place: one
+  environment, the actor's loop, failure handling, counts, logs and stop;
+  its rollouts' gradients go to the parameter server (`variable_source`)."""
+
+  def __init__(self, builder, parameter_server, counter: counting.Counter,
+               actor_id: int, options: RunOptions):
+    super().__init__(builder, None, parameter_server, counter, actor_id,
+                     options)
+
+  def _make_actor(self, replay_client, variable_source, seed: int):
+    del replay_client  # None: A3C has no replay.
+    return self._builder.make_worker(variable_source, seed=seed)
 
 
 class _Stopped(Exception):

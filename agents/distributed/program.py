@@ -7,6 +7,11 @@
     evaluator ◀─(parameters)─ learner;  every node ─(step counts)─▶ counter
     coordinator: stops the program (agents/distributed/coordinator.py)
 
+A3C's program is the same graph without replay: its learner is the
+parameter server (`nodes.ParameterServerNode`), to which its actors (A3C's
+workers, `nodes.WorkerNode`) send gradients and from which they take
+parameters.
+
 An agent supplies a builder (see `agents/builders.py`); the platform
 (`agents/distributed/platforms.py`, `local.py`) sets up the nodes' processes
 where they run.
@@ -43,20 +48,31 @@ def make_program(builder, options: RunOptions) -> lp.Program:
   """
   platform = platform_for(options)
   node = platform.courier_node
-  replay_node = nodes.ReplayNode(
-      builder.make_replay_tables, options.workdir,
-      options.replay_checkpoint_every, platform.process_setup('replay'),
-      platform.replay_server(), builder.make_eviction(options.seed))
-  replay = replay_node.create_handle()
+  replay_node, replay = None, None
+  if getattr(builder, 'uses_replay', True):
+    replay_node = nodes.ReplayNode(
+        builder.make_replay_tables, options.workdir,
+        options.replay_checkpoint_every, platform.process_setup('replay'),
+        platform.replay_server(), builder.make_eviction(options.seed))
+    replay = replay_node.create_handle()
   counter_node = node('counter', checkpointing.CheckpointedCounter,
                       options.workdir, options.checkpoint_every > 0)
   counter = counter_node.create_handle()
-  learner_node = node('learner', nodes.LearnerNode, builder, replay, counter,
-                      options)
+  if replay_node is not None:
+    learner_node = node('learner', nodes.LearnerNode, builder, replay,
+                        counter, options)
+  else:  # A3C: the parameter server learns from the workers' gradients.
+    learner_node = node('learner', nodes.ParameterServerNode, builder,
+                        counter, options)
   learner = learner_node.create_handle()
-  actor_nodes = [node(actor_label(actor_id), nodes.ActorNode, builder, replay,
-                      learner, counter, actor_id, options)
-                 for actor_id in range(options.num_actors)]
+  if replay_node is not None:
+    actor_nodes = [node(actor_label(actor_id), nodes.ActorNode, builder,
+                        replay, learner, counter, actor_id, options)
+                   for actor_id in range(options.num_actors)]
+  else:
+    actor_nodes = [node(actor_label(actor_id), nodes.WorkerNode, builder,
+                        learner, counter, actor_id, options)
+                   for actor_id in range(options.num_actors)]
   evaluator_nodes = [
       node('evaluator', nodes.EvaluatorNode, builder, learner, counter,
            options) for _ in range(options.num_evaluators)]
@@ -70,7 +86,8 @@ def make_program(builder, options: RunOptions) -> lp.Program:
       options.heartbeat_timeout if platform.heartbeats else None)
 
   program = lp.Program(name=builder.name)
-  groups = [('coordinator', [coordinator_node]), ('replay', [replay_node]),
+  groups = [('coordinator', [coordinator_node]),
+            ('replay', [replay_node] if replay_node else []),
             ('counter', [counter_node]), ('learner', [learner_node]),
             ('actor', actor_nodes), ('evaluator', evaluator_nodes)]
   for label, group in groups:

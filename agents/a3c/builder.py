@@ -1,0 +1,123 @@
+"""Builds A3C's parts (network, shared parameters, workers, evaluator) from
+its config, for the program graph (`agents.distributed.program`) and for
+code that runs A3C in one process (threads, `acme.EnvironmentLoop`).
+
+The program's learner is A3C's parameter server (`make_learner`); its
+actors are A3C's workers (`make_worker`), each an actor-learner with one
+environment; the evaluator is an `A3CActor` without a server
+(`make_actor`). There is no replay.
+"""
+
+from typing import Optional
+
+import acme
+import numpy as np
+import sonnet as snt
+from acme.tf import utils as tf2_utils
+from acme.utils import counting
+from acme.utils import loggers
+
+from agents import snapshots
+from agents import variables as variables_lib
+from agents.a3c import actor as actor_lib
+from agents.a3c import learning
+from agents.a3c import networks
+from agents.a3c.config import A3CConfig
+from agents.environments import EnvironmentSpec
+
+
+class A3CBuilder:
+  """Makes the parts of A3C for one environment and config."""
+
+  name = 'a3c'
+  # The program graph has no replay node for it.
+  uses_replay = False
+
+  def __init__(self, config: A3CConfig, environment: EnvironmentSpec,
+               max_actor_steps: Optional[int] = None):
+    """`max_actor_steps`: the run's step budget, over which the learning
+    rate anneals to 0 (A3C Supp. §8); None: it stays constant."""
+    self.config = config
+    self.environment = environment
+    self.max_actor_steps = max_actor_steps
+
+  @classmethod
+  def check_options(cls, options):
+    """Raises ValueError for run options A3C cannot take (before anything
+    starts)."""
+    if options.envs_per_actor != 1:
+      raise ValueError(
+          f'--envs_per_actor={options.envs_per_actor}: an A3C worker is one '
+          'actor-learner acting in one environment (Algorithm S3); for more '
+          'environments give more workers with --num_actors.')
+
+  def with_options(self, options) -> 'A3CBuilder':
+    """This builder for a run with `options`: the learning rate anneals over
+    its --max_actor_steps."""
+    return A3CBuilder(self.config, self.environment, options.max_actor_steps)
+
+  @property
+  def continuous(self) -> bool:
+    return not np.issubdtype(self.environment.spec.actions.dtype, np.integer)
+
+  def make_network(self) -> snt.Module:
+    """A3C's policy and value network with its variables created."""
+    spec = self.environment.spec
+    network = networks.make_network(self.environment.kind, spec.actions,
+                                    self.config.hidden_sizes)
+    tf2_utils.create_variables(network, [spec.observations])
+    return network
+
+  def make_learner(self, replay_client=None,
+                   counter: Optional[counting.Counter] = None,
+                   logger: Optional[loggers.Logger] = None,
+                   log_every: float = 0.0) -> learning.A3CParameterServer:
+    """The shared parameters and shared RMSProp (the program's learner)."""
+    if replay_client is not None:
+      raise ValueError('A3C learns without replay.')
+    return learning.A3CParameterServer(
+        self.make_network(), self.config, total_steps=self.max_actor_steps,
+        counter=counter, logger=logger, log_every=log_every)
+
+  def make_worker(self, parameter_server,
+                  seed: Optional[int] = None) -> actor_lib.A3CActor:
+    """An actor-learner: samples its policy, and sends the gradients of
+    every rollout to `parameter_server` (an `A3CParameterServer` or a
+    handle to the program's learner)."""
+    spec = self.environment.spec
+    return actor_lib.A3CActor(self.make_network(), spec.observations,
+                              spec.actions, self.config,
+                              parameter_server=parameter_server, seed=seed)
+
+  def make_actor(self, variable_source: acme.VariableSource,
+                 exploration: float, replay_client=None,
+                 seed: Optional[int] = None) -> actor_lib.A3CActor:
+    """The evaluator: the policy's most likely action, or with probability
+    `exploration` a random one, with parameters pulled from
+    `variable_source` (newest first, when it has them)."""
+    if replay_client is not None:
+      raise ValueError('A3C learns without replay.')
+    network = self.make_network()
+    spec = self.environment.spec
+    client = variables_lib.NewestVariableClient(
+        variable_source, {learning.POLICY: network.trainable_variables})
+    client.update_and_wait()
+    return actor_lib.A3CActor(network, spec.observations, spec.actions,
+                              self.config, variable_client=client,
+                              epsilon=exploration, seed=seed)
+
+  @property
+  def evaluation_exploration(self) -> float:
+    return self.config.evaluation_epsilon
+
+  def policy_state(self):
+    """The part of the parameter server's state that its policy needs,
+    newly built (to restore from a checkpoint, then `policy_snapshot`)."""
+    return {'network': self.make_network()}
+
+  def policy_snapshot(self, learner_state) -> snapshots.PolicySnapshot:
+    """The policy's most likely action (`networks.ModePolicy`)."""
+    return snapshots.PolicySnapshot(
+        networks.ModePolicy(learner_state['network'],
+                            self.environment.spec.actions),
+        self.environment, self.name, q_network=False, policy='mode')

@@ -1,0 +1,44 @@
+"""A3C (Mnih et al. 2016) as a Launchpad program: a parameter server and
+--num_actors workers (the paper's actor-learners), with the evaluator,
+counter and coordinator of the Ape-X programs.
+
+  python programs/a3c.py --lp_launch_type=local_mp --preset=cartpole
+  python programs/a3c.py --lp_launch_type=local_mt --preset=cartpole
+
+Every hyper-parameter of `A3CConfig` and every run option is a flag of the
+same name; `--preset=<name>` selects a named configuration (`--list_presets`).
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+from agents import environments  # pylint: disable=wrong-import-position
+from agents.a3c.builder import A3CBuilder  # pylint: disable=wrong-import-position
+from agents.a3c.config import A3CConfig  # pylint: disable=wrong-import-position
+from agents.a3c.presets import PRESETS  # pylint: disable=wrong-import-position
+from agents.distributed import command_line  # pylint: disable=wrong-import-position
+from agents.distributed import launcher  # pylint: disable=wrong-import-position
+
+PROGRAM = 'a3c'
+command_line.define_flags(A3CConfig, PRESETS, default_env='atari:Pong')
+
+
+def build():
+  """Validates the flags: (program, run options, environment, plan)."""
+  return command_line.build_program(PROGRAM, A3CConfig, A3CBuilder,
+                                     environments.resolve_any, PRESETS)
+
+
+def main(_):
+  program, options, environment, plan = build()
+  print(f'A3C on {environment.name} with {options.num_actors} workers; '
+        f'logs in {options.workdir}')
+  launcher.launch(program, options, PROGRAM, plan)
+
+
+if __name__ == '__main__':
+  app.run(main)
