@@ -23,7 +23,7 @@ import os
 import subprocess
 import sys
 import time
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -135,6 +135,39 @@ ANALYSES['minatar'] = dict(
         'asterix', 'breakout', 'freeway', 'seaquest', 'space_invaders')})
 
 
+# A3C (issue 18). Its workers: the A3C paper's Table 2 question (the
+# speed-up with 1-8 actor-learners) on CartPole, the same step budget (over
+# which the learning rate anneals). Beside Ape-X DQN: the same wall-clock
+# and the same number of environment processes (4 actors or 4 workers),
+# Ape-X's actors running free as in the paper's wall-clock comparisons. A3C
+# anneals over --max_actor_steps, which is set beyond what its workers reach
+# in the budget here, so that the rate is still positive when time runs out.
+A3C_CARTPOLE = ['--preset=cartpole']
+ANALYSES.update({
+    'a3c_workers': dict(
+        title='A3C on CartPole with 1, 2, 4 and 8 workers (A3C paper Table '
+              '2), the same number of actor steps',
+        program='a3c', flags=A3C_CARTPOLE,
+        budget=('steps', 200_000), threshold=400,
+        settings={f'{n} worker{"s" if n > 1 else ""}': [f'--num_actors={n}']
+                  for n in (1, 2, 4, 8)}),
+    'a3c_vs_apex': dict(
+        title='Ape-X DQN vs A3C on CartPole: 4 environment processes each, '
+              'the same wall-clock budget',
+        program='apex_dqn', flags=[], budget=('seconds', 600.0),
+        threshold=400,
+        settings={
+            'Ape-X DQN, 4 actors': dict(
+                program='apex_dqn',
+                flags=CARTPOLE + FREE_RUNNING + ['--num_actors=4']),
+            'A3C, 4 workers': dict(
+                program='a3c',
+                flags=A3C_CARTPOLE + ['--num_actors=4',
+                                      '--max_actor_steps=1000000']),
+        }),
+})
+
+
 def _budget_flags(budget) -> List[str]:
   kind, value = budget
   if kind == 'steps':
@@ -142,14 +175,24 @@ def _budget_flags(budget) -> List[str]:
   return [f'--max_seconds={value * FLAGS.scale:g}']
 
 
+def _program_and_flags(spec, setting: str) -> Tuple[str, List[str]]:
+  """A setting's program and flags: its extra flags on the analysis's, or
+  (a dict) a program and flags of its own, for analyses that put programs
+  side by side."""
+  value = spec['settings'][setting]
+  if isinstance(value, dict):
+    return value['program'], list(value['flags'])
+  return spec['program'], [*spec['flags'], *value]
+
+
 def command(analysis: str, setting: str, seed: int, workdir: str) -> List[str]:
   spec = ANALYSES[analysis]
+  program, setting_flags = _program_and_flags(spec, setting)
   return [os.path.join('.venv', 'bin', 'python'),
-          os.path.join('programs', f'{spec["program"]}.py'),
+          os.path.join('programs', f'{program}.py'),
           '--lp_launch_type=local_mp', f'--workdir={workdir}',
-          *spec['flags'], *spec['settings'][setting],
-          *_budget_flags(spec['budget']), f'--seed={seed}', '--log_every=5',
-          '--replay_checkpoint_every=0']
+          *setting_flags, *_budget_flags(spec['budget']), f'--seed={seed}',
+          '--log_every=5', '--replay_checkpoint_every=0']
 
 
 def _slug(setting: str) -> str:

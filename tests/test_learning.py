@@ -7,6 +7,10 @@ rate limit, so that progress depends on steps, not on this machine's speed:
   episodes reaches 475 within 100,000 actor steps.
 * Ape-X DPG on control:cartpole:balance: the evaluator's mean return over its
   last 5 episodes reaches 800 within 150,000 actor steps.
+* A3C on gym:CartPole-v1 (4 workers, no replay, no rate limit: each update
+  is one rollout of at most t_max steps, so updates are tied to steps by the
+  algorithm itself): the evaluator's mean return over its last 10 episodes
+  reaches 400 within 200,000 actor steps.
 """
 
 import numpy as np
@@ -19,6 +23,7 @@ pytestmark = pytest.mark.slow
 # The programs' `cartpole` presets, as the README runs them.
 DQN_CARTPOLE_FLAGS = ['--preset=cartpole']
 DPG_CARTPOLE_FLAGS = ['--preset=cartpole']
+A3C_CARTPOLE_FLAGS = ['--preset=cartpole']
 
 
 def _first_step_reaching(workdir, window: int, target: float,
@@ -61,3 +66,9 @@ def test_apex_dpg_cartpole_balance_reaches_800_within_150k_actor_steps(
     tmp_path):
   _check_learns(tmp_path, 'apex_dpg', DPG_CARTPOLE_FLAGS,
                 max_actor_steps=150_000, window=5, target=800.0)
+
+
+def test_a3c_cartpole_reaches_400_within_200k_actor_steps(tmp_path):
+  # The preset's budget is also the learning rate's annealing horizon.
+  _check_learns(tmp_path, 'a3c', A3C_CARTPOLE_FLAGS, max_actor_steps=200_000,
+                window=10, target=400.0)
