@@ -9,6 +9,12 @@ log_every)`, `make_actor(variable_source, exploration, replay_client, seed)`
 `evaluation_exploration`, and for policy snapshots and restoring a policy
 (`agents.snapshots`, `agents.restore`) `policy_state()` and
 `policy_snapshot(learner_state)`.
+
+A builder with `uses_replay = False` (A3C's, `agents.a3c.builder`) has no
+replay: `make_learner(None, ...)` is its parameter server and
+`make_worker(parameter_server, seed)` its actors; it may also refuse run
+options (`check_options(options)`, before anything starts) and take the
+run's (`with_options(options)`).
 """
 
 from typing import Any, Dict, List, Optional, Tuple

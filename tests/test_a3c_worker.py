@@ -335,3 +335,31 @@ def test_a_gaussian_worker_learns_from_its_samples_and_acts_inside_bounds():
     expected, _ = tf.clip_by_global_norm(expected, config.max_gradient_norm)
     for sent, wanted in zip(call['gradients'], expected):
       np.testing.assert_allclose(sent, wanted.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_the_builders_parts_run_in_acmes_loop_in_one_process():
+  # The README's "Inside your own Acme code": A3C without the program.
+  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents.a3c.builder import A3CBuilder  # pylint: disable=g-import-not-at-top
+  environment = environments.resolve_any('gym:CartPole-v1')
+  builder = A3CBuilder(A3CConfig(mlp_hidden_sizes='32'), environment,
+                       max_actor_steps=10_000)
+  server = builder.make_learner()
+  worker = builder.make_worker(server, seed=0)
+  counter = acme.utils.counting.Counter()
+  loop = acme.EnvironmentLoop(environment.make_environment(seed=0), worker,
+                              counter=counter, logger=_Quiet())
+  for _ in range(3):
+    loop.run_episode()
+  steps = counter.get_counts()['steps']
+  # Every step went into an update (episodes end with their rollouts), in
+  # rollouts of at most t_max steps; the rate has annealed by T.
+  assert server.environment_steps == steps
+  assert steps / 5 <= server.num_steps <= steps
+  assert server.learning_rate == pytest.approx(7e-4 * (1 - steps / 10_000))
+  evaluator = builder.make_actor(server, exploration=0.0)
+  acme.EnvironmentLoop(environment.make_environment(seed=1), evaluator,
+                       logger=_Quiet()).run_episode()
+  for mine, shared in zip(evaluator._network.trainable_variables,  # pylint: disable=protected-access
+                          server.get_variables(['policy'])[0]):
+    np.testing.assert_array_equal(mine.numpy(), shared)
