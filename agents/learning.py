@@ -21,6 +21,7 @@ from acme.utils import counting
 from acme.utils import loggers
 
 from agents import replay
+from agents import variables as variables_lib
 
 # The name under which the learner serves the largest priority so far.
 MAX_PRIORITY = 'max_priority'
@@ -221,7 +222,5 @@ class ApeXLearner(acme.Learner, abc.ABC):
   def get_variables_if_newer(self, names: Sequence[str], version):
     """(version, variables), variables None if `version` is current (see
     `agents.variables.NewestVariableClient`); the version is the step."""
-    current = self.num_steps
-    if version is not None and version == current:
-      return current, None
-    return current, self.get_variables(names)
+    return variables_lib.if_newer(self.num_steps, version,
+                                  lambda: self.get_variables(names))

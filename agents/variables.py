@@ -48,3 +48,11 @@ class NewestVariableClient(variable_utils.VariableClient):
     if new_variables is not None:  # None: the source had nothing newer.
       super()._copy(new_variables)
 
+
+
+def if_newer(current, version, get_variables):
+  """What a source's `get_variables_if_newer` answers: (current, None) when
+  the client's `version` is `current`, else (current, get_variables())."""
+  if version is not None and version == current:
+    return current, None
+  return current, get_variables()

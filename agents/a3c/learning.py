@@ -18,6 +18,7 @@ import tensorflow as tf
 from acme.utils import counting
 from acme.utils import loggers
 
+from agents import variables as variables_lib
 from agents.a3c import optimizer
 from agents.a3c.config import A3CConfig
 
@@ -113,10 +114,8 @@ class A3CParameterServer(acme.VariableSource):
     """(version, variables), variables None if `version` is current (see
     `agents.variables.NewestVariableClient`); the version is the number of
     updates."""
-    current = self.num_steps
-    if version is not None and version == current:
-      return current, None
-    return current, self.get_variables(names)
+    return variables_lib.if_newer(self.num_steps, version,
+                                  lambda: self.get_variables(names))
 
   def try_step(self, timeout: float = 1.0) -> bool:
     """The learner loop's step (`agents.distributed.nodes.LearnerNode`): the
