@@ -2,22 +2,25 @@
 the actors' n-step adder and their parameter-pull period.
 
 `agents.distributed` expects of a builder: `name`, `environment`,
-`make_replay_tables()`, `make_eviction(seed)`, `make_learner(replay_client, counter, logger,
+`make_replay_tables()` (of one replay server: of one shard, with several),
+`make_eviction(seed)`, `make_learner(replay_client, counter, logger,
 log_every)`, `make_actor(variable_source, exploration, replay_client, seed)`
-(`exploration`: one value per environment of the actor),
-`actor_exploration(actor_id, num_actors, envs_per_actor)`,
-`evaluation_exploration`, and for policy snapshots and restoring a policy
-(`agents.snapshots`, `agents.restore`) `policy_state()` and
-`policy_snapshot(learner_state)`.
+(`exploration`: one value per environment of the actor; the learner's
+`replay_client` is a sequence of clients, one per shard, with several, and
+an actor's one per environment), `actor_exploration(actor_id, num_actors,
+envs_per_actor)`, `evaluation_exploration`, and for policy snapshots and
+restoring a policy (`agents.snapshots`, `agents.restore`) `policy_state()`
+and `policy_snapshot(learner_state)`. It may have `replay_shards` (default
+1) and refuse run options before anything starts
+(`check_options(config, options)`, a class method).
 
 A builder with `uses_replay = False` (A3C's, `agents.a3c.builder`) has no
 replay: `make_learner(None, ...)` is its parameter server and
-`make_worker(parameter_server, seed)` its actors; it may also refuse run
-options (`check_options(options)`, before anything starts) and take the
-run's (`with_options(options)`).
+`make_worker(parameter_server, seed)` its actors; it may also take the
+run's options (`with_options(options)`).
 """
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import reverb
@@ -25,8 +28,27 @@ import reverb
 from agents import adders
 from agents import learning
 from agents import replay
+from agents import shards
 from agents.config import ApeXConfig
 from agents.environments import EnvironmentSpec
+
+
+ReplayClients = Union[reverb.Client, Sequence[reverb.Client]]
+
+
+def _clients(replay_client: ReplayClients) -> List[reverb.Client]:
+  if isinstance(replay_client, (list, tuple)):
+    return list(replay_client)
+  return [replay_client]
+
+
+def shard_clients(shards: Sequence[Any], actor_id: int,
+                  envs_per_actor: int) -> List[Any]:
+  """The replay shard each environment of actor `actor_id` writes to: the
+  program's environments (actor by actor) dealt to the shards in turn, so
+  that the shards' inserts differ by at most one environment's."""
+  return [shards[(actor_id * envs_per_actor + index) % len(shards)]
+          for index in range(envs_per_actor)]
 
 
 class ApeXBuilder:
@@ -38,15 +60,37 @@ class ApeXBuilder:
     self.config = config
     self.environment = environment
 
+  @classmethod
+  def check_options(cls, config: ApeXConfig, options):
+    """Raises ValueError, before anything starts, for a run in which a
+    replay shard would have no environment writing to it: it would never
+    reach its part of --min_replay_size, and the learner would wait for it
+    forever."""
+    del cls
+    environments = options.num_actors * options.envs_per_actor
+    if config.replay_shards > environments:
+      raise ValueError(
+          f'--replay_shards={config.replay_shards} with '
+          f'{environments} actor environments (--num_actors='
+          f'{options.num_actors} x --envs_per_actor={options.envs_per_actor}'
+          '): each environment writes to one shard, so a shard would get '
+          'no data. Give at most as many shards as environments.')
+
+  @property
+  def replay_shards(self) -> int:
+    """Replay servers (`ApeXConfig.replay_shards`)."""
+    return self.config.replay_shards
+
   def make_replay_tables(self) -> List[reverb.Table]:
+    """The tables of one replay server (of one shard, with several)."""
     return [replay.make_replay_table(
-        self.config, self.environment.spec,
+        replay.shard_config(self.config), self.environment.spec,
         stacked_frames=self.environment.stacked_frames)]
 
   def make_eviction(self, seed: Optional[int] = None):
     """The replay node's rounds of eviction (`agents.eviction`), or None
     when Reverb's own remover keeps the table at its capacity."""
-    return replay.make_eviction(self.config, seed)
+    return replay.make_eviction(replay.shard_config(self.config), seed)
 
   def make_iterator(self, replay_client: reverb.Client):
     """A new iterator over prefetched batches of the replay table."""
@@ -65,19 +109,29 @@ class ApeXBuilder:
     """Rewards are clipped to [-x, x] on the actor side; None: no clipping."""
     return None
 
-  def replay_learner_arguments(self, replay_client: reverb.Client,
+  def replay_learner_arguments(self, replay_client: ReplayClients,
                                counter=None, logger=None,
-                               log_every: float = 0.0) -> Dict[str, Any]:
+                               log_every: float = 0.0,
+                               seed: Optional[int] = None) -> Dict[str, Any]:
     """What every agent's learner takes to learn from replay (the arguments
-    of `agents.learning.ApeXLearner` that do not depend on the agent)."""
-    return dict(
-        iterator=self.make_iterator(replay_client),
-        replay_client=reverb.TFClient(replay_client.server_address),
+    of `agents.learning.ApeXLearner` that do not depend on the agent):
+    `replay_client` is a client of the replay server, or a sequence of
+    clients, one per shard (`agents.shards`; `seed` draws its batches'
+    shards)."""
+    common = dict(
         importance_sampling_exponent=self.config.importance_sampling_exponent,
-        counter=counter,
-        logger=logger,
-        log_every=log_every,
-        make_iterator=lambda: self.make_iterator(replay_client))
+        counter=counter, logger=logger, log_every=log_every)
+    clients = _clients(replay_client)
+    if len(clients) > 1:
+      return dict(common, replay_client=None, iterator=shards.ShardedBatches(
+          [client.server_address for client in clients],
+          self.config.batch_size, self.config.priority_exponent,
+          stacked_frames=self.environment.stacked_frames, seed=seed))
+    return dict(
+        common,
+        iterator=self.make_iterator(clients[0]),
+        replay_client=reverb.TFClient(clients[0].server_address),
+        make_iterator=lambda: self.make_iterator(clients[0]))
 
   def actor_priorities(self, writes: bool
                        ) -> Tuple[adders.PriorityFn, Dict[str, List[Any]]]:
@@ -114,16 +168,24 @@ class ApeXBuilder:
         max_abs_reward=self.max_abs_reward,
         stacked_frames=self.environment.stacked_frames)
 
-  def make_adders(self, replay_client: Optional[reverb.Client],
+  def make_adders(self, replay_client: Optional[ReplayClients],
                   exploration,
                   priority_fn: Optional[adders.PriorityFn] = None
                   ) -> List[adders.NStepPrioritizedAdder]:
     """One adder per environment of an actor (`exploration` has one value
-    per environment); none without a replay client."""
+    per environment); none without a replay client. With a sequence of
+    clients (one per environment, e.g. from `shard_clients`), environment
+    i writes to the i-th."""
     if replay_client is None:
       return []
-    return [self.make_adder(replay_client, priority_fn)
-            for _ in range(len(np.atleast_1d(exploration)))]
+    count = len(np.atleast_1d(exploration))
+    clients = _clients(replay_client)
+    if len(clients) == 1:
+      clients = clients * count
+    if len(clients) != count:
+      raise ValueError(f'{len(clients)} replay clients for {count} '
+                       'environments: give one, or one per environment.')
+    return [self.make_adder(client, priority_fn) for client in clients]
 
   @property
   def variable_update_period(self) -> int:

@@ -36,6 +36,11 @@ class ApeXConfig:
   removes one item (`replay_remover`)."""
   min_replay_size: int = 50_000
   """Ape-X App. C: learning starts once replay holds 50K transitions."""
+  replay_shards: int = 1
+  """Replay servers, each with an equal part of the capacity and of the
+  size before learning; the learner samples them as one table (each
+  transition with probability p^alpha over the sum over all shards) and
+  each actor environment writes to one of them. The paper has one."""
   priority_exponent: float = 0.6
   """Ape-X §4.1: proportional prioritisation exponent alpha."""
   importance_sampling_exponent: float = 0.4
@@ -80,11 +85,13 @@ class ApeXConfig:
   # holds): a run cannot be resumed with other values.
   CHECKPOINT_FIELDS = ('n_step', 'discount', 'replay_capacity',
                        'min_replay_size', 'priority_exponent',
-                       'replay_remover', 'samples_per_insert')
+                       'replay_remover', 'samples_per_insert',
+                       'replay_shards')
 
   def validate(self):
     """Raises ValueError naming the first flag whose value is out of range."""
-    positive = ('n_step', 'replay_capacity', 'actor_flush_size',
+    positive = ('n_step', 'replay_capacity', 'replay_shards',
+                'actor_flush_size',
                 'variable_update_period', 'batch_size', 'prefetch_size')
     for name in positive:
       check_flag(name, getattr(self, name) >= 1, getattr(self, name), '>= 1')

@@ -21,6 +21,7 @@ from acme.utils import counting
 from acme.utils import loggers
 
 from agents import replay
+from agents import shards
 from agents import variables as variables_lib
 
 # The name under which the learner serves the largest priority so far.
@@ -41,6 +42,9 @@ class ApeXLearner(acme.Learner, abc.ABC):
   once, at tracing time. A Reverb dataset ends when replay lets no sample
   through for a while (too little data, or a rate limiter holding the learner
   back); `step` then continues on a new iterator from `make_iterator`.
+  Or, for replay in several shards, a `shards.ShardedBatches`: it is read
+  outside the update, goes on after a wait, and takes the new priorities
+  back to the shards itself (`replay_client` None).
   """
 
   def __init__(self,
@@ -70,6 +74,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
     self._variables = {**variables, MAX_PRIORITY: [self._max_priority]}
     self._target_pairs = list(target_pairs)
     self._iterator = iterator
+    self._sharded = isinstance(iterator, shards.ShardedBatches)
     self._make_iterator = make_iterator
     self._replay_client = replay_client
     self._importance_sampling_exponent = importance_sampling_exponent
@@ -119,7 +124,15 @@ class ApeXLearner(acme.Learner, abc.ABC):
 
   @tf.function
   def _step(self, iterator) -> Dict[str, tf.Tensor]:
-    sample = next(iterator)
+    return self._learn(next(iterator))
+
+  @tf.function
+  def _step_on(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
+    """An update on a batch drawn outside the function (replay shards)."""
+    return self._learn(sample)
+
+  def _learn(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
+    """The update's body, traced inside `_step` or `_step_on`."""
     weights = replay.importance_sampling_weights(
         sample.info.probability, sample.info.table_size,
         self._importance_sampling_exponent)
@@ -160,8 +173,23 @@ class ApeXLearner(acme.Learner, abc.ABC):
       self._make_optimizer_state()
       self._optimizer_state_made = True
     try:
-      result = self._step(self._iterator)
+      if self._sharded:
+        sample, served_by = next(self._iterator)
+        result = self._step_on(sample)
+        self._iterator.update_priorities(result['keys'].numpy(),
+                                         result['priorities'].numpy(),
+                                         served_by)
+        # Logged: the shards batches are drawn from, and this batch's
+        # transitions from each.
+        result = dict(result, live_shards=np.int64(sum(self._iterator.live)),
+                      **{f'shard_{index}_samples': np.int64(count)
+                         for index, count in enumerate(np.bincount(
+                             served_by, minlength=len(self._iterator.live)))})
+      else:
+        result = self._step(self._iterator)
     except tf.errors.OutOfRangeError:
+      if self._sharded:
+        return False  # It goes on where it was, next call.
       if self._make_iterator is None:
         raise
       self._iterator = self._make_iterator()
@@ -195,7 +223,8 @@ class ApeXLearner(acme.Learner, abc.ABC):
     self._steps_since_log = 0
 
   def _write_log(self, steps_per_second: float):
-    row = {key: value.numpy() for key, value in self._last_update.items()
+    row = {key: np.asarray(value)
+           for key, value in self._last_update.items()
            if key not in ('keys', 'priorities')}
     row['steps_per_second'] = steps_per_second
     row.update(self._last_counts)
@@ -205,7 +234,8 @@ class ApeXLearner(acme.Learner, abc.ABC):
   @property
   def last_update(self) -> Dict[str, np.ndarray]:
     """Keys, new priorities and metrics of the most recent update."""
-    return {key: value.numpy() for key, value in self._last_update.items()}
+    return {key: np.asarray(value)
+            for key, value in self._last_update.items()}
 
   @property
   def num_steps(self) -> int:

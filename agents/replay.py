@@ -1,5 +1,13 @@
-"""The shared prioritised replay: one Reverb table and the learner's dataset."""
+"""The shared prioritised replay: its Reverb table and the learner's dataset.
 
+Replay may be split over several Reverb servers ("shards", `--replay_shards`),
+each with a table of its own, for more inserts and samples than one server's
+lock lets through (a Reverb table serialises them). The learner still
+samples them as one table (`agents.shards`).
+"""
+
+import dataclasses
+import math
 from typing import Dict, Optional
 
 import reverb
@@ -86,6 +94,19 @@ def make_eviction(config: ApeXConfig, seed: Optional[int] = None,
 # ends (the learner then makes a new one); bounds how long a stopping learner
 # can stay blocked inside Reverb.
 RATE_LIMITER_TIMEOUT_MS = 1000
+
+
+def shard_config(config: ApeXConfig) -> ApeXConfig:
+  """The config of one of `config.replay_shards` shards: an equal part of
+  the capacity and of the size before sampling starts (rounded up), the
+  same samples per insert."""
+  shards = config.replay_shards
+  if shards == 1:
+    return config
+  return dataclasses.replace(
+      config, replay_shards=1,
+      replay_capacity=math.ceil(config.replay_capacity / shards),
+      min_replay_size=math.ceil(config.min_replay_size / shards))
 
 
 def make_dataset(server_address: str, batch_size: int, prefetch_size: int,

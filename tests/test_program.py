@@ -120,6 +120,9 @@ def test_a_stop_request_stops_the_program_in_order(tmp_path, launch):
     ('--checkpoint_every=-1', '--checkpoint_every=-1'),
     ('--actor_max_failures=0', '--actor_max_failures=0'),
     ('--replay_remover=lifo', '--replay_remover'),
+    ('--replay_shards=0', '--replay_shards=0'),
+    # 2 actors x 1 environment cannot feed 3 shards.
+    ('--replay_shards=3', 'Give at most as many shards as environments'),
     ('--workdir=/proc/apex_run', '--workdir=/proc/apex_run'),
 ])
 def test_bad_flags_are_refused_before_launch(tmp_path, flag, message):

@@ -42,9 +42,10 @@ class A3CBuilder:
     self.max_actor_steps = max_actor_steps
 
   @classmethod
-  def check_options(cls, options):
+  def check_options(cls, config, options):
     """Raises ValueError for run options A3C cannot take (before anything
     starts)."""
+    del config
     if options.envs_per_actor != 1:
       raise ValueError(
           f'--envs_per_actor={options.envs_per_actor}: an A3C worker is one '

@@ -20,6 +20,7 @@ import dataclasses
 import datetime
 import inspect
 import json
+import math
 import os
 import sys
 import typing
@@ -147,6 +148,8 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[cloud.Plan]:
   cloud_flags.validate()
   cloud.check_cloud_dependencies()
   replay_capacity = getattr(config, 'replay_capacity', None)  # A3C: none.
+  if replay_capacity is not None:  # Each replay replica holds one shard.
+    replay_capacity = math.ceil(replay_capacity / config.replay_shards)
   requests = cloud.requests(cloud_flags, options.env.split(':')[0],
                             replay_capacity)
   groups = ['coordinator', 'counter', 'learner', 'actor']
@@ -291,8 +294,10 @@ def build_program(program_name: str, config_class, builder_class,
                             'workdir': None,
                             'launch_type': FLAGS.lp_launch_type})
     options.validate()
-    # What an agent cannot run with (A3C: one environment per worker).
-    getattr(builder_class, 'check_options', lambda options: None)(options)
+    # What an agent cannot run with (A3C: one environment per worker; Ape-X:
+    # a replay shard that no environment writes to).
+    getattr(builder_class, 'check_options',
+            lambda config, options: None)(config, options)
     plan = _check_cloud_plan(options, config)
     environment = resolve_environment(options.env)
     recorded = {name: value for name, value in values.items()

@@ -32,6 +32,7 @@ from acme.utils import signals
 from agents import run_manifest
 from agents import storage
 from agents.distributed import heartbeat
+from agents.distributed.options import replay_label
 
 # Counter key: actors that stopped after repeated environment failures.
 ACTORS_GIVEN_UP = 'actor_stopped_on_failures'
@@ -65,6 +66,8 @@ class Coordinator:
       the program cannot go on without once it has died, and whose
       `dead_actors()` are the ids of the actors that have (the platform's,
       `agents.distributed.platforms`).
+    replays: the replay shards' Reverb clients (one without shards), for
+      heartbeats and for `end_program`'s final replay checkpoints.
   """
 
   def __init__(self, counter: counting.Counter, learner,
@@ -73,7 +76,7 @@ class Coordinator:
                max_seconds: Optional[float] = None,
                workdir: Optional[str] = None,
                node_watch: Optional[Callable[[], Any]] = None,
-               replay=None,
+               replays: Sequence[Any] = (),
                end_program: Optional[Callable[..., None]] = None,
                heartbeat_timeout: Optional[float] = None,
                poll_seconds: float = 1.0):
@@ -88,9 +91,11 @@ class Coordinator:
     watches = [node_watch() if node_watch else None]
     if heartbeat_timeout is not None:
       watches.append(heartbeat.HeartbeatWatch(
-          learner, counter, actors, replay, timeout=heartbeat_timeout))
+          learner, counter, actors, replays, timeout=heartbeat_timeout))
     self._watch = heartbeat.EitherWatch(watches) if any(watches) else None
-    self._replay = replay
+    # {label: client} of every replay shard.
+    self._replays = {replay_label(shard, len(replays)): client
+                     for shard, client in enumerate(replays)}
     self._end_program = end_program
     self._poll_seconds = poll_seconds
     self._requested: Optional[str] = None
@@ -251,5 +256,7 @@ class Coordinator:
       lp.stop()
     else:
       self._end_program(failed,
-                        None if 'replay' in gone else self._replay,
+                        {label: client
+                         for label, client in self._replays.items()
+                         if label not in gone},
                         None if 'counter' in gone else self._counter)

@@ -24,6 +24,7 @@ from typing import Any, Callable, List, Optional, Sequence
 from absl import logging
 
 from agents.distributed.options import actor_label
+from agents.distributed.options import replay_label
 
 # How long a node may take to answer its first heartbeat.
 START_TIMEOUT_SECONDS = 600.0
@@ -107,7 +108,8 @@ class HeartbeatWatch:
   """The coordinator's watch over the learner, the counter, replay and the
   actors, by heartbeats; the interface of `local.ProgramWatch`."""
 
-  def __init__(self, learner, counter, actors: Sequence[Any], replay=None,
+  def __init__(self, learner, counter, actors: Sequence[Any],
+               replays: Sequence[Any] = (),
                timeout: float = 30.0, period: float = 1.0,
                start_timeout: float = START_TIMEOUT_SECONDS):
     self._timeout = timeout
@@ -118,10 +120,11 @@ class HeartbeatWatch:
         _Beat(name, name, _courier_call(address_of(client), call_timeout),
               self._started)
         for name, client in (('learner', learner), ('counter', counter))]
-    if replay is not None:
+    for shard, replay in enumerate(replays):  # Each replay shard.
+      label = replay_label(shard, len(replays))
       self._single.append(_Beat(
-          'replay', 'replay', _reverb_call(address_of(replay), call_timeout),
-          self._started))
+          label.replace('_', ' '), label,
+          _reverb_call(address_of(replay), call_timeout), self._started))
     self._actors = [_Beat(f'actor {actor_id}', actor_label(actor_id),
                           _courier_call(address_of(actor), call_timeout),
                           self._started)

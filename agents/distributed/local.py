@@ -105,7 +105,7 @@ def _set_up_node_process(workdir: str, label: str, before: Callable[[], None]):
   # The terminal's Ctrl-C reaches every process of the program at once; the
   # launcher alone answers it, by an ordered stop (see module docstring).
   signal.signal(signal.SIGINT, signal.SIG_IGN)
-  if label not in SERVERS:
+  if label not in SERVERS and not label.startswith('replay_'):  # A shard.
     install_stop_watchdog()
   # A node that then fails to start (a learner that cannot restore its
   # checkpoint) or waits (an actor for its first parameters) is already
@@ -244,7 +244,8 @@ class SupervisedReplayServer:
   `min_replay_size` items are in the table again."""
 
   def __init__(self, tables_fn, port: int, checkpoint_directory: Optional[str],
-               workdir: str, max_restarts: int = 10):
+               workdir: str, max_restarts: int = 10, label: str = 'replay'):
+    self._label = label  # Its pid file: <workdir>/nodes/<label>_server.pid.
     self._tables_fn = tables_fn
     self._port = port
     self._directory = checkpoint_directory
@@ -257,10 +258,10 @@ class SupervisedReplayServer:
 
   def _start(self):
     process = multiprocessing.get_context('spawn').Process(
-        target=_serve_replay, name='replay_server', daemon=True,
+        target=_serve_replay, name=f'{self._label}_server', daemon=True,
         args=(self._tables_fn, self._port, self._directory))
     process.start()
-    write_pid_file(self._workdir, 'replay_server', process.pid)
+    write_pid_file(self._workdir, f'{self._label}_server', process.pid)
     return process
 
   def _supervise(self):
@@ -272,11 +273,12 @@ class SupervisedReplayServer:
         return
       restarts += 1
       if restarts > self._max_restarts:
-        logging.error('The replay server died %d times; giving up.',
-                      restarts)
+        logging.error('The %s server died %d times; giving up.',
+                      self._label, restarts)
         return
-      logging.error('The replay server (pid %d) died (exit code %s); '
-                    'restarting it on port %d from %s.', self._process.pid,
+      logging.error('The %s server (pid %d) died (exit code %s); '
+                    'restarting it on port %d from %s.', self._label,
+                    self._process.pid,
                     self._process.exitcode, self._port,
                     'its newest checkpoint' if self._directory
                     else 'empty tables (replay checkpoints are off)')
@@ -299,8 +301,9 @@ class LocalProcesses(platforms.ProcessPerNode):
     return functools.partial(_set_up_node_process, self._workdir, label,
                              super().process_setup(label, constructor))
 
-  def replay_server(self):
-    return functools.partial(SupervisedReplayServer, workdir=self._workdir)
+  def replay_server(self, label: str = 'replay'):
+    return functools.partial(SupervisedReplayServer, workdir=self._workdir,
+                             label=label)
 
   def node_watch(self, actor_labels: Sequence[str]):
     return functools.partial(ProgramWatch, self._workdir, actor_labels)

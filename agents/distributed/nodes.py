@@ -436,8 +436,10 @@ class ReplayNode(lp.ReverbNode):
   any."""
 
   def __init__(self, tables_fn, workdir: str, checkpoint_every: float,
-               process_setup, start_server, eviction=None):
+               process_setup, start_server, eviction=None,
+               label: str = 'replay'):
     super().__init__(tables_fn)
+    self._label = label  # Its checkpoints' directory: one per shard.
     # Made in the launcher: the checkpoints' directory is named in `run`,
     # under the mount of the replica the node runs in.
     self._workdir = workdir if checkpoint_every > 0 else None
@@ -479,7 +481,7 @@ class ReplayNode(lp.ReverbNode):
     directory = None
     if self._workdir:
       directory = checkpointing.checkpoint_directory(
-          storage.node_path(self._workdir), 'replay')
+          storage.node_path(self._workdir), self._label)
     if self._eviction is not None:
       directory = eviction_lib.checkpoint_directory(directory)
     server = self._start_server(self._priority_tables_fn, port, directory)

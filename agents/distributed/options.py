@@ -112,3 +112,9 @@ def actor_label(actor_id: int) -> str:
   """An actor's name in logs/ and nodes/ (Acme's convention: the first
   actor writes `logs/actor/`)."""
   return 'actor' if actor_id == 0 else f'actor_{actor_id}'
+
+
+def replay_label(shard: int, shards: int) -> str:
+  """A replay shard's name in nodes/ and checkpoints/: `replay` when replay
+  is one server (as before shards existed), `replay_<k>` of several."""
+  return 'replay' if shards == 1 else f'replay_{shard}'

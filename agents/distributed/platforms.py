@@ -19,7 +19,7 @@ from concurrent import futures
 import functools
 import os
 import sys
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import launchpad as lp
 import reverb
@@ -85,9 +85,11 @@ class SharedProcess:
         _ConstructedAfter(self.process_setup(label, constructor),
                           constructor), *args)
 
-  def replay_server(self) -> Callable[..., InProcessReplayServer]:
-    """Starts the replay node's server: (tables_fn, port, checkpoint
-    directory or None) -> an object with `stop()`."""
+  def replay_server(self, label: str = 'replay'
+                    ) -> Callable[..., InProcessReplayServer]:
+    """Starts the server of replay node `label`: (tables_fn, port,
+    checkpoint directory or None) -> an object with `stop()`."""
+    del label
     return InProcessReplayServer
 
   def node_watch(self, actor_labels: Sequence[str]):
@@ -127,13 +129,14 @@ class ProcessPerNode(SharedProcess):
 FINAL_CHECKPOINT_SECONDS = 900.0
 
 
-def _final_checkpoints(replay, counter):
-  """Has replay and the counter save, as their own stop would (a failed
-  save is logged: the newest earlier checkpoint stays); None for a node
-  that is gone."""
-  pool = futures.ThreadPoolExecutor(1)
-  answers = {'replay': pool.submit(replay.checkpoint) if replay else None,
-             'counter': counter.futures.save_checkpoint() if counter else None}
+def _final_checkpoints(replays: Dict[str, Any], counter):
+  """Has replay (`replays`: {label: client} of its shards not gone) and the
+  counter save, as their own stop would (a failed save is logged: the
+  newest earlier checkpoint stays); None for a counter that is gone."""
+  pool = futures.ThreadPoolExecutor(max(1, len(replays)))
+  answers = {label: pool.submit(replay.checkpoint)
+             for label, replay in replays.items()}
+  answers['counter'] = counter.futures.save_checkpoint() if counter else None
   for name, answer in answers.items():
     if answer is None:
       continue
@@ -146,13 +149,13 @@ def _final_checkpoints(replay, counter):
   pool.shutdown(wait=False)
 
 
-def end_as_primary_replica(failed: bool, replay, counter):
+def end_as_primary_replica(failed: bool, replays: Dict[str, Any], counter):
   """Ends a Vertex AI job from its primary replica (the coordinator): once
-  replay and the counter have saved, the coordinator's exit ends the job,
+  replay (`replays`: its shards not gone) and the counter have saved, the coordinator's exit ends the job,
   which takes the primary's status: exit 1 (job failed) if the run failed,
   0 (job succeeded) otherwise. (Launchpad's `lp.stop()` there cancels the
   job instead, so that every stop would read as cancelled.)"""
-  _final_checkpoints(replay, counter)
+  _final_checkpoints(replays, counter)
   logging.info('Ending the job (%s).', 'failed' if failed else 'succeeded')
   logging.flush()
   sys.stdout.flush()

@@ -7,6 +7,10 @@
     evaluator ◀─(parameters)─ learner;  every node ─(step counts)─▶ counter
     coordinator: stops the program (agents/distributed/coordinator.py)
 
+Replay may be several Reverb servers (`--replay_shards`): each actor
+environment writes to one, and the learner samples them as one table
+(`agents.replay`).
+
 A3C's program is the same graph without replay: its learner is the
 parameter server (`nodes.ParameterServerNode`), to which its actors (A3C's
 workers, `nodes.WorkerNode`) send gradients and from which they take
@@ -20,12 +24,14 @@ where they run.
 import launchpad as lp
 
 from agents import checkpointing
+from agents.builders import shard_clients
 from agents.distributed import local
 from agents.distributed import nodes
 from agents.distributed import platforms
 from agents.distributed.coordinator import Coordinator
 from agents.distributed.options import RunOptions
 from agents.distributed.options import actor_label
+from agents.distributed.options import replay_label
 
 
 def platform_for(options: RunOptions) -> platforms.SharedProcess:
@@ -48,26 +54,35 @@ def make_program(builder, options: RunOptions) -> lp.Program:
   """
   platform = platform_for(options)
   node = platform.courier_node
-  replay_node, replay = None, None
+  replay_nodes, replays = [], []
   if getattr(builder, 'uses_replay', True):
-    replay_node = nodes.ReplayNode(
-        builder.make_replay_tables, options.workdir,
-        options.replay_checkpoint_every, platform.process_setup('replay'),
-        platform.replay_server(), builder.make_eviction(options.seed))
-    replay = replay_node.create_handle()
+    shards = getattr(builder, 'replay_shards', 1)
+    for shard in range(shards):
+      label = replay_label(shard, shards)
+      replay_nodes.append(nodes.ReplayNode(
+          builder.make_replay_tables, options.workdir,
+          options.replay_checkpoint_every, platform.process_setup(label),
+          platform.replay_server(label),
+          builder.make_eviction(options.seed + 7_919 * shard), label))
+    replays = [replay_node.create_handle() for replay_node in replay_nodes]
+  # What the learner samples: the replay server, or every shard.
+  replay = replays[0] if len(replays) == 1 else replays
   counter_node = node('counter', checkpointing.CheckpointedCounter,
                       options.workdir, options.checkpoint_every > 0)
   counter = counter_node.create_handle()
-  if replay_node is not None:
+  if replays:
     learner_node = node('learner', nodes.LearnerNode, builder, replay,
                         counter, options)
   else:  # A3C: the parameter server learns from the workers' gradients.
     learner_node = node('learner', nodes.ParameterServerNode, builder,
                         counter, options)
   learner = learner_node.create_handle()
-  if replay_node is not None:
+  if replays:
+    # Each environment of an actor writes to one shard.
     actor_nodes = [node(actor_label(actor_id), nodes.ActorNode, builder,
-                        replay, learner, counter, actor_id, options)
+                        replay if len(replays) == 1 else shard_clients(
+                            replays, actor_id, options.envs_per_actor),
+                        learner, counter, actor_id, options)
                    for actor_id in range(options.num_actors)]
   else:
     actor_nodes = [node(actor_label(actor_id), nodes.WorkerNode, builder,
@@ -82,12 +97,12 @@ def make_program(builder, options: RunOptions) -> lp.Program:
       [evaluator.create_handle() for evaluator in evaluator_nodes],
       options.max_actor_steps, options.max_seconds, options.workdir,
       platform.node_watch([actor_label(i) for i in range(options.num_actors)]),
-      replay, platform.end_program,
+      replays, platform.end_program,
       options.heartbeat_timeout if platform.heartbeats else None)
 
   program = lp.Program(name=builder.name)
   groups = [('coordinator', [coordinator_node]),
-            ('replay', [replay_node] if replay_node else []),
+            ('replay', replay_nodes),
             ('counter', [counter_node]), ('learner', [learner_node]),
             ('actor', actor_nodes), ('evaluator', evaluator_nodes)]
   for label, group in groups:

@@ -1,0 +1,336 @@
+"""Replay over several Reverb servers (`--replay_shards`), sampled as one
+table: real Reverb servers, each with the project's replay table, against a
+reference computed by hand (a transition's probability is p^alpha over the
+sum over every shard) and against one table holding every transition.
+
+The distribution test draws from fixed tables: it checks that the learner's
+dataset samples shards in proportion to their priority mass, and says with
+each transition the probability it was drawn with.
+"""
+
+import os
+import re
+import signal
+import time
+
+import numpy as np
+import pytest
+import reverb
+import tensorflow as tf
+from scipy import stats
+
+from agents import adders
+from agents import replay
+from agents import shards as shards_lib
+from agents.apex_dqn.builder import ApeXDQNBuilder
+from agents.apex_dqn.config import ApeXDQNConfig
+from agents.environments import resolve_discrete
+import helpers
+import replay_items
+
+ALPHA = 0.6
+BETA = 0.4
+BATCH = 64
+# Three shards of unequal mass: a shard picked uniformly, not by mass, is
+# far off (checked below, so that the test can tell).
+SHARD_SIZES = (5, 9, 14)
+
+
+def _config(**overrides) -> ApeXDQNConfig:
+  values = dict(batch_size=BATCH, min_replay_size=BATCH, replay_capacity=300,
+                priority_exponent=ALPHA, importance_sampling_exponent=BETA,
+                prefetch_size=1, replay_shards=len(SHARD_SIZES))
+  values.update(overrides)
+  return ApeXDQNConfig(**values)
+
+
+def _write(client: reverb.Client, items):
+  """Writes (id, priority) items as transitions whose n-step return is the
+  id, through the trajectory writer, as the actors' adder does."""
+  with client.trajectory_writer(num_keep_alive_refs=1) as writer:
+    for item_id, priority in items:
+      writer.append({
+          adders.OBSERVATION: np.zeros(4, np.float32),
+          adders.ACTION: np.int32(0),
+          adders.N_STEP_RETURN: np.float32(item_id),
+          adders.DISCOUNT: np.float32(1.0),
+          adders.NEXT_OBSERVATION: np.zeros(4, np.float32),
+      })
+      writer.create_item(replay.TABLE, priority, {
+          name: column[-1] for name, column in writer.history.items()})
+    writer.flush()
+
+
+@pytest.fixture(scope='module')
+def shards():
+  """Servers of the shards (ids 0..27 dealt out by SHARD_SIZES, random
+  priorities) and one server holding them all: (shard servers, single
+  server, {id: priority}, {id: shard})."""
+  spec = resolve_discrete('gym:CartPole-v1').spec
+  # Tables that let sampling start at once (the learner's batch is not
+  # theirs to check).
+  config = _config(min_replay_size=len(SHARD_SIZES))
+  rng = np.random.default_rng(0)
+  priorities, homes, servers = {}, {}, []
+  item_id = 0
+  for shard, size in enumerate(SHARD_SIZES):
+    server = reverb.Server(
+        [replay.make_replay_table(replay.shard_config(config), spec)],
+        port=None)
+    items = []
+    for _ in range(size):
+      priorities[item_id] = float(rng.uniform(0.05, 3.0))
+      homes[item_id] = shard
+      items.append((item_id, priorities[item_id]))
+      item_id += 1
+    _write(reverb.Client(f'localhost:{server.port}'), items)
+    servers.append(server)
+  single = reverb.Server(
+      [replay.make_replay_table(_config(replay_shards=1, min_replay_size=1),
+                                spec)], port=None)
+  _write(reverb.Client(f'localhost:{single.port}'), priorities.items())
+  yield servers, single, priorities, homes
+  for server in [*servers, single]:
+    server.stop()
+
+
+def _reference(priorities):
+  """{id: p^alpha / sum over all ids}: one table's probabilities."""
+  weights = {i: p ** ALPHA for i, p in priorities.items()}
+  total = sum(weights.values())
+  return {i: w / total for i, w in weights.items()}
+
+
+def _is_weights(probabilities, table_size: int) -> np.ndarray:
+  """Schaul et al.: (N P(i))^-beta over the batch's largest."""
+  weights = (table_size * np.asarray(probabilities)) ** -BETA
+  return weights / weights.max()
+
+
+def _sharded_batches(servers, num_batches: int):
+  batches = shards_lib.ShardedBatches(
+      [f'localhost:{server.port}' for server in servers], BATCH, ALPHA,
+      seed=0)
+  drawn = []
+  while len(drawn) < num_batches:
+    try:
+      drawn.append(next(batches))
+    except tf.errors.OutOfRangeError:  # Not streaming yet: again.
+      continue
+  batches.close()
+  return batches, drawn
+
+
+def test_the_shard_config_splits_capacity_and_minimum_size():
+  config = _config(replay_capacity=1001, min_replay_size=100,
+                   samples_per_insert=8.0)
+  shard = replay.shard_config(config)
+  assert (shard.replay_capacity, shard.min_replay_size) == (334, 34)
+  assert shard.samples_per_insert == 8.0 and shard.replay_shards == 1
+  assert replay.shard_config(_config(replay_shards=1)) == _config(
+      replay_shards=1)
+
+
+def test_the_single_table_reference_is_reverbs_own(shards):
+  # The hand-computed reference is what one table holding every transition
+  # reports for each sample.
+  _, single, priorities, _ = shards
+  reference = _reference(priorities)
+  client = reverb.Client(f'localhost:{single.port}')
+  for sample in client.sample(replay.TABLE, num_samples=200,
+                              emit_timesteps=False,
+                              unpack_as_table_signature=True):
+    item_id = int(sample.data[adders.N_STEP_RETURN])
+    np.testing.assert_allclose(sample.info.probability, reference[item_id],
+                               rtol=1e-9)
+
+
+def test_shards_are_sampled_as_one_table(shards):
+  servers, _, priorities, homes = shards
+  reference = _reference(priorities)
+  batches, drawn = _sharded_batches(servers, 320)
+  # Until every shard's mass is known (from its first sample), unknown
+  # shards count as the mean of the known; those first batches come with
+  # the probabilities they were drawn by, not yet the single table's.
+  warm_up = 1
+  counts = np.zeros(len(priorities))
+  for index, (batch, shard_of) in enumerate(drawn):
+    ids = batch.data[adders.N_STEP_RETURN].astype(int)
+    # Every transition comes with the shard that holds it.
+    assert all(homes[i] == s for i, s in zip(ids, shard_of))
+    if index < warm_up:
+      continue
+    np.add.at(counts, ids, 1)
+    # The probability each was drawn with is the single table's.
+    np.testing.assert_allclose(batch.info.probability,
+                               [reference[i] for i in ids], rtol=1e-9)
+    # So are the importance weights (normalised by the batch's largest).
+    total = sum(SHARD_SIZES)
+    assert set(batch.info.table_size) == {total}
+    np.testing.assert_allclose(
+        replay.importance_sampling_weights(
+            batch.info.probability, batch.info.table_size, BETA).numpy(),
+        _is_weights([reference[i] for i in ids], total), rtol=1e-6)
+  # The masses learnt are the shards' sums of p^alpha.
+  expected = [sum(p ** ALPHA for i, p in priorities.items() if homes[i] == k)
+              for k in range(len(SHARD_SIZES))]
+  np.testing.assert_allclose(batches.masses, expected, rtol=1e-9)
+
+  # The frequencies: chi-square against the single table's probabilities.
+  drawn_count = counts.sum()
+  expected_counts = np.array(
+      [reference[i] for i in range(len(counts))]) * drawn_count
+  _, p_value = stats.chisquare(counts, expected_counts)
+  assert p_value > 1e-4, (p_value, counts, expected_counts)
+  # The test can tell a wrong sampler: shards picked uniformly (each item
+  # then has probability q_i / 3) would be rejected by these counts.
+  total_mass = sum(expected)
+  uniform = np.array([
+      reference[i] * total_mass / expected[homes[i]] / len(SHARD_SIZES)
+      for i in range(len(counts))]) * drawn_count
+  assert stats.chisquare(counts, uniform)[1] < 1e-12
+
+
+def test_a_learner_writes_each_priority_back_to_its_shard():
+  env_spec = resolve_discrete('gym:CartPole-v1')
+  config = ApeXDQNConfig(batch_size=8, min_replay_size=8, replay_capacity=200,
+                         mlp_hidden_sizes='16', dueling_hidden_size=16,
+                         actor_flush_size=8, prefetch_size=1,
+                         learning_rate=1e-3, replay_shards=2)
+  config.validate()
+  tf.random.set_seed(0)
+  builder = ApeXDQNBuilder(config, env_spec)
+  written = [replay_items.write_random_steps(
+      builder, env_spec, lambda rng: np.int32(rng.integers(2)),
+      num_steps=30 + 10 * shard) for shard in range(2)]
+  try:
+    clients = [client for _, client in written]
+    sizes = [replay_items.table_size(client) for client in clients]
+    initial = [replay_items.sample_priorities(
+        client, lambda seen, size=size: len(seen) == size)
+               for client, size in zip(clients, sizes)]
+    learner = builder.make_learner(clients)
+    latest = [{}, {}]
+    for _ in range(6):
+      learner.step()
+      update = learner.last_update
+      for key, priority in zip(update['keys'], update['priorities']):
+        key = int(key)
+        homes = [k for k in range(2) if key in initial[k]]
+        assert len(homes) == 1, key  # Keys are unique across shards.
+        latest[homes[0]][key] = float(priority)
+    assert all(latest), latest  # Both shards were sampled.
+    for client, shard_latest, shard_initial in zip(clients, latest, initial):
+      # Written from a thread per shard, after the update: waited for.
+      deadline = time.time() + 60
+      while time.time() < deadline:
+        stored = replay_items.sample_priorities(
+            client, lambda seen, keys=set(shard_latest): keys <= set(seen))
+        if all(stored.get(key) == pytest.approx(priority, rel=1e-6)
+               for key, priority in shard_latest.items()):
+          break
+        time.sleep(0.2)
+      replay_items.check_priorities_written_back(client, shard_latest,
+                                                 shard_initial)
+  finally:
+    for server, _ in written:
+      server.stop()
+
+
+# A real local_mp program of two shards; each of its two actors writes to one.
+PROGRAM_FLAGS = [
+    '--preset=cartpole_smoke', '--replay_shards=2', '--samples_per_insert=4',
+    '--evaluation_period=200', '--evaluation_episodes=1',
+    '--replay_checkpoint_every=2',
+    # Longer than the freeze below lasts: a shard's node whose server is
+    # frozen for longer than this would stop the program (as any node's).
+    '--heartbeat_timeout=600',
+]
+SHARD_STARTS = re.compile(
+    r"\[replay/(\d+)\][^\n]*Replay starts with \{'priority_table': (\d+)\}")
+
+
+def _learner_rows(workdir):
+  return helpers.rows(workdir, 'learner')
+
+
+def _learned_from(workdir, shard: int, after_step: int) -> bool:
+  """A learner log row after `after_step` with samples from `shard` and
+  both shards live."""
+  return any(int(row['learner_steps']) > after_step and
+             int(row['live_shards']) == 2 and
+             int(row[f'shard_{shard}_samples']) > 0
+             for row in _learner_rows(workdir))
+
+
+@pytest.mark.slow
+def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
+                                                              launch):
+  workdir = tmp_path / 'run'
+  program = launch('output', helpers.program_command(
+      'apex_dqn', f'--workdir={workdir}', *PROGRAM_FLAGS))
+  program.wait_until(lambda: _learned_from(workdir, 1, 100),
+                     helpers.START_TIMEOUT, 'updates from both shards')
+  server = helpers.pid(workdir, 'replay_1_server')
+  program.note_processes()
+  assert server in program.seen, 'replay_1_server.pid is not of the run'
+
+  # Frozen (the process is there, and answers nothing): left out, and the
+  # learner goes on with the other shard alone.
+  os.kill(server, signal.SIGSTOP)
+  try:
+    frozen_at = program.wait_until(
+        lambda: next((int(row['learner_steps'])
+                      for row in _learner_rows(workdir)
+                      if int(row['live_shards']) == 1), None),
+        helpers.START_TIMEOUT, 'shard 1 to be left out')
+    program.wait_until(
+        lambda: helpers.last(workdir, 'learner', 'learner_steps') >
+        frozen_at + 100, helpers.START_TIMEOUT,
+        '100 updates from shard 0 alone')
+    alone = [row for row in _learner_rows(workdir)
+             if int(row['live_shards']) == 1]
+    assert all(int(row['shard_1_samples']) == 0 for row in alone), alone
+  finally:
+    os.kill(server, signal.SIGCONT)
+  # Back: drawn from again.
+  thawed_at = helpers.last(workdir, 'learner', 'learner_steps')
+  program.wait_until(lambda: _learned_from(workdir, 1, thawed_at),
+                     helpers.START_TIMEOUT, 'updates from shard 1 again')
+
+  # Killed: its node restarts it from the shard's own checkpoint, and it is
+  # drawn from again.
+  program.wait_until(
+      lambda: os.path.isdir(workdir / 'checkpoints' / 'replay_1') and any(
+          os.path.exists(workdir / 'checkpoints' / 'replay_1' / name / 'DONE')
+          for name in os.listdir(workdir / 'checkpoints' / 'replay_1')),
+      helpers.START_TIMEOUT, 'a checkpoint of shard 1')
+  os.kill(server, signal.SIGKILL)
+  program.wait_until(lambda: len(SHARD_STARTS.findall(program.output())) >= 3,
+                     helpers.START_TIMEOUT, 'shard 1 to restart')
+  restarted_at = helpers.last(workdir, 'learner', 'learner_steps')
+  program.wait_until(lambda: _learned_from(workdir, 1, restarted_at),
+                     helpers.START_TIMEOUT, 'updates from shard 1 after '
+                     'its restart')
+  output = program.interrupt()
+  assert f'The replay_1 server (pid {server}) died' in output, output[-5000:]
+  assert 'Replay shard 1 streams again' in output
+  starts = [(int(shard), int(size))
+            for shard, size in SHARD_STARTS.findall(output)]
+  # Both started empty; only shard 1 restarted, from its checkpoint.
+  assert sorted(starts[:2]) == [(0, 0), (1, 0)], starts
+  assert len(starts) == 3 and starts[2][0] == 1 and starts[2][1] > 0, starts
+
+  # Relaunched: every shard comes back from its own final checkpoint, and
+  # the learner goes on from both.
+  stopped_at = helpers.last(workdir, 'learner', 'learner_steps')
+  relaunched = launch('relaunched', helpers.program_command(
+      'apex_dqn', f'--workdir={workdir}', *PROGRAM_FLAGS))
+  relaunched.wait_until(
+      lambda: _learned_from(workdir, 0, stopped_at) and _learned_from(
+          workdir, 1, stopped_at), helpers.START_TIMEOUT,
+      'updates from both shards after the relaunch')
+  sizes = dict((int(shard), int(size))
+               for shard, size in SHARD_STARTS.findall(relaunched.output()))
+  assert sizes[0] > 0 and sizes[1] > 0, sizes
+  relaunched.interrupt()
