@@ -474,9 +474,11 @@ def _wait_for(condition, timeout: float, what: str):
 
 
 @pytest.mark.slow
+# A frozen node is one case (the counter): every Courier node's heartbeat is
+# the same code, so a frozen learner would test nothing more (it did pass).
 @pytest.mark.parametrize('node, signum', [
-    ('learner', signal.SIGKILL), ('learner', signal.SIGSTOP),
-    ('replay', signal.SIGKILL), ('counter', signal.SIGSTOP),
+    ('learner', signal.SIGKILL), ('replay', signal.SIGKILL),
+    ('counter', signal.SIGSTOP),
     ('actor', signal.SIGKILL),  # Every actor: the last one too.
 ])
 def test_a_killed_or_frozen_replica_fails_the_job(tmp_path, node, signum):
@@ -546,22 +548,28 @@ def test_a_stop_request_ends_the_job_in_order(tmp_path, cloud_storage):
   assert 'Ending the job (succeeded).' in coordinator
 
 
-def _emulated_small_job(tmp_path, program: str, *flags: str) -> str:
-  """A small run of `program` packaged by --dry_run and run by the emulator
-  to its --max_actor_steps=2000; checks its end and returns the plan."""
+def _planned_small_job(tmp_path, program: str, *flags: str) -> str:
+  """A small run of `program` (to --max_actor_steps=2000) packaged by
+  --dry_run into <tmp_path>/job; returns the plan."""
   (tmp_path / 'home').mkdir()
-  workdir = tmp_path / 'run'
-  package_dir = tmp_path / 'job'
   result = _run(helpers.program_command(
-      program, '--dry_run', f'--package_dir={package_dir}',
-      f'--workdir={workdir}', '--preset=cartpole_smoke',
+      program, '--dry_run', f'--package_dir={tmp_path / "job"}',
+      f'--workdir={tmp_path / "run"}', '--preset=cartpole_smoke',
       '--max_actor_steps=2000', *flags, launch_type='vertex_ai'),
                 tmp_path / 'home')
   assert result.returncode == 0, result.stderr[-3000:]
   plan = result.stdout
   assert re.search(r'workerpool0: 1 replica\(s\), .*: coordinator\n', plan), (
       plan)
-  result = _emulate(package_dir)
+  return plan
+
+
+def _emulated_small_job(tmp_path, program: str, *flags: str) -> str:
+  """`_planned_small_job`, then run by the emulator to its end, which it
+  checks; returns the plan."""
+  plan = _planned_small_job(tmp_path, program, *flags)
+  workdir = tmp_path / 'run'
+  result = _emulate(tmp_path / 'job')
   assert result.returncode == 0, result.stdout[-5000:]
   record = json.loads((workdir / 'stop.json').read_text())
   assert not record['failed'] and record['counts']['actor_steps'] >= 2000
@@ -576,9 +584,12 @@ def test_ape_x_dpg_runs_as_a_vertex_ai_job_too(tmp_path):
   assert re.search(r': .*replay', plan), plan
 
 
-@pytest.mark.slow
-def test_a3c_runs_as_a_vertex_ai_job_without_replay(tmp_path):
-  plan = _emulated_small_job(tmp_path, 'a3c')
+def test_a3c_plans_a_vertex_ai_job_without_replay(tmp_path):
+  # Planned and packaged only, to keep the whole suite under 45 minutes:
+  # the emulator runs the Ape-X programs' jobs here, and ran this one to its
+  # end when A3C's program was made.
+  plan = _planned_small_job(tmp_path, 'a3c')
+  assert (tmp_path / 'job').is_dir()
   # No replay in the plan: the parameter server has the learner's place.
   assert 'replay' not in plan.split('Primary replica')[0], plan
   assert re.search(r': learner\n', plan), plan
