@@ -7,6 +7,8 @@ actors use). Both tables are read back; every transition must come out of
 the frame table, and of the learner's dataset, exactly as from the other.
 """
 
+import time
+
 import dm_env
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ import tensorflow as tf
 from agents import adders
 from agents import environments
 from agents import replay
+from agents import shards
 from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig
 from replay_items import read_all_items, table_size
 
@@ -111,6 +114,55 @@ def test_frame_items_equal_whole_observation_items(pong, flush_size):
   finally:
     whole_server.stop()
     frame_server.stop()
+
+
+def test_shards_give_the_frames_back_as_actors_saw_them(pong):
+  # Two shards of frame items, the second written by a second (identical)
+  # actor: the learner's batches across them hold whole observations,
+  # frames on the last axis, each one of the transitions written.
+  whole_server = make_server(pong, 0)
+  shard_servers = [make_server(pong, environments.ATARI_FRAME_STACK)
+                   for _ in range(2)]
+  batches = None
+  try:
+    builder = ApeXDQNBuilder(ApeXDQNConfig(), pong)
+    make = lambda server, stacked: adders.NStepPrioritizedAdder(
+        reverb.Client(f'localhost:{server.port}'), replay.TABLE, n_step=3,
+        discount=0.99, priority_fn=builder.priority_fn, flush_size=50,
+        max_abs_reward=1.0, stacked_frames=stacked)
+    run_episodes(pong, [make(whole_server, 0)] + [
+        make(server, environments.ATARI_FRAME_STACK)
+        for server in shard_servers])
+    written = {item_key(item.observation, item.action, item.n_step_return,
+                        item.discount, item.next_observation, item.priority)
+               for item in read_all_items(
+                   reverb.Client(f'localhost:{whole_server.port}'))}
+    batches = shards.ShardedBatches(
+        [f'localhost:{server.port}' for server in shard_servers],
+        batch_size=64, priority_exponent=0.6,
+        stacked_frames=environments.ATARI_FRAME_STACK, seed=0)
+    deadline = time.time() + 120
+    while True:
+      try:
+        batch, shard_of = next(batches)
+        break
+      except tf.errors.OutOfRangeError:  # Not streaming yet.
+        assert time.time() < deadline, 'no batch from the shards in 120 s'
+    data = batch.data
+    assert data[adders.OBSERVATION].shape == (64, 84, 84, 4)
+    assert data[adders.OBSERVATION].dtype == np.uint8
+    assert set(shard_of) <= {0, 1}
+    sampled = {item_key(data[adders.OBSERVATION][i], data[adders.ACTION][i],
+                        data[adders.N_STEP_RETURN][i],
+                        data[adders.DISCOUNT][i],
+                        data[adders.NEXT_OBSERVATION][i],
+                        batch.info.priority[i]) for i in range(64)}
+    assert sampled <= written
+  finally:
+    if batches is not None:
+      batches.close()
+    for server in [whole_server, *shard_servers]:
+      server.stop()
 
 
 def test_observations_that_are_not_frame_stacks_are_refused(pong):

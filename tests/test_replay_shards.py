@@ -112,10 +112,12 @@ def _sharded_batches(servers, num_batches: int):
       [f'localhost:{server.port}' for server in servers], BATCH, ALPHA,
       seed=0)
   drawn = []
+  deadline = time.time() + 600
   while len(drawn) < num_batches:
     try:
       drawn.append(next(batches))
     except tf.errors.OutOfRangeError:  # Not streaming yet: again.
+      assert time.time() < deadline, f'{len(drawn)} batches in 600 s'
       continue
   batches.close()
   return batches, drawn
