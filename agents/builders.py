@@ -111,13 +111,11 @@ class ApeXBuilder:
 
   def replay_learner_arguments(self, replay_client: ReplayClients,
                                counter=None, logger=None,
-                               log_every: float = 0.0,
-                               seed: Optional[int] = None) -> Dict[str, Any]:
+                               log_every: float = 0.0) -> Dict[str, Any]:
     """What every agent's learner takes to learn from replay (the arguments
     of `agents.learning.ApeXLearner` that do not depend on the agent):
     `replay_client` is a client of the replay server, or a sequence of
-    clients, one per shard (`agents.shards`; `seed` draws its batches'
-    shards)."""
+    clients, one per shard (`agents.shards`)."""
     common = dict(
         importance_sampling_exponent=self.config.importance_sampling_exponent,
         counter=counter, logger=logger, log_every=log_every)
@@ -126,7 +124,7 @@ class ApeXBuilder:
       return dict(common, replay_client=None, iterator=shards.ShardedBatches(
           [client.server_address for client in clients],
           self.config.batch_size, self.config.priority_exponent,
-          stacked_frames=self.environment.stacked_frames, seed=seed))
+          stacked_frames=self.environment.stacked_frames))
     return dict(
         common,
         iterator=self.make_iterator(clients[0]),

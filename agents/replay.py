@@ -110,25 +110,30 @@ def shard_config(config: ApeXConfig) -> ApeXConfig:
 
 
 def make_dataset(server_address: str, batch_size: int, prefetch_size: int,
-                 table: str = TABLE,
-                 stacked_frames: int = 0) -> tf.data.Dataset:
+                 table: str = TABLE, stacked_frames: int = 0,
+                 signature_timeout_secs: Optional[int] = None
+                 ) -> tf.data.Dataset:
   """Batches of `reverb.ReplaySample`, prefetched so the learner never waits
-  on the network while replay holds data. Stacked frames (stored frames
+  on the network while replay holds data (`prefetch_size` 0: not prefetched
+  here, for a caller that keeps its own). Stacked frames (stored frames
   first) come out on the observations' last axis, as actors saw them.
 
   The dataset ends (`tf.errors.OutOfRangeError`) when replay has let no sample
   through for `RATE_LIMITER_TIMEOUT_MS`; callers make a new one and go on.
+  Making it waits for the server's table signature: for ever, or at most
+  `signature_timeout_secs` (then Reverb's DeadlineExceededError).
   """
   dataset = reverb.TrajectoryDataset.from_table_signature(
       server_address=server_address,
       table=table,
       max_in_flight_samples_per_worker=2 * batch_size,
-      rate_limiter_timeout_ms=RATE_LIMITER_TIMEOUT_MS)
+      rate_limiter_timeout_ms=RATE_LIMITER_TIMEOUT_MS,
+      get_signature_timeout_secs=signature_timeout_secs)
   dataset = dataset.batch(batch_size, drop_remainder=True)
   if stacked_frames:
     dataset = dataset.map(_frames_last,
                           num_parallel_calls=tf.data.AUTOTUNE)
-  return dataset.prefetch(prefetch_size)
+  return dataset.prefetch(prefetch_size) if prefetch_size else dataset
 
 
 def _frames_last(sample: reverb.ReplaySample) -> reverb.ReplaySample:

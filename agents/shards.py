@@ -78,7 +78,6 @@ class _Shard:
     self._queue = queue.Queue(maxsize=CHUNKS_AHEAD)
     self._chunks = collections.deque()  # Received, not yet (all) taken.
     self._offset = 0  # Taken from the first chunk.
-    self.available = 0
     self.mass: Optional[float] = None  # Unknown before its first sample.
     self.size = 0
     self.live = True
@@ -87,17 +86,6 @@ class _Shard:
     self._thread = threading.Thread(target=self._stream, daemon=True,
                                     name=f'replay-shard-{index}')
     self._thread.start()
-
-  def _dataset(self) -> tf.data.Dataset:
-    dataset = reverb.TrajectoryDataset.from_table_signature(
-        server_address=self.address, table=self._table,
-        max_in_flight_samples_per_worker=2 * self._chunk_size,
-        rate_limiter_timeout_ms=replay.RATE_LIMITER_TIMEOUT_MS,
-        get_signature_timeout_secs=int(PROBE_SECONDS))
-    dataset = dataset.batch(self._chunk_size, drop_remainder=True)
-    if self._stacked_frames:
-      dataset = dataset.map(replay._frames_last)  # pylint: disable=protected-access
-    return dataset
 
   def _put(self, chunk) -> bool:
     while not self._stopping.is_set():
@@ -111,7 +99,11 @@ class _Shard:
   def _stream(self):
     while not self._stopping.is_set():
       try:
-        for chunk in self._dataset():
+        # Chunks kept ready in the queue, not by the dataset.
+        for chunk in replay.make_dataset(
+            self.address, self._chunk_size, prefetch_size=0,
+            table=self._table, stacked_frames=self._stacked_frames,
+            signature_timeout_secs=int(PROBE_SECONDS)):
           self.error = None
           # As numpy here, off the learner's thread: its batches are cut
           # and joined from these (eager TensorFlow slicing cost ~1 ms an
@@ -127,19 +119,23 @@ class _Shard:
         self.error = str(error).splitlines()[0] if str(error) else repr(error)
         self._stopping.wait(1.0)
 
+  @property
+  def available(self) -> int:
+    """Samples received and not yet taken."""
+    return len(self._chunks) * self._chunk_size - self._offset
+
   def receive(self, timeout: float = 0.0) -> bool:
     """Moves the chunks the stream has ready to the samples received
     (waiting up to `timeout` for one); True if any came."""
     received = False
     while True:
       try:
-        chunk = self._queue.get(timeout=timeout if not received else 0.0)
+        chunk = self._queue.get(timeout=timeout)
       except queue.Empty:
         return received
       received = True
-      timeout = 0.0
+      timeout = 0.0  # Then only what is ready already.
       self._chunks.append(chunk)
-      self.available += self._chunk_size
       info = chunk.info
       with np.errstate(all='ignore'):
         mass = float(info.priority[-1]) ** self._priority_exponent / float(
@@ -158,7 +154,6 @@ class _Shard:
       pieces.append(tf.nest.map_structure(
           lambda x, begin=self._offset, end=end: x[begin:end], chunk))
       count -= end - self._offset
-      self.available -= end - self._offset
       if end == self._chunk_size:
         self._chunks.popleft()
         self._offset = 0

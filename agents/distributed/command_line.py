@@ -20,7 +20,6 @@ import dataclasses
 import datetime
 import inspect
 import json
-import math
 import os
 import sys
 import typing
@@ -28,6 +27,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from absl import flags
 
+from agents import replay
 from agents import run_manifest
 from agents import storage
 from agents.config import Preset
@@ -147,9 +147,9 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[cloud.Plan]:
     return None
   cloud_flags.validate()
   cloud.check_cloud_dependencies()
-  replay_capacity = getattr(config, 'replay_capacity', None)  # A3C: none.
-  if replay_capacity is not None:  # Each replay replica holds one shard.
-    replay_capacity = math.ceil(replay_capacity / config.replay_shards)
+  replay_capacity = None  # A3C: no replay.
+  if hasattr(config, 'replay_capacity'):  # Each replay replica: one shard.
+    replay_capacity = replay.shard_config(config).replay_capacity
   requests = cloud.requests(cloud_flags, options.env.split(':')[0],
                             replay_capacity)
   groups = ['coordinator', 'counter', 'learner', 'actor']

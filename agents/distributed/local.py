@@ -105,7 +105,8 @@ def _set_up_node_process(workdir: str, label: str, before: Callable[[], None]):
   # The terminal's Ctrl-C reaches every process of the program at once; the
   # launcher alone answers it, by an ordered stop (see module docstring).
   signal.signal(signal.SIGINT, signal.SIG_IGN)
-  if label not in SERVERS and not label.startswith('replay_'):  # A shard.
+  # A node's kind is its label's first word (`replay_<k>`: a shard).
+  if label.split('_')[0] not in SERVERS:
     install_stop_watchdog()
   # A node that then fails to start (a learner that cannot restore its
   # checkpoint) or waits (an actor for its first parameters) is already
