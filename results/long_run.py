@@ -36,9 +36,7 @@ import numpy as np  # pylint: disable=wrong-import-position
 
 from agents import run_manifest  # pylint: disable=wrong-import-position
 
-sys.path.insert(0, os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'programs'))
-import plot  # pylint: disable=g-import-not-at-top,wrong-import-position
+from programs import plot  # pylint: disable=wrong-import-position
 
 flags.DEFINE_string('name', None, 'The page: results/<name>.{csv,png,md}.')
 flags.DEFINE_string('title', None, 'The page\'s title (default: the run\'s '

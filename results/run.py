@@ -33,9 +33,7 @@ import numpy as np  # pylint: disable=wrong-import-position
 
 from agents import run_manifest  # pylint: disable=wrong-import-position
 
-sys.path.insert(0, os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'programs'))
-import plot  # pylint: disable=g-import-not-at-top,wrong-import-position
+from programs import plot  # pylint: disable=wrong-import-position
 
 flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds per setting.')
 flags.DEFINE_bool('report_only', False, 'Only write the report from the runs '
