@@ -39,3 +39,4 @@ bench: venv
 	$(PYTHON) benchmarks/program_throughput.py
 	$(PYTHON) benchmarks/scaling.py
 	$(PYTHON) benchmarks/replay_headroom.py
+	$(PYTHON) benchmarks/replay_shards.py

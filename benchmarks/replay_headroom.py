@@ -49,24 +49,19 @@ Headroom = capacity / usage. Prints a table and writes
       --inserts_per_second_used=800 --samples_per_second_used=9000
 """
 
-import functools
 import multiprocessing
 import os
-import queue
 import shutil
 import sys
 import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags  # pylint: disable=wrong-import-position
-import numpy as np  # pylint: disable=wrong-import-position
-import psutil  # pylint: disable=wrong-import-position
-
 from benchmarks import common  # pylint: disable=wrong-import-position
+from benchmarks import replay_load  # pylint: disable=wrong-import-position
 
 flags.DEFINE_string('env', 'atari:Pong', 'Environment whose frames are stored.')
 flags.DEFINE_integer('recorded_steps', 3000,
@@ -95,319 +90,6 @@ flags.DEFINE_float('goal', 10.0, 'Headroom the goal asks for.')
 FLAGS = flags.FLAGS
 
 MIN_REPLAY_SIZE = 1000
-STARTUP_TIMEOUT = 300.0  # Seconds a child may take to import and set up.
-FILL_TIMEOUT = 300.0
-
-
-# --------------------------------------------------------------------------
-# Child processes.
-
-
-def _load_recording(directory):
-  """The recorded timesteps, as `dm_env.TimeStep`s."""
-  import dm_env  # pylint: disable=g-import-not-at-top
-  arrays = {name: np.load(os.path.join(directory, f'{name}.npy'))
-            for name in ('step_types', 'rewards', 'discounts', 'actions',
-                         'observations')}
-  timesteps = [
-      dm_env.TimeStep(dm_env.StepType(int(step_type)), np.float32(reward),
-                      np.float32(discount), observation)
-      for step_type, reward, discount, observation in zip(
-          arrays['step_types'], arrays['rewards'], arrays['discounts'],
-          arrays['observations'])
-  ]
-  return timesteps, arrays['actions']
-
-
-def _write(builder, client, timesteps, actions, stop):
-  """Replays the recording through the actor's adder until `stop` is set."""
-  rng = np.random.default_rng(os.getpid())
-  num_actions = builder.environment.spec.actions.num_values
-  values = rng.standard_normal((len(timesteps), num_actions)).astype(np.float32)
-  adder = builder.make_adder(client)
-  while not stop.is_set():
-    for index, timestep in enumerate(timesteps):
-      if stop.is_set():
-        break
-      if timestep.first():
-        adder.add_first(timestep)
-        continue
-      truncated = timestep.last() and timestep.discount > 0
-      adder.add(actions[index], timestep, values[index - 1],
-                final_values=values[index] if truncated else None)
-  adder.close()
-
-
-def _sample(builder, address, with_updates, batches, stop, ready):
-  """Iterates the learner's dataset until `stop` is set, counting batches;
-  with `with_updates`, also writes new priorities for every batch."""
-  import reverb  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from agents import replay  # pylint: disable=g-import-not-at-top
-  config = builder.config
-  tf_client = reverb.TFClient(address)
-
-  @tf.function
-  def step(iterator):
-    sample = next(iterator)
-    keys = sample.info.key
-    if with_updates:
-      priorities = tf.random.uniform(tf.shape(keys), 0.1, 10.0,
-                                     dtype=tf.float64)
-      tf_client.update_priorities(replay.TABLE, keys=keys,
-                                  priorities=priorities)
-    return tf.size(keys)
-
-  def new_iterator():
-    return iter(replay.make_dataset(address, config.batch_size,
-                                    config.prefetch_size))
-
-  iterator = new_iterator()
-  step(iterator)  # Traces the step and fills the prefetch buffer.
-  ready()
-  while not stop.is_set():
-    try:
-      step(iterator)
-    except tf.errors.OutOfRangeError:  # Replay let nothing through for 1 s.
-      iterator = new_iterator()
-      continue
-    with batches.get_lock():
-      batches.value += 1
-
-
-def _client(index, env_name, address, recording_dir, jobs, reports, stop,
-            batches):
-  """A writer or learner-like process: runs the jobs it is sent.
-
-  Jobs: 'write', 'sample', 'sample_and_update' (each until `stop` is set) and
-  'exit'. Reports ('ready', index) once a job runs at full speed,
-  ('done', index) when it has ended and ('error', text) on failure.
-  """
-  try:
-    import reverb  # pylint: disable=g-import-not-at-top
-    from agents import environments  # pylint: disable=g-import-not-at-top
-    from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
-    builder = ApeXDQNBuilder(ApeXDQNConfig(),
-                             environments.resolve_discrete(env_name))
-    client = reverb.Client(address)
-    timesteps, actions = _load_recording(recording_dir)
-    ready = functools.partial(reports.put, ('ready', index))
-    reports.put(('started', index))
-    while True:
-      job = jobs.get()
-      if job == 'exit':
-        return
-      if job == 'write':
-        ready()
-        _write(builder, client, timesteps, actions, stop)
-      else:
-        _sample(builder, address, job == 'sample_and_update', batches, stop,
-                ready)
-      reports.put(('done', index))
-  except Exception:  # pylint: disable=broad-except
-    reports.put(('error', f'client {index}:\n{traceback.format_exc()}'))
-
-
-# --------------------------------------------------------------------------
-# The parent.
-
-
-def _record(env_name, num_steps, directory):
-  """Records `num_steps` agent steps with random actions as .npy files; the
-  last step is marked as the end of a truncated episode, so the recording
-  consists of whole episodes."""
-  import dm_env  # pylint: disable=g-import-not-at-top
-  from agents import environments  # pylint: disable=g-import-not-at-top
-  spec = environments.resolve_discrete(env_name)
-  environment = spec.make_environment(seed=0)
-  rng = np.random.default_rng(0)
-  num_actions = spec.spec.actions.num_values
-  step_types, rewards, discounts, actions, observations = [], [], [], [], []
-
-  def record(timestep, action):
-    step_types.append(int(timestep.step_type))
-    rewards.append(timestep.reward or 0.0)
-    discounts.append(1.0 if timestep.discount is None else timestep.discount)
-    actions.append(action)
-    observations.append(timestep.observation)
-
-  timestep = environment.reset()
-  record(timestep, 0)
-  while len(step_types) < num_steps:
-    action = np.int32(rng.integers(num_actions))
-    timestep = environment.step(action)
-    record(timestep, action)
-    if timestep.last() and len(step_types) < num_steps:
-      timestep = environment.reset()
-      record(timestep, 0)
-  environment.close()
-  if step_types[-1] != int(dm_env.StepType.LAST):
-    step_types[-1], discounts[-1] = int(dm_env.StepType.LAST), 1.0
-  for name, values, dtype in (
-      ('step_types', step_types, np.int8), ('rewards', rewards, np.float32),
-      ('discounts', discounts, np.float32), ('actions', actions, np.int32),
-      ('observations', observations, spec.spec.observations.dtype)):
-    np.save(os.path.join(directory, f'{name}.npy'), np.asarray(values, dtype))
-  return {
-      'steps': len(step_types),
-      'episodes': step_types.count(int(dm_env.StepType.FIRST)),
-      'observation_shape': list(spec.spec.observations.shape),
-      'observation_bytes': int(np.asarray(observations[0]).nbytes),
-  }
-
-
-class _Clients:
-  """The client processes and the messages to and from them."""
-
-  def __init__(self, context, count, env_name, address, recording_dir):
-    self.reports = context.Queue()
-    self.stop = context.Event()
-    self.batches = [context.Value('q', 0) for _ in range(count)]
-    self.jobs = [context.Queue() for _ in range(count)]
-    self.processes = [
-        context.Process(
-            target=_client, daemon=True,
-            args=(index, env_name, address, recording_dir, self.jobs[index],
-                  self.reports, self.stop, self.batches[index]))
-        for index in range(count)
-    ]
-    for process in self.processes:
-      process.start()
-    self.wait_for('started', count)
-
-  def wait_for(self, kind, count, timeout=STARTUP_TIMEOUT):
-    """Waits for `count` reports of `kind`; raises if a client failed."""
-    deadline = time.monotonic() + timeout
-    received = 0
-    while received < count:
-      try:
-        report, detail = self.reports.get(timeout=1.0)
-      except queue.Empty:
-        dead = [p.pid for p in self.processes if not p.is_alive()]
-        if dead:
-          raise RuntimeError(f'Client processes {dead} died.') from None
-        if time.monotonic() > deadline:
-          raise TimeoutError(f'No {count} {kind!r} reports in {timeout} s.')
-        continue
-      if report == 'error':
-        raise RuntimeError(detail)
-      if report == kind:
-        received += 1
-
-  def start(self, job, count):
-    """Starts `job` on the first `count` clients; returns once it runs."""
-    self.stop.clear()
-    for batches in self.batches:
-      with batches.get_lock():
-        batches.value = 0
-    for jobs in self.jobs[:count]:
-      jobs.put(job)
-    self.wait_for('ready', count)
-
-  def end(self, count):
-    self.stop.set()
-    self.wait_for('done', count)
-
-  def cpu_seconds(self, count):
-    return sum(_cpu_seconds(process.pid) for process in self.processes[:count])
-
-  def batch_count(self):
-    return sum(batches.value for batches in self.batches)
-
-  def close(self):
-    self.stop.set()
-    for jobs in self.jobs:
-      jobs.put('exit')
-    _join_all(self.processes)
-
-
-def _cpu_seconds(pid):
-  try:
-    times = psutil.Process(pid).cpu_times()
-  except psutil.Error:
-    return 0.0
-  return times.user + times.system
-
-
-def _machine_busy_seconds():
-  times = psutil.cpu_times()
-  return sum(times) - times.idle - getattr(times, 'iowait', 0.0)
-
-
-def _server_port(port_queue, server):
-  """The port the server reports; raises if it dies first."""
-  deadline = time.monotonic() + STARTUP_TIMEOUT
-  while True:
-    try:
-      return port_queue.get(timeout=1.0)
-    except queue.Empty:
-      if not server.is_alive():
-        raise RuntimeError('The replay server process died.') from None
-      if time.monotonic() > deadline:
-        raise TimeoutError('The replay server did not start.') from None
-
-
-def _join_all(processes, timeout=15.0):
-  deadline = time.monotonic() + timeout
-  for process in processes:
-    process.join(max(0.1, deadline - time.monotonic()))
-  for process in processes:
-    if process.is_alive():
-      process.terminate()
-      process.join(5.0)
-    if process.is_alive():
-      process.kill()
-      process.join()
-
-
-def _measure(count_fn, server_pid, clients, num_clients):
-  """`--repeats` windows of `--seconds`: rate of `count_fn` and CPU use."""
-  time.sleep(FLAGS.warmup_seconds)
-  windows = []
-  for _ in range(FLAGS.repeats):
-    start = (time.monotonic(), count_fn(), _cpu_seconds(server_pid),
-             clients.cpu_seconds(num_clients), _machine_busy_seconds())
-    time.sleep(FLAGS.seconds)
-    end = (time.monotonic(), count_fn(), _cpu_seconds(server_pid),
-           clients.cpu_seconds(num_clients), _machine_busy_seconds())
-    elapsed = end[0] - start[0]
-    windows.append({
-        'seconds': elapsed,
-        'transitions': end[1] - start[1],
-        'transitions_per_second': (end[1] - start[1]) / elapsed,
-        'server_cpu_cores': (end[2] - start[2]) / elapsed,
-        'clients_cpu_cores': (end[3] - start[3]) / elapsed,
-        # All processes of the machine: more than server + clients means
-        # something else ran meanwhile.
-        'machine_cpu_cores': (end[4] - start[4]) / elapsed,
-    })
-  return {
-      'processes': num_clients,
-      'windows': windows,
-      **{f'median_{key}': common.median(window[key] for window in windows)
-         for key in ('transitions_per_second', 'server_cpu_cores',
-                     'clients_cpu_cores', 'machine_cpu_cores')},
-  }
-
-
-def _table_info(client):
-  from agents import replay  # pylint: disable=g-import-not-at-top
-  return client.server_info()[replay.TABLE]
-
-
-def _fill(client, clients, min_size):
-  """Lets one writer run until the table holds `min_size` items."""
-  if _table_info(client).current_size >= min_size:
-    return
-  clients.start('write', 1)
-  deadline = time.monotonic() + FILL_TIMEOUT
-  try:
-    while _table_info(client).current_size < min_size:
-      if time.monotonic() > deadline:
-        raise TimeoutError(f'The table did not reach {min_size} items.')
-      time.sleep(0.5)
-  finally:
-    clients.end(1)
 
 
 def _usage(batch_size):
@@ -466,14 +148,16 @@ def main(_):
   try:
     server.start()
     print(f'Recording {FLAGS.recorded_steps} steps of {FLAGS.env}...')
-    recording = _record(FLAGS.env, FLAGS.recorded_steps, recording_dir)
-    address = f'localhost:{_server_port(port_queue, server)}'
+    recording = replay_load.record(FLAGS.env, FLAGS.recorded_steps, recording_dir)
+    address = f'localhost:{replay_load.server_port(port_queue, server)}'
     client = reverb.Client(address)
     print(f'Starting {num_clients} client processes...')
-    clients = _Clients(context, num_clients, FLAGS.env, address, recording_dir)
+    clients = replay_load.Clients(context, num_clients, FLAGS.env, [address],
+                                  recording_dir)
 
     def inserted():
-      return _table_info(client).rate_limiter_info.insert_stats.completed
+      return replay_load.table_info(
+          client).rate_limiter_info.insert_stats.completed
 
     def sampled():
       return clients.batch_count() * config.batch_size
@@ -486,20 +170,22 @@ def main(_):
     results = {'insert': [], 'sample': [], 'sample+update': []}
     for phase, job, count, count_fn in phases:
       if phase != 'insert':
-        _fill(client, clients, FLAGS.min_table_size)
+        replay_load.fill([client], clients, FLAGS.min_table_size)
       print(f'Measuring {phase} with {count} process(es)...')
       clients.start(job, count)
       try:
-        result = _measure(count_fn, server.pid, clients, count)
+        result = replay_load.measure(count_fn, [server.pid], clients, count,
+                                     FLAGS.warmup_seconds, FLAGS.repeats,
+                                     FLAGS.seconds)
       finally:
         clients.end(count)
-      result['table_size'] = _table_info(client).current_size
+      result['table_size'] = replay_load.table_info(client).current_size
       results[phase].append(result)
   finally:
     if clients is not None:
       clients.close()
     server_stop.set()
-    _join_all([server])
+    replay_load.join_all([server])
     shutil.rmtree(recording_dir, ignore_errors=True)
 
   def best(phase):

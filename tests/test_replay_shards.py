@@ -8,6 +8,7 @@ dataset samples shards in proportion to their priority mass, and says with
 each transition the probability it was drawn with.
 """
 
+import json
 import os
 import re
 import signal
@@ -336,3 +337,29 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
                for shard, size in SHARD_STARTS.findall(relaunched.output()))
   assert sizes[0] > 0 and sizes[1] > 0, sizes
   relaunched.interrupt()
+
+
+@pytest.mark.slow
+def test_four_shards_under_local_mp_each_feed_the_learner(tmp_path):
+  # Two actors of two environments each: one environment per shard.
+  workdir = tmp_path / 'run'
+  result = helpers.run_program(
+      'apex_dqn', f'--workdir={workdir}', '--preset=cartpole_smoke',
+      '--envs_per_actor=2', '--replay_shards=4', '--samples_per_insert=4',
+      '--max_actor_steps=3000', timeout=900)
+  assert result.returncode == 0, result.stdout[-5000:]
+  helpers.check_stopped_in_order(result.stdout)
+  # Every shard's node started its server, empty.
+  assert sorted((int(shard), int(size)) for shard, size in
+                SHARD_STARTS.findall(result.stdout)) == [
+                    (0, 0), (1, 0), (2, 0), (3, 0)]
+  rows = _learner_rows(workdir)
+  assert rows and all(int(row['live_shards']) == 4 for row in rows), rows
+  for shard in range(4):
+    # The learner drew from each, and each saved its items at the end,
+    # under its own label.
+    assert sum(int(row[f'shard_{shard}_samples']) for row in rows) > 0
+    checkpoints = workdir / 'checkpoints' / f'replay_{shard}'
+    assert any((path / 'DONE').exists() for path in checkpoints.iterdir())
+  record = json.loads((workdir / 'stop.json').read_text())
+  assert not record['failed'] and record['counts']['actor_steps'] >= 3000

@@ -67,6 +67,24 @@ REPLAY_BYTES_PER_TRANSITION = {
 REPLAY_HEADROOM = 1.5
 REPLAY_BASE_GIB = 2.0
 
+# The replay's load, for the shard count a plan proposes (README "Replay in
+# shards"), from `benchmarks/replay_shards.py` on this machine with Atari
+# (Pong) transitions: a shard's server CPU per transition, microseconds,
+# for an insert, a sample and a priority update, with 2 shards each pinned
+# to a core (both cores busy: dearer than one shard's 24.5/16.6/2.5, so the
+# plan errs on the side of more shards).
+REPLAY_SHARD_MICROSECONDS = dict(insert=37.27, sample=13.25, update=2.69)
+# Agent steps (one transition each) per second of one actor core with K
+# environments, in the program (`benchmarks/program_throughput.py`, Pong).
+ACTOR_STEPS_PER_SECOND = {1: 220.31, 16: 731.66}
+# The learner's draw: the paper's 19 batches of 512 per second (§4.1), each
+# transition's priority updated once.
+LEARNER_SAMPLES_PER_SECOND = 19 * 512
+# The share of its core a shard is planned to use: room for checkpoints and
+# bursts, and for the table's lock, which a cost per transition does not
+# see.
+SHARD_LOAD = 0.5
+
 # The coordinator asks for less than any other group (and lands on the
 # smallest machine), so that it is a pool of its own and, added first to the
 # program, the job's primary replica.
@@ -189,9 +207,76 @@ class Request:
 @dataclasses.dataclass(frozen=True)
 class Plan:
   """A checked Vertex AI launch: each node group's request, and the
-  launch's cloud flags (a plan only, or a submission)."""
+  launch's cloud flags (a plan only, or a submission); `replay` says what
+  the replay's load will be and how many shards it needs (no replay: '')."""
   requests: Dict[str, Request]
   options: CloudOptions
+  replay: str = ''
+
+
+def actor_steps_per_second(envs_per_actor: int,
+                           measured: Dict[int, float] = None) -> float:
+  """One actor core's agent steps per second with `envs_per_actor`
+  environments, from `measured` (K: steps/s; default
+  `ACTOR_STEPS_PER_SECOND`): linear between the two K measured, and no
+  more than the larger K's beyond it (the emulators then take the core)."""
+  (k_low, low), (k_high, high) = sorted(
+      (measured or ACTOR_STEPS_PER_SECOND).items())
+  k = min(max(envs_per_actor, k_low), k_high)
+  return low + (high - low) * (k - k_low) / (k_high - k_low)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayLoad:
+  """The replay's expected load and the shards it needs."""
+  inserts_per_second: float
+  samples_per_second: float
+  server_cores: float
+  shards: int
+
+
+def replay_load(num_actors: int, envs_per_actor: int,
+                microseconds: Dict[str, float] = None,
+                steps_per_second: Dict[int, float] = None,
+                shard_load: float = SHARD_LOAD) -> ReplayLoad:
+  """`num_actors` actor cores of `envs_per_actor` Atari environments each
+  and a learner as the paper's: the transitions the shards take in and give
+  out per second, the server cores that costs (`microseconds` of a server's
+  CPU per insert, sample and update; default `REPLAY_SHARD_MICROSECONDS`),
+  and the shards that keep each at `shard_load` of a core."""
+  cost = microseconds or REPLAY_SHARD_MICROSECONDS
+  inserts = num_actors * actor_steps_per_second(envs_per_actor,
+                                                steps_per_second)
+  samples = LEARNER_SAMPLES_PER_SECOND
+  cores = (inserts * cost['insert'] +
+           samples * (cost['sample'] + cost['update'])) / 1e6
+  return ReplayLoad(inserts, samples, cores,
+                    max(1, math.ceil(cores / shard_load)))
+
+
+def replay_advice(env_kind: str, num_actors: int, envs_per_actor: int,
+                  replay_shards: int) -> str:
+  """What a plan says of the replay's load: the shards it proposes, and
+  whether --replay_shards gives them."""
+  if env_kind != 'atari':
+    return (f'Replay load: not estimated for {env_kind} environments (the '
+            'figures are measured with Atari frames: README "Replay in '
+            'shards").')
+  load = replay_load(num_actors, envs_per_actor)
+  text = (
+      f'Replay load (an estimate from this project\'s measurements, README '
+      f'"Replay in shards"): {num_actors} actors x {envs_per_actor} '
+      f'environments write about {load.inserts_per_second:,.0f} '
+      'transitions/s; a learner as the paper\'s (19 batches of 512/s) '
+      f'samples and updates {load.samples_per_second:,.0f}/s: '
+      f'{load.server_cores:.2f} cores of replay servers. '
+      f'--replay_shards={load.shards} keeps each shard at '
+      f'{SHARD_LOAD:g} of a core or less')
+  if replay_shards < load.shards:
+    return (f'{text}; with --replay_shards={replay_shards} each would need '
+            f'{load.server_cores / replay_shards:.2f}: raise '
+            f'--replay_shards to {load.shards}.')
+  return f'{text}; --replay_shards={replay_shards} does.'
 
 
 def _request(cpus: int, memory: int, flags: Tuple[str, ...] = (),
@@ -618,8 +703,9 @@ def format_plan(job: Dict[str, Any], workdir: str, directory: str) -> str:
 
 
 def dry_run(program, group_requests: Dict[str, Request], workdir: str,
-            directory: Optional[str]):
-  """Packages the program for Vertex AI, prints the plan, exits 0."""
+            directory: Optional[str], replay: str = ''):
+  """Packages the program for Vertex AI, prints the plan (and `replay`,
+  what it says of the replay's load), exits 0."""
   directory = directory or tempfile.mkdtemp(prefix='apex-vertex-')
   os.makedirs(directory, exist_ok=True)
   if os.listdir(directory):
@@ -627,6 +713,8 @@ def dry_run(program, group_requests: Dict[str, Request], workdir: str,
                      'or empty directory.')
   job = package(program, group_requests, directory, workdir)
   print(format_plan(job, workdir, directory))
+  if replay:
+    print(f'\n{replay}')
   sys.stdout.flush()
 
 

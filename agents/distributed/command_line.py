@@ -158,7 +158,12 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[cloud.Plan]:
   if options.num_evaluators:
     groups.append('evaluator')
   cloud.check_plan(requests, groups)
-  return cloud.Plan(requests, cloud_flags)
+  advice = ''
+  if replay_capacity is not None:
+    advice = cloud.replay_advice(options.env.split(':')[0],
+                                 options.num_actors, options.envs_per_actor,
+                                 config.replay_shards)
+  return cloud.Plan(requests, cloud_flags, advice)
 
 
 def _check_field_names(config_class, presets: Mapping[str, Preset]):

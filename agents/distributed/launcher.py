@@ -77,11 +77,13 @@ def _on_vertex_ai(program: lp.Program, options: RunOptions, plan):
   if plan.options.dry_run:
     try:
       cloud.dry_run(program, plan.requests, options.workdir,
-                    plan.options.package_dir)
+                    plan.options.package_dir, plan.replay)
     except ValueError as error:
       sys.stderr.write(f'error: {error}\n')
       sys.exit(2)
     return
+  if plan.replay:
+    print(plan.replay, flush=True)
   try:
     run_manifest.remove_earlier_launch_records(options.workdir)
     cloud.submit(program, plan.requests)
