@@ -6,7 +6,7 @@
 #                  and the long program runs (about 35 minutes on 2 cores)
 #   make cloud-deps  what launching on Google Cloud needs (xmanager; see the
 #                  README's "On Google Cloud"); the tests need it too
-#   make bench     throughput benchmarks (about 12 minutes; results in
+#   make bench     throughput benchmarks (about 14 minutes; results in
 #                  benchmarks/results/)
 SHELL := /bin/bash
 PYTHON := .venv/bin/python
