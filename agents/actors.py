@@ -117,6 +117,13 @@ class ApeXActor(acme.Actor, abc.ABC):
     for adder in self._adders:
       adder.wait_until_written()
 
+  def stop_waiting_for_replay(self):
+    """From any thread: the actor's writes stop waiting for replay to take
+    them (`NStepPrioritizedAdder.stop_waiting`), so that an actor asked to
+    stop is not held by the rate limiter."""
+    for adder in self._adders:
+      adder.stop_waiting()
+
   def close(self):
     """Writes what the adders hold and closes their Reverb writers."""
     for adder in self._adders:

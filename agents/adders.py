@@ -31,6 +31,7 @@ bootstrap), 1 on a time-limit truncation (bootstrap from s_T).
 
 import collections
 import dataclasses
+import threading
 from typing import Any, Callable, Deque, List, Optional
 
 import dm_env
@@ -86,7 +87,10 @@ class _RowWriter:
       NEXT_OBSERVATION: (0, 2), OBSERVATION: (0, 0)}.items()))
 
   def __init__(self, client: reverb.Client, keep_alive: int,
-               stacked_frames: int = 0):
+               stacked_frames: int = 0,
+               stop_waiting: Optional[threading.Event] = None):
+    # Once set, waits for replay end at their next slice (`wait_for_at_most`).
+    self._stop_waiting = stop_waiting or threading.Event()
     # With stacked frames F, an observation's frames are in its row and the
     # F - 1 rows before it, and its item columns are not squeezed.
     self._span = max(stacked_frames, 1)
@@ -124,10 +128,12 @@ class _RowWriter:
         self._squeeze)
 
   def wait_for_at_most(self, num_items: int):
-    """Blocks until at most `num_items` items are unconfirmed."""
-    # In short slices, so that a stop request (delivered to this thread
-    # between two slices) is not stuck behind a rate-limited insert.
-    while True:
+    """Blocks until at most `num_items` items are unconfirmed, or until
+    waiting is given up (`stop_waiting` set: the items stay in flight)."""
+    # In short slices, so that a stop request (an exception delivered to
+    # this thread between two slices, or `stop_waiting`) is not stuck behind
+    # a rate-limited insert.
+    while not self._stop_waiting.is_set():
       try:
         self._writer.Flush(num_items, FLUSH_TIMEOUT_MS)
         return
@@ -214,6 +220,7 @@ class NStepPrioritizedAdder:
     self._keep_alive = 3 * flush_size + 2 * n_step + 16 + 2 * stacked_frames
     self._episode_start = None  # With stacked frames: the first observation.
     self._writer: Optional[_RowWriter] = None
+    self._stop_waiting = threading.Event()
     self._window: Deque[_Step] = collections.deque()
     self._pending: List[PendingTransition] = []
     self._last_observation_row: Optional[int] = None
@@ -226,7 +233,7 @@ class NStepPrioritizedAdder:
   def _row_writer(self) -> _RowWriter:
     if self._writer is None:
       self._writer = _RowWriter(self._client, self._keep_alive,
-                                self._stacked_frames)
+                                self._stacked_frames, self._stop_waiting)
     return self._writer
 
   def _append_rows(self, observation, completed: List[PendingTransition]
@@ -384,6 +391,15 @@ class NStepPrioritizedAdder:
     (transitions still pending stay pending)."""
     if self._writer is not None:
       self._writer.wait_for_at_most(0)
+
+  def stop_waiting(self):
+    """From any thread: from now on, no call of this adder waits for
+    replay to take its items (they stay in flight, and are lost if the
+    process ends before replay takes them). For an actor asked to stop:
+    its inserts may be held back by the rate limiter for as long as the
+    learner does not sample, which, with replay in shards, it may not do
+    while it waits for a shard whose own actors have already stopped."""
+    self._stop_waiting.set()
 
   def close(self):
     """Writes what is pending and closes the Reverb writer."""

@@ -124,11 +124,16 @@ class _Shard:
     """Samples received and not yet taken."""
     return len(self._chunks) * self._chunk_size - self._offset
 
-  def receive(self, timeout: float = 0.0) -> bool:
+  def receive(self, timeout: float = 0.0,
+              keep: Optional[int] = None) -> bool:
     """Moves the chunks the stream has ready to the samples received
-    (waiting up to `timeout` for one); True if any came."""
+    (waiting up to `timeout` for one), up to `keep` chunks held in all if
+    given; True if any came. Chunks are taken only as the batches need them
+    (and `keep` ahead): each sample a shard streams counts against its rate
+    limiter, so samples taken in and never used would let its actors run
+    ahead of what the learner learns from, and would pile up here."""
     received = False
-    while True:
+    while keep is None or len(self._chunks) < keep:
       try:
         chunk = self._queue.get(timeout=timeout)
       except queue.Empty:
@@ -143,6 +148,7 @@ class _Shard:
       if math.isfinite(mass) and mass > 0:
         self.mass = mass
       self.size = int(info.table_size[-1])
+    return received
 
   def take(self, count: int) -> List[reverb.ReplaySample]:
     """The next `count` samples received (at least `count` available), as
@@ -318,8 +324,8 @@ class ShardedBatches:
       # slow, since drawing again because of them would favour the others).
       self._readmit()
       for shard in self._shards:
-        if shard.live:
-          shard.receive()
+        if shard.live:  # Its newest mass, from at most CHUNKS_AHEAD ahead.
+          shard.receive(keep=CHUNKS_AHEAD)
       shares = self._shares()
       if not shares:
         # Nothing to draw from: end this call, as a Reverb dataset ends when

@@ -7,15 +7,19 @@ transition computed by direct loops over the episode.
 """
 
 import dataclasses
+import threading
+import time
 from typing import Dict, List, Optional, Tuple
 
 import dm_env
 import numpy as np
 import pytest
+import reverb
 from acme import specs
 
 from agents import adders
 from agents import replay
+from agents.config import ApeXConfig
 from agents.apex_dqn.priorities import initial_priorities
 from replay_items import Item, Reference, check_item
 from replay_items import read_all_items, table_size
@@ -293,6 +297,45 @@ def test_reward_clipping_changes_returns(client):
   # Q is zero everywhere: priority = |R|.
   np.testing.assert_allclose([items[t].priority for t in range(3)],
                              [0.875, 0.75, 1.0])
+
+
+def test_a_write_held_back_by_the_rate_limiter_stops_waiting_when_told():
+  # An actor asked to stop must not wait for replay to take its writes: the
+  # learner that would let them through may itself wait, with replay in
+  # shards, for a shard whose actors have already stopped.
+  config = ApeXConfig(replay_capacity=CAPACITY, min_replay_size=10,
+                      samples_per_insert=1.0, batch_size=1)
+  server = reverb.Server([replay.make_replay_table(config, SPEC)])
+  try:
+    client = reverb.Client(f'localhost:{server.port}')
+    adder = adders.NStepPrioritizedAdder(
+        client, replay.TABLE, n_step=1, discount=0.9,
+        priority_fn=initial_priorities, flush_size=8)
+    rng = np.random.default_rng(0)
+    episode = make_episode(rng, 0, length=1000, truncated=False)
+    written = threading.Event()
+
+    def write():
+      feed(adder, episode, rng)
+      written.set()
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+
+    # Nothing samples: the limiter lets about min size + buffer (110) items
+    # in, and at most MAX_ITEMS_IN_FLIGHT more are in flight, so the 1,000
+    # can't all be written until something samples: the writer waits.
+    deadline = time.monotonic() + 60
+    while table_size(client) < config.min_replay_size:
+      assert time.monotonic() < deadline, 'nothing was inserted'
+      time.sleep(0.05)
+    adder.stop_waiting()
+    thread.join(60)
+    assert written.is_set()
+    # The write ended with most of its items held back, not let through.
+    assert table_size(client) < episode.length // 2
+  finally:
+    server.stop()
 
 
 def test_adder_is_reusable_after_close(client):

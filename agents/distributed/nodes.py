@@ -240,8 +240,14 @@ class ActorNode:
 
   def stop(self, timeout: float) -> bool:
     """Ends acting after the current step, with this actor's counts sent;
-    True once done within `timeout` seconds."""
+    True once done within `timeout` seconds. Its writes that replay holds
+    back are not waited for: the learner, which would let them through,
+    may itself wait for a replay shard whose actors have already stopped."""
+    self._stop_waiting_for_replay()
     return self._stop.stop(timeout)
+
+  def _stop_waiting_for_replay(self):
+    self._actor.stop_waiting_for_replay()
 
   def _make_environment(self) -> resilience.GuardedEnvironment:
     # Every environment ever built by this actor gets its own seed: a rebuilt
@@ -315,6 +321,9 @@ class WorkerNode(ActorNode):
                actor_id: int, options: RunOptions):
     super().__init__(builder, None, parameter_server, counter, actor_id,
                      options)
+
+  def _stop_waiting_for_replay(self):
+    pass  # A worker writes to no replay.
 
   def _make_actor(self, replay_client, variable_source, seed: int):
     del replay_client  # None: A3C has no replay.
