@@ -44,11 +44,17 @@ def _clients(replay_client: ReplayClients) -> List[reverb.Client]:
 
 def shard_clients(shards: Sequence[Any], actor_id: int,
                   envs_per_actor: int) -> List[Any]:
-  """The replay shard each environment of actor `actor_id` writes to: the
-  program's environments (actor by actor) dealt to the shards in turn, so
-  that the shards' inserts differ by at most one environment's."""
-  return [shards[(actor_id * envs_per_actor + index) % len(shards)]
-          for index in range(envs_per_actor)]
+  """The replay shard each environment of actor `actor_id` writes to: all
+  of them to one, the actors dealt to the shards in turn.
+
+  Not one shard per environment: a shard's rate limiter holds an actor's
+  writes back whenever the learner has drawn too little from it, and an
+  actor held back in its writes to one shard stops writing to all. The
+  learner draws from each shard in proportion to its priority mass, which
+  differs between environments of different epsilons, so an actor writing
+  to several shards could be held back by one while the learner waits for
+  its writes to another: neither would ever go on."""
+  return [shards[actor_id % len(shards)]] * envs_per_actor
 
 
 class ApeXBuilder:
@@ -63,18 +69,16 @@ class ApeXBuilder:
   @classmethod
   def check_options(cls, config: ApeXConfig, options):
     """Raises ValueError, before anything starts, for a run in which a
-    replay shard would have no environment writing to it: it would never
-    reach its part of --min_replay_size, and the learner would wait for it
+    replay shard would have no actor writing to it: it would never reach
+    its part of --min_replay_size, and the learner would wait for it
     forever."""
     del cls
-    environments = options.num_actors * options.envs_per_actor
-    if config.replay_shards > environments:
+    if config.replay_shards > options.num_actors:
       raise ValueError(
-          f'--replay_shards={config.replay_shards} with '
-          f'{environments} actor environments (--num_actors='
-          f'{options.num_actors} x --envs_per_actor={options.envs_per_actor}'
-          '): each environment writes to one shard, so a shard would get '
-          'no data. Give at most as many shards as environments.')
+          f'--replay_shards={config.replay_shards} with --num_actors='
+          f'{options.num_actors}: each actor writes (all its environments) '
+          'to one shard, so a shard would get no data. Give at most as many '
+          'shards as actors.')
 
   @property
   def replay_shards(self) -> int:

@@ -410,11 +410,11 @@ def test_replicas_on_hosts_of_their_own_reach_each_other_only_there(
   # Each replica in a network namespace of its own, linked to the others by
   # a virtual switch: nothing listens on this machine's interfaces, and a
   # replica reaches another only at the address CLUSTER_SPEC gives it. The
-  # replay is four shards (`--replay_shards=4`, one per environment of 2
-  # actors x 2), each on a host of its own, which the learner samples.
+  # replay is four shards (`--replay_shards=4`, one per actor of 4), each on
+  # a host of its own, which the learner samples.
   workdir = tmp_path / 'run'
   package_dir = _package(tmp_path, 'job', workdir, '--max_actor_steps=2000',
-                         '--envs_per_actor=2', '--replay_shards=4')
+                         '--num_actors=4', '--replay_shards=4')
   emulator = _start_emulator(package_dir, '--hosts=netns',
                              '--grace_seconds=30')
   try:

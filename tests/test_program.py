@@ -121,8 +121,8 @@ def test_a_stop_request_stops_the_program_in_order(tmp_path, launch):
     ('--actor_max_failures=0', '--actor_max_failures=0'),
     ('--replay_remover=lifo', '--replay_remover'),
     ('--replay_shards=0', '--replay_shards=0'),
-    # 2 actors x 1 environment cannot feed 3 shards.
-    ('--replay_shards=3', 'Give at most as many shards as environments'),
+    # 2 actors cannot feed 3 shards (each writes to one).
+    ('--replay_shards=3', 'Give at most as many shards as actors'),
     ('--workdir=/proc/apex_run', '--workdir=/proc/apex_run'),
 ])
 def test_bad_flags_are_refused_before_launch(tmp_path, flag, message):

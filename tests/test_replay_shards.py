@@ -341,11 +341,11 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
 
 @pytest.mark.slow
 def test_four_shards_under_local_mp_each_feed_the_learner(tmp_path):
-  # Two actors of two environments each: one environment per shard.
+  # Four actors, one per shard.
   workdir = tmp_path / 'run'
   result = helpers.run_program(
       'apex_dqn', f'--workdir={workdir}', '--preset=cartpole_smoke',
-      '--envs_per_actor=2', '--replay_shards=4', '--samples_per_insert=4',
+      '--num_actors=4', '--replay_shards=4', '--samples_per_insert=4',
       '--max_actor_steps=3000', timeout=900)
   assert result.returncode == 0, result.stdout[-5000:]
   helpers.check_stopped_in_order(result.stdout)

@@ -8,8 +8,7 @@
     coordinator: stops the program (agents/distributed/coordinator.py)
 
 Replay may be several Reverb servers (`--replay_shards`): each actor
-environment writes to one, and the learner samples them as one table
-(`agents.replay`).
+writes to one, and the learner samples them as one table (`agents.shards`).
 
 A3C's program is the same graph without replay: its learner is the
 parameter server (`nodes.ParameterServerNode`), to which its actors (A3C's
@@ -78,7 +77,7 @@ def make_program(builder, options: RunOptions) -> lp.Program:
                         counter, options)
   learner = learner_node.create_handle()
   if replays:
-    # Each environment of an actor writes to one shard.
+    # Each actor writes to one shard (all its environments).
     actor_nodes = [node(actor_label(actor_id), nodes.ActorNode, builder,
                         replay if len(replays) == 1 else shard_clients(
                             replays, actor_id, options.envs_per_actor),
