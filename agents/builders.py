@@ -7,7 +7,7 @@ the actors' n-step adder and their parameter-pull period.
 log_every)`, `make_actor(variable_source, exploration, replay_client, seed)`
 (`exploration`: one value per environment of the actor; the learner's
 `replay_client` is a sequence of clients, one per shard, with several, and
-an actor's one per environment), `actor_exploration(actor_id, num_actors,
+an actor's the one shard it writes to), `actor_exploration(actor_id, num_actors,
 envs_per_actor)`, `evaluation_exploration`, and for policy snapshots and
 restoring a policy (`agents.snapshots`, `agents.restore`) `policy_state()`
 and `policy_snapshot(learner_state)`. It may have `replay_shards` (default
@@ -40,21 +40,6 @@ def _clients(replay_client: ReplayClients) -> List[reverb.Client]:
   if isinstance(replay_client, (list, tuple)):
     return list(replay_client)
   return [replay_client]
-
-
-def shard_clients(shards: Sequence[Any], actor_id: int,
-                  envs_per_actor: int) -> List[Any]:
-  """The replay shard each environment of actor `actor_id` writes to: all
-  of them to one, the actors dealt to the shards in turn.
-
-  Not one shard per environment: a shard's rate limiter holds an actor's
-  writes back whenever the learner has drawn too little from it, and an
-  actor held back in its writes to one shard stops writing to all. The
-  learner draws from each shard in proportion to its priority mass, which
-  differs between environments of different epsilons, so an actor writing
-  to several shards could be held back by one while the learner waits for
-  its writes to another: neither would ever go on."""
-  return [shards[actor_id % len(shards)]] * envs_per_actor
 
 
 class ApeXBuilder:
@@ -170,24 +155,16 @@ class ApeXBuilder:
         max_abs_reward=self.max_abs_reward,
         stacked_frames=self.environment.stacked_frames)
 
-  def make_adders(self, replay_client: Optional[ReplayClients],
+  def make_adders(self, replay_client: Optional[reverb.Client],
                   exploration,
                   priority_fn: Optional[adders.PriorityFn] = None
                   ) -> List[adders.NStepPrioritizedAdder]:
     """One adder per environment of an actor (`exploration` has one value
-    per environment); none without a replay client. With a sequence of
-    clients (one per environment, e.g. from `shard_clients`), environment
-    i writes to the i-th."""
+    per environment), all writing to `replay_client`; none without one."""
     if replay_client is None:
       return []
-    count = len(np.atleast_1d(exploration))
-    clients = _clients(replay_client)
-    if len(clients) == 1:
-      clients = clients * count
-    if len(clients) != count:
-      raise ValueError(f'{len(clients)} replay clients for {count} '
-                       'environments: give one, or one per environment.')
-    return [self.make_adder(client, priority_fn) for client in clients]
+    return [self.make_adder(replay_client, priority_fn)
+            for _ in range(len(np.atleast_1d(exploration)))]
 
   @property
   def variable_update_period(self) -> int:

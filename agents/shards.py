@@ -2,7 +2,7 @@
 
 Each shard is a Reverb server with a prioritised table of its own (an equal
 part of the capacity: `replay.shard_config`); each actor writes to one
-(`builders.shard_clients`). The learner samples them as one table:
+(`distributed.program`). The learner samples them as one table:
 `ShardedBatches` gives batches in which a transition's probability is
 p^alpha over the sum of p^alpha over every shard, with that probability in
 its `info.probability` (for the importance weights), and sends each new

@@ -148,7 +148,8 @@ def main(_):
   try:
     server.start()
     print(f'Recording {FLAGS.recorded_steps} steps of {FLAGS.env}...')
-    recording = replay_load.record(FLAGS.env, FLAGS.recorded_steps, recording_dir)
+    recording = replay_load.record(FLAGS.env, FLAGS.recorded_steps,
+                                   recording_dir)
     address = f'localhost:{replay_load.server_port(port_queue, server)}'
     client = reverb.Client(address)
     print(f'Starting {num_clients} client processes...')

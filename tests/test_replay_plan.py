@@ -2,20 +2,15 @@
 prints and README "Replay in shards" tabulates) against hand-worked figures,
 the benchmarks' results and the README's table."""
 
-import json
 import os
 import re
 
 import pytest
 
 from agents.distributed import cloud
+from benchmarks.common import read_result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _result(name: str):
-  with open(os.path.join(ROOT, 'benchmarks', 'results', f'{name}.json')) as f:
-    return json.load(f)
 
 
 def test_actor_steps_are_interpolated_between_the_measured_k():
@@ -44,13 +39,13 @@ def test_the_shards_needed_worked_by_hand():
 
 
 def test_the_plans_figures_are_the_benchmarks():
-  shards = _result('replay_shards')
+  shards = read_result('replay_shards')
   most = str(max(shards['settings']['shards']))
   for operation, microseconds in shards['server_us_per_transition'][
       most].items():
     assert cloud.REPLAY_SHARD_MICROSECONDS[operation] == pytest.approx(
         microseconds, abs=0.05), operation
-  for actors in _result('program_throughput')['actors']:
+  for actors in read_result('program_throughput')['actors']:
     assert cloud.ACTOR_STEPS_PER_SECOND[
         actors['envs_per_actor']] == pytest.approx(
             actors['median_program_steps_per_second'], abs=0.5)
@@ -72,7 +67,7 @@ def _readme_plan():
 
 def test_the_readme_plan_table_is_the_benchmarks_and_the_dry_runs():
   table = _readme_plan()
-  plan = _result('replay_shards')['plan']
+  plan = read_result('replay_shards')['plan']
   assert len(table) == len(plan) == 6
   for row in plan:
     shards, gib = table[(row['actors'], row['envs_per_actor'])]

@@ -150,8 +150,8 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[cloud.Plan]:
   replay_capacity = None  # A3C: no replay.
   if hasattr(config, 'replay_capacity'):  # Each replay replica: one shard.
     replay_capacity = replay.shard_config(config).replay_capacity
-  requests = cloud.requests(cloud_flags, options.env.split(':')[0],
-                            replay_capacity)
+  env_kind = options.env.split(':')[0]
+  requests = cloud.requests(cloud_flags, env_kind, replay_capacity)
   groups = ['coordinator', 'counter', 'learner', 'actor']
   if replay_capacity is not None:
     groups.insert(1, 'replay')
@@ -160,9 +160,8 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[cloud.Plan]:
   cloud.check_plan(requests, groups)
   advice = ''
   if replay_capacity is not None:
-    advice = cloud.replay_advice(options.env.split(':')[0],
-                                 options.num_actors, options.envs_per_actor,
-                                 config.replay_shards)
+    advice = cloud.replay_advice(env_kind, options.num_actors,
+                                 options.envs_per_actor, config.replay_shards)
   return cloud.Plan(requests, cloud_flags, advice)
 
 

@@ -23,7 +23,6 @@ where they run.
 import launchpad as lp
 
 from agents import checkpointing
-from agents.builders import shard_clients
 from agents.distributed import local
 from agents.distributed import nodes
 from agents.distributed import platforms
@@ -77,11 +76,17 @@ def make_program(builder, options: RunOptions) -> lp.Program:
                         counter, options)
   learner = learner_node.create_handle()
   if replays:
-    # Each actor writes to one shard (all its environments).
+    # Each actor writes to one shard, all its environments included, the
+    # actors dealt to the shards in turn. Not one shard per environment: a
+    # shard's rate limiter holds an actor's writes back whenever the learner
+    # has drawn too little from it, and an actor held back in its writes to
+    # one shard stops writing to all; the learner draws from each shard by
+    # its priority mass, which differs between environments of different
+    # epsilons, so an actor writing to several shards could be held back by
+    # one while the learner waits for its writes to another.
     actor_nodes = [node(actor_label(actor_id), nodes.ActorNode, builder,
-                        replay if len(replays) == 1 else shard_clients(
-                            replays, actor_id, options.envs_per_actor),
-                        learner, counter, actor_id, options)
+                        replays[actor_id % len(replays)], learner, counter,
+                        actor_id, options)
                    for actor_id in range(options.num_actors)]
   else:
     actor_nodes = [node(actor_label(actor_id), nodes.WorkerNode, builder,
