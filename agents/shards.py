@@ -26,13 +26,16 @@ the priorities written since. The tests (`tests/test_replay_shards.py`) check
 the distribution against one table on fixed tables.
 
 Faults: each shard streams to the learner from a thread of its own. When a
-shard has not given the samples a batch needs for `PROBE_SECONDS` and does
-not answer a status call either (killed, frozen, its machine gone), it is
-left out: the batch is drawn again over the others, in proportion to their
-masses, until the shard streams again (its node restarts it from its
-checkpoint under local_mp). A shard that answers is only held back by its
-rate limiter (`--samples_per_insert`), and is waited for: leaving it out
-would bias the sample. New priorities go to each shard from a thread of its
+shard has not given the samples a batch needs for `PROBE_SECONDS`, it is
+asked for its status; it is left out if it does not answer (killed, frozen,
+its machine gone), or if it answers but has taken no insert since the last
+such call (its actors died or gave up: with `--samples_per_insert` its rate
+limiter then never lets the learner's samples through). A shard left out is
+not drawn from: batches are drawn over the others, in proportion to their
+masses, until it streams again (its node restarts it from its checkpoint
+under local_mp; its actors' writes let its samples through). A shard that
+answers and takes inserts is only held back by its rate limiter, and is
+waited for: leaving it out would bias the sample. New priorities go to each shard from a thread of its
 own, so that a shard that is down holds up neither the learner nor the other
 shards; updates for a shard that is down are dropped (its items come back
 from its checkpoint with the priorities they had).
@@ -82,6 +85,8 @@ class _Shard:
     self.size = 0
     self.live = True
     self.silent_since: Optional[float] = None  # Waited for, in vain, since.
+    # Inserts the shard had taken at the last status call of this wait.
+    self.probed_inserts: Optional[int] = None
     self.error: Optional[str] = None
     self._thread = threading.Thread(target=self._stream, daemon=True,
                                     name=f'replay-shard-{index}')
@@ -167,13 +172,16 @@ class _Shard:
         self._offset = end
     return pieces
 
-  def answers(self) -> bool:
-    """Whether the shard's server answers a status call in time."""
+  def inserts(self) -> Optional[int]:
+    """The inserts the shard's table has taken since its server started (as
+    its rate limiter counts them), or None if the server does not answer a
+    status call in time."""
     try:
-      reverb.Client(self.address).server_info(timeout=int(PROBE_SECONDS))
-      return True
+      info = reverb.Client(self.address).server_info(
+          timeout=int(PROBE_SECONDS))[self._table]
+      return int(info.rate_limiter_info.insert_stats.completed)
     except Exception:  # pylint: disable=broad-except
-      return False
+      return None
 
 
 # Batches of priority updates a shard's writer holds while the shard is slow
@@ -291,29 +299,38 @@ class ShardedBatches:
     """Waits until `shard` has `count` samples received. Returns False if
     it has not after `replay.RATE_LIMITER_TIMEOUT_MS` (so that the learner
     can check for a stop in between), or has given none for
-    `PROBE_SECONDS` and does not answer: it is then left out."""
+    `PROBE_SECONDS` and does not answer, or has given none for twice that
+    and took no insert in between: it is then left out."""
     deadline = time.monotonic() + replay.RATE_LIMITER_TIMEOUT_MS / 1e3
     while shard.available < count:
       if shard.receive(timeout=0.1):
-        shard.silent_since = None
+        shard.silent_since = shard.probed_inserts = None
         continue
       now = time.monotonic()
       if shard.silent_since is None:
         shard.silent_since = now
       elif now - shard.silent_since >= PROBE_SECONDS:
-        if not shard.answers():
-          shard.live = False
-          shard.silent_since = None
-          logging.warning(
-              'Replay shard %d (%s) gave no samples for %.0f s and does not '
-              'answer%s; batches are drawn from the other shards until it '
-              'streams again.', shard.index, shard.address, PROBE_SECONDS,
+        inserts = shard.inserts()
+        if inserts is None:
+          reason = 'does not answer' + (
               f' ({shard.error})' if shard.error else '')
+        elif inserts == shard.probed_inserts:
+          reason = (f'took no insert in {now - shard.silent_since:.0f} s '
+                    '(its actors write nothing)')
+        else:  # Rate-limited, and its actors write: waited for.
+          shard.silent_since, shard.probed_inserts = now, inserts
+          reason = None
+        if reason:
+          shard.live = False
+          shard.silent_since = shard.probed_inserts = None
+          logging.warning(
+              'Replay shard %d (%s) gave no samples and %s; batches are '
+              'drawn from the other shards until it streams again.',
+              shard.index, shard.address, reason)
           return False
-        shard.silent_since = now  # Rate-limited, not down: waited for.
       if now >= deadline:
         return False
-    shard.silent_since = None
+    shard.silent_since = shard.probed_inserts = None
     return True
 
   def __next__(self) -> Tuple[reverb.ReplaySample, np.ndarray]:

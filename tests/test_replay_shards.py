@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import threading
 import time
 
 import numpy as np
@@ -45,20 +46,26 @@ def _config(**overrides) -> ApeXDQNConfig:
   return ApeXDQNConfig(**values)
 
 
+def _append(writer, item_id: int, priority: float):
+  """Appends a transition whose n-step return is `item_id` and makes it an
+  item of the replay table, through the trajectory writer, as the actors'
+  adder does."""
+  writer.append({
+      adders.OBSERVATION: np.zeros(4, np.float32),
+      adders.ACTION: np.int32(0),
+      adders.N_STEP_RETURN: np.float32(item_id),
+      adders.DISCOUNT: np.float32(1.0),
+      adders.NEXT_OBSERVATION: np.zeros(4, np.float32),
+  })
+  writer.create_item(replay.TABLE, priority, {
+      name: column[-1] for name, column in writer.history.items()})
+
+
 def _write(client: reverb.Client, items):
-  """Writes (id, priority) items as transitions whose n-step return is the
-  id, through the trajectory writer, as the actors' adder does."""
+  """Writes (id, priority) items (`_append`)."""
   with client.trajectory_writer(num_keep_alive_refs=1) as writer:
     for item_id, priority in items:
-      writer.append({
-          adders.OBSERVATION: np.zeros(4, np.float32),
-          adders.ACTION: np.int32(0),
-          adders.N_STEP_RETURN: np.float32(item_id),
-          adders.DISCOUNT: np.float32(1.0),
-          adders.NEXT_OBSERVATION: np.zeros(4, np.float32),
-      })
-      writer.create_item(replay.TABLE, priority, {
-          name: column[-1] for name, column in writer.history.items()})
+      _append(writer, item_id, priority)
     writer.flush()
 
 
@@ -240,6 +247,86 @@ def test_a_learner_writes_each_priority_back_to_its_shard():
       server.stop()
 
 
+def _write_until(client: reverb.Client, stop, first_id: int):
+  """Writes transitions of priority 1 to `client` until `stop` is set, as an
+  actor does: held back by the table's rate limiter while it is ahead."""
+  item_id = first_id
+  with client.trajectory_writer(num_keep_alive_refs=1) as writer:
+    while not stop.is_set():
+      _append(writer, item_id, 1.0)
+      item_id += 1
+      while not stop.is_set():
+        try:
+          writer.flush(timeout_ms=200)
+          break
+        except reverb.errors.DeadlineExceededError:
+          continue  # Held back by the rate limiter: again.
+
+
+def test_a_rate_limited_shard_whose_actors_stopped_is_left_out(monkeypatch):
+  """With --samples_per_insert, a shard nobody writes to any more (its only
+  actors died or gave up) answers but never lets the learner's samples
+  through: the learner leaves it out and goes on with the other shard, and
+  takes it back once it is written to again."""
+  monkeypatch.setattr(shards_lib, 'PROBE_SECONDS', 1.0)
+  spec = resolve_discrete('gym:CartPole-v1').spec
+  config = _config(min_replay_size=2 * BATCH, samples_per_insert=2.0,
+                   replay_shards=2, replay_capacity=4000)
+  servers = [reverb.Server([replay.make_replay_table(
+      replay.shard_config(config), spec)], port=None) for _ in range(2)]
+  clients = [reverb.Client(f'localhost:{server.port}') for server in servers]
+  # Both shards past their minimum size; then only shard 1 is written to.
+  for shard, client in enumerate(clients):
+    _write(client, [(shard * 1_000_000 + i, 1.0) for i in range(2 * BATCH)])
+  stops = [threading.Event(), threading.Event()]
+  writers = [threading.Thread(target=_write_until, daemon=True,
+                              args=(clients[1], stops[1], 1_000_000 + 2 * BATCH))]
+  writers[0].start()
+  batches = shards_lib.ShardedBatches(
+      [f'localhost:{server.port}' for server in servers], BATCH, ALPHA,
+      seed=0)
+
+  def draw_until(condition, what: str):
+    """Batches (each a list of shard indices) until `condition(batches)`."""
+    drawn = []
+    deadline = time.time() + 600
+    while not condition(drawn):
+      assert time.time() < deadline, (
+          f'{what}: {len(drawn)} batches in 600 s; shards live '
+          f'{batches.live}')
+      try:
+        _, shard_of = next(batches)
+        drawn.append(shard_of)
+      except tf.errors.OutOfRangeError:
+        continue
+    return drawn
+
+  try:
+    # Shard 0's limiter lets through 2 samples per insert (and its error
+    # buffer): about 4 batches' worth, the last of them shared with shard 1.
+    # Then the learner must leave it out and go on with shard 1 alone.
+    draw_until(lambda drawn: not batches.live[0], 'shard 0 left out')
+    after = draw_until(lambda drawn: len(drawn) == 20,
+                       'batches after shard 0 was left out')
+    assert all((shard_of == 1).all() for shard_of in after)
+    assert batches.live == [False, True]
+    # Written to again, it streams, and is drawn from again.
+    writers.append(threading.Thread(target=_write_until, daemon=True,
+                                    args=(clients[0], stops[0], 2 * BATCH)))
+    writers[-1].start()
+    draw_until(lambda drawn: drawn and (drawn[-1] == 0).any(),
+               'shard 0 back')
+    assert batches.live == [True, True]
+  finally:
+    for stop in stops:
+      stop.set()
+    batches.close()
+    for writer in writers:
+      writer.join(timeout=30)
+    for server in servers:
+      server.stop()
+
+
 # A real local_mp program of two shards; each of its two actors writes to one.
 PROGRAM_FLAGS = [
     '--preset=cartpole_smoke', '--replay_shards=2', '--samples_per_insert=4',
@@ -336,7 +423,28 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
   sizes = dict((int(shard), int(size))
                for shard, size in SHARD_STARTS.findall(relaunched.output()))
   assert sizes[0] > 0 and sizes[1] > 0, sizes
-  relaunched.interrupt()
+
+  # Shard 1's only actor killed: the shard still answers, but its rate
+  # limiter (--samples_per_insert) lets no sample through with nobody
+  # writing to it. It is left out, and the learner goes on with shard 0.
+  actor = helpers.pid(workdir, 'actor_1')
+  relaunched.note_processes()
+  assert actor in relaunched.seen, 'actor_1.pid is not of the relaunch'
+  killed_at = helpers.last(workdir, 'learner', 'learner_steps')
+  os.kill(actor, signal.SIGKILL)
+  left_at = relaunched.wait_until(
+      lambda: next((int(row['learner_steps'])
+                    for row in _learner_rows(workdir)
+                    if int(row['learner_steps']) > killed_at and
+                    int(row['live_shards']) == 1), None),
+      helpers.START_TIMEOUT, 'shard 1 to be left out after its actor died')
+  relaunched.wait_until(
+      lambda: helpers.last(workdir, 'learner', 'learner_steps') >
+      left_at + 100, helpers.START_TIMEOUT,
+      '100 updates from shard 0 alone after shard 1\'s actor died')
+  output = relaunched.interrupt()
+  assert 'Replay shard 1 (' in output and 'took no insert' in output, (
+      output[-5000:])
 
 
 @pytest.mark.slow
