@@ -279,6 +279,8 @@ def test_a_workdir_on_cloud_storage_keeps_its_record_and_resumes_with_it(
 # by a samples-per-insert rate limiter, stopped by its step limit.
 EMULATED_FLAGS = ('--preset=cartpole_smoke', '--samples_per_insert=4',
                   '--replay_checkpoint_every=600', '--checkpoint_every=1')
+# Two replay shards, one per actor.
+SHARDED = ('--num_actors=2', '--replay_shards=2')
 
 
 def _package(tmp_path, name, workdir, *flags, **extra):
@@ -326,11 +328,14 @@ def _replica_log(package_dir, node: str) -> str:
 
 def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(
     tmp_path, cloud_storage):
+  # With two replay shards (--replay_shards=2), each on a host of its own
+  # and checkpointed to the bucket; the single replay's job is the stop
+  # request's and Ape-X DPG's below.
   workdir = f'gs://{BUCKET}/run'
   assert _failed_at_google_cloud(_launch(tmp_path, workdir, *EMULATED_FLAGS,
-                                         **cloud_storage))
+                                         *SHARDED, **cloud_storage))
   package_dir = _package(tmp_path, 'first', workdir, '--max_actor_steps=2000',
-                         **cloud_storage)
+                         *SHARDED, **cloud_storage)
   result = _emulate(package_dir)
   assert result.returncode == 0, result.stdout[-5000:]
   assert 'Job succeeded.' in result.stdout
@@ -340,7 +345,7 @@ def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(
   assert record['reason'].startswith('reached'), record
   assert record['counts']['actor_steps'] >= 2000
   names = helpers.bucket_names(BUCKET, 'run/')
-  for label in ('learner', 'counter', 'replay'):
+  for label in ('learner', 'counter', 'replay_0', 'replay_1'):
     assert any(name.startswith(f'run/checkpoints/{label}/')
                for name in names), (label, names)
   for part in ('logs/learner/logs.csv', 'logs/evaluator/logs.csv',
@@ -361,7 +366,7 @@ def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(
   # address of its own, and the others reached it there.
   replicas = json.loads((package_dir / 'logs' / 'replicas.json').read_text())
   hosts = [replica['address'].split(':')[0] for replica in replicas]
-  assert len(set(hosts)) == len(replicas) == 7
+  assert len(set(hosts)) == len(replicas) == 8
   for replica in replicas:
     port = replica['address'].split(':')[1]
     log = (package_dir / 'logs' / f'{replica["replica"]}.log').read_text()
@@ -369,24 +374,35 @@ def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(
       assert f'Started replay server on port {port}' in log
     else:
       assert f'Courier server on port {port} started' in log
-  (replay,) = [r for r in replicas if r['node'] == 'replay']
-  assert f'Reverb client connecting to: {replay["address"]}' in \
-      _replica_log(package_dir, 'learner')
+  shards = [r for r in replicas if r['node'] == 'replay']
+  assert len(shards) == 2
+  for replay in shards:  # The learner reached both shards.
+    assert f'Reverb client connecting to: {replay["address"]}' in \
+        _replica_log(package_dir, 'learner')
   # The coordinator, the primary, saved replay and the counter, then ended
   # the job.
   coordinator = _replica_log(package_dir, 'coordinator')
-  assert 'Final replay checkpoint' in coordinator
+  for shard in range(2):
+    assert f'Final replay_{shard} checkpoint' in coordinator
   assert 'Ending the job (succeeded).' in coordinator
 
   # A second job on the same workdir, on machines (a mount) of its own,
   # goes on from the checkpoints in the bucket.
   package_dir = _package(tmp_path, 'second', workdir, '--max_actor_steps=4000',
-                         **cloud_storage)
+                         *SHARDED, **cloud_storage)
   result = _emulate(package_dir)
   assert result.returncode == 0, result.stdout[-5000:]
   restored = re.search(r'Learner starts at step (\d+)',
                        _replica_log(package_dir, 'learner'))
   assert restored and int(restored.group(1)) > 0
+  # Each shard from its own checkpoint in the bucket.
+  replicas = json.loads((package_dir / 'logs' / 'replicas.json').read_text())
+  shards = [r for r in replicas if r['node'] == 'replay']
+  assert len(shards) == 2
+  for replay in shards:
+    log = (package_dir / 'logs' / f'{replay["replica"]}.log').read_text()
+    size = re.search(r"Replay starts with \{'priority_table': (\d+)\}", log)
+    assert size and int(size.group(1)) > 0, log[-3000:]
   record = json.loads(helpers.bucket_text(BUCKET, 'run/stop.json'))
   assert record['counts']['actor_steps'] >= 4000
 
