@@ -35,10 +35,11 @@ not drawn from: batches are drawn over the others, in proportion to their
 masses, until it streams again (its node restarts it from its checkpoint
 under local_mp; its actors' writes let its samples through). A shard that
 answers and takes inserts is only held back by its rate limiter, and is
-waited for: leaving it out would bias the sample. New priorities go to each shard from a thread of its
-own, so that a shard that is down holds up neither the learner nor the other
-shards; updates for a shard that is down are dropped (its items come back
-from its checkpoint with the priorities they had).
+waited for: leaving it out would bias the sample. New priorities go to each
+shard from a thread of its own, so that a shard that is down holds up
+neither the learner nor the other shards; updates for a shard that is down
+are dropped (its items come back from its checkpoint with the priorities
+they had).
 """
 
 import collections
@@ -84,8 +85,9 @@ class _Shard:
     self.mass: Optional[float] = None  # Unknown before its first sample.
     self.size = 0
     self.live = True
-    self.silent_since: Optional[float] = None  # Waited for, in vain, since.
-    # Inserts the shard had taken at the last status call of this wait.
+    # A wait for its samples: in vain since, and the inserts the shard had
+    # taken at the last status call (`ShardedBatches._wait_for`).
+    self.silent_since: Optional[float] = None
     self.probed_inserts: Optional[int] = None
     self.error: Optional[str] = None
     self._thread = threading.Thread(target=self._stream, daemon=True,
@@ -171,6 +173,10 @@ class _Shard:
       else:
         self._offset = end
     return pieces
+
+  def end_wait(self):
+    """Forgets the wait for its samples (they came, or it is left out)."""
+    self.silent_since = self.probed_inserts = None
 
   def inserts(self) -> Optional[int]:
     """The inserts the shard's table has taken since its server started (as
@@ -304,7 +310,7 @@ class ShardedBatches:
     deadline = time.monotonic() + replay.RATE_LIMITER_TIMEOUT_MS / 1e3
     while shard.available < count:
       if shard.receive(timeout=0.1):
-        shard.silent_since = shard.probed_inserts = None
+        shard.end_wait()
         continue
       now = time.monotonic()
       if shard.silent_since is None:
@@ -322,7 +328,7 @@ class ShardedBatches:
           reason = None
         if reason:
           shard.live = False
-          shard.silent_since = shard.probed_inserts = None
+          shard.end_wait()
           logging.warning(
               'Replay shard %d (%s) gave no samples and %s; batches are '
               'drawn from the other shards until it streams again.',
@@ -330,7 +336,7 @@ class ShardedBatches:
           return False
       if now >= deadline:
         return False
-    shard.silent_since = shard.probed_inserts = None
+    shard.end_wait()
     return True
 
   def __next__(self) -> Tuple[reverb.ReplaySample, np.ndarray]:

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import List, Optional
 
 import psutil
 import pytest
@@ -320,10 +321,20 @@ def _wait_for_learner(workdir):
             'the learner\'s first logged update')
 
 
-def _replica_log(package_dir, node: str) -> str:
+def _replicas(package_dir, node: Optional[str] = None) -> List[dict]:
+  """The emulated job's replicas (`logs/replicas.json`), or `node`'s."""
   replicas = json.loads((package_dir / 'logs' / 'replicas.json').read_text())
-  (replica,) = [r for r in replicas if r['node'] == node]
+  return [r for r in replicas if node is None or r['node'] == node]
+
+
+def _log_of(package_dir, replica: dict) -> str:
   return (package_dir / 'logs' / f'{replica["replica"]}.log').read_text()
+
+
+def _replica_log(package_dir, node: str) -> str:
+  """The log of `node`'s one replica."""
+  (replica,) = _replicas(package_dir, node)
+  return _log_of(package_dir, replica)
 
 
 def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(
@@ -364,21 +375,21 @@ def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(
 
   # Every replica bound the address CLUSTER_SPEC gave it, on a loopback
   # address of its own, and the others reached it there.
-  replicas = json.loads((package_dir / 'logs' / 'replicas.json').read_text())
+  replicas = _replicas(package_dir)
   hosts = [replica['address'].split(':')[0] for replica in replicas]
   assert len(set(hosts)) == len(replicas) == 8
   for replica in replicas:
     port = replica['address'].split(':')[1]
-    log = (package_dir / 'logs' / f'{replica["replica"]}.log').read_text()
+    log = _log_of(package_dir, replica)
     if replica['node'] == 'replay':
       assert f'Started replay server on port {port}' in log
     else:
       assert f'Courier server on port {port} started' in log
-  shards = [r for r in replicas if r['node'] == 'replay']
+  shards = _replicas(package_dir, 'replay')
   assert len(shards) == 2
+  learner = _replica_log(package_dir, 'learner')
   for replay in shards:  # The learner reached both shards.
-    assert f'Reverb client connecting to: {replay["address"]}' in \
-        _replica_log(package_dir, 'learner')
+    assert f'Reverb client connecting to: {replay["address"]}' in learner
   # The coordinator, the primary, saved replay and the counter, then ended
   # the job.
   coordinator = _replica_log(package_dir, 'coordinator')
@@ -396,11 +407,10 @@ def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(
                        _replica_log(package_dir, 'learner'))
   assert restored and int(restored.group(1)) > 0
   # Each shard from its own checkpoint in the bucket.
-  replicas = json.loads((package_dir / 'logs' / 'replicas.json').read_text())
-  shards = [r for r in replicas if r['node'] == 'replay']
+  shards = _replicas(package_dir, 'replay')
   assert len(shards) == 2
   for replay in shards:
-    log = (package_dir / 'logs' / f'{replay["replica"]}.log').read_text()
+    log = _log_of(package_dir, replay)
     size = re.search(r"Replay starts with \{'priority_table': (\d+)\}", log)
     assert size and int(size.group(1)) > 0, log[-3000:]
   record = json.loads(helpers.bucket_text(BUCKET, 'run/stop.json'))
@@ -435,10 +445,8 @@ def test_replicas_on_hosts_of_their_own_reach_each_other_only_there(
                              '--grace_seconds=30')
   try:
     _wait_for_learner(workdir)
-    replicas = json.loads((package_dir / 'logs' / 'replicas.json').read_text())
-    shards = [replica for replica in replicas if replica['node'] == 'replay']
-    (learner,) = [replica for replica in replicas
-                  if replica['node'] == 'learner']
+    shards = _replicas(package_dir, 'replay')
+    (learner,) = _replicas(package_dir, 'learner')
     assert len(shards) == 4
     for replay in shards:
       assert replay['address'].startswith('10.66.')
@@ -531,9 +539,7 @@ def test_a_killed_or_frozen_replica_fails_the_job(tmp_path, node, signum):
   emulator = _start_emulator(package_dir, '--grace_seconds=10')
   try:
     _wait_for_learner(workdir)
-    replicas = json.loads(
-        (package_dir / 'logs' / 'replicas.json').read_text())
-    pids = [r['pid'] for r in replicas if r['node'] == node]
+    pids = [r['pid'] for r in _replicas(package_dir, node)]
     assert pids
     for pid in pids:
       os.kill(pid, signum)

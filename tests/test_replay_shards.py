@@ -115,18 +115,26 @@ def _is_weights(probabilities, table_size: int) -> np.ndarray:
   return weights / weights.max()
 
 
+def _draw_until(batches, condition, what: str):
+  """(sample, shards) batches of `batches` until `condition(drawn)`."""
+  drawn = []
+  deadline = time.time() + 600
+  while not condition(drawn):
+    try:
+      drawn.append(next(batches))
+    except tf.errors.OutOfRangeError:  # Not streaming yet: again.
+      assert time.time() < deadline, (
+          f'{what}: {len(drawn)} batches in 600 s; shards live '
+          f'{batches.live}')
+  return drawn
+
+
 def _sharded_batches(servers, num_batches: int):
   batches = shards_lib.ShardedBatches(
       [f'localhost:{server.port}' for server in servers], BATCH, ALPHA,
       seed=0)
-  drawn = []
-  deadline = time.time() + 600
-  while len(drawn) < num_batches:
-    try:
-      drawn.append(next(batches))
-    except tf.errors.OutOfRangeError:  # Not streaming yet: again.
-      assert time.time() < deadline, f'{len(drawn)} batches in 600 s'
-      continue
+  drawn = _draw_until(batches, lambda drawn: len(drawn) == num_batches,
+                      f'{num_batches} batches')
   batches.close()
   return batches, drawn
 
@@ -286,36 +294,22 @@ def test_a_rate_limited_shard_whose_actors_stopped_is_left_out(monkeypatch):
       [f'localhost:{server.port}' for server in servers], BATCH, ALPHA,
       seed=0)
 
-  def draw_until(condition, what: str):
-    """Batches (each a list of shard indices) until `condition(batches)`."""
-    drawn = []
-    deadline = time.time() + 600
-    while not condition(drawn):
-      assert time.time() < deadline, (
-          f'{what}: {len(drawn)} batches in 600 s; shards live '
-          f'{batches.live}')
-      try:
-        _, shard_of = next(batches)
-        drawn.append(shard_of)
-      except tf.errors.OutOfRangeError:
-        continue
-    return drawn
-
   try:
     # Shard 0's limiter lets through 2 samples per insert (and its error
     # buffer): about 4 batches' worth, the last of them shared with shard 1.
     # Then the learner must leave it out and go on with shard 1 alone.
-    draw_until(lambda drawn: not batches.live[0], 'shard 0 left out')
-    after = draw_until(lambda drawn: len(drawn) == 20,
-                       'batches after shard 0 was left out')
-    assert all((shard_of == 1).all() for shard_of in after)
+    _draw_until(batches, lambda drawn: not batches.live[0],
+                'shard 0 left out')
+    after = _draw_until(batches, lambda drawn: len(drawn) == 20,
+                        'batches after shard 0 was left out')
+    assert all((shard_of == 1).all() for _, shard_of in after)
     assert batches.live == [False, True]
     # Written to again, it streams, and is drawn from again.
     writers.append(threading.Thread(target=_write_until, daemon=True,
                                     args=(clients[0], stops[0], 2 * BATCH)))
     writers[-1].start()
-    draw_until(lambda drawn: drawn and (drawn[-1] == 0).any(),
-               'shard 0 back')
+    _draw_until(batches, lambda drawn: drawn and (drawn[-1][1] == 0).any(),
+                'shard 0 back')
     assert batches.live == [True, True]
   finally:
     for stop in stops:
@@ -344,6 +338,26 @@ def _learner_rows(workdir):
   return helpers.rows(workdir, 'learner')
 
 
+def _goes_on_without_shard_1(program, workdir, after_step: int, what: str):
+  """Waits for a learner log row after `after_step` with shard 1 left out
+  (one live shard), then for 100 more updates; none of the rows with shard
+  1 left out has samples from it."""
+  left_at = program.wait_until(
+      lambda: next((int(row['learner_steps'])
+                    for row in _learner_rows(workdir)
+                    if int(row['learner_steps']) > after_step and
+                    int(row['live_shards']) == 1), None),
+      helpers.START_TIMEOUT, f'shard 1 to be left out ({what})')
+  program.wait_until(
+      lambda: helpers.last(workdir, 'learner', 'learner_steps') >
+      left_at + 100, helpers.START_TIMEOUT,
+      f'100 updates from shard 0 alone ({what})')
+  alone = [row for row in _learner_rows(workdir)
+           if int(row['learner_steps']) > after_step and
+           int(row['live_shards']) == 1]
+  assert all(int(row['shard_1_samples']) == 0 for row in alone), alone
+
+
 def _learned_from(workdir, shard: int, after_step: int) -> bool:
   """A learner log row after `after_step` with samples from `shard` and
   both shards live."""
@@ -367,20 +381,10 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
 
   # Frozen (the process is there, and answers nothing): left out, and the
   # learner goes on with the other shard alone.
+  frozen_at = helpers.last(workdir, 'learner', 'learner_steps')
   os.kill(server, signal.SIGSTOP)
   try:
-    frozen_at = program.wait_until(
-        lambda: next((int(row['learner_steps'])
-                      for row in _learner_rows(workdir)
-                      if int(row['live_shards']) == 1), None),
-        helpers.START_TIMEOUT, 'shard 1 to be left out')
-    program.wait_until(
-        lambda: helpers.last(workdir, 'learner', 'learner_steps') >
-        frozen_at + 100, helpers.START_TIMEOUT,
-        '100 updates from shard 0 alone')
-    alone = [row for row in _learner_rows(workdir)
-             if int(row['live_shards']) == 1]
-    assert all(int(row['shard_1_samples']) == 0 for row in alone), alone
+    _goes_on_without_shard_1(program, workdir, frozen_at, 'its server frozen')
   finally:
     os.kill(server, signal.SIGCONT)
   # Back: drawn from again.
@@ -432,16 +436,7 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
   assert actor in relaunched.seen, 'actor_1.pid is not of the relaunch'
   killed_at = helpers.last(workdir, 'learner', 'learner_steps')
   os.kill(actor, signal.SIGKILL)
-  left_at = relaunched.wait_until(
-      lambda: next((int(row['learner_steps'])
-                    for row in _learner_rows(workdir)
-                    if int(row['learner_steps']) > killed_at and
-                    int(row['live_shards']) == 1), None),
-      helpers.START_TIMEOUT, 'shard 1 to be left out after its actor died')
-  relaunched.wait_until(
-      lambda: helpers.last(workdir, 'learner', 'learner_steps') >
-      left_at + 100, helpers.START_TIMEOUT,
-      '100 updates from shard 0 alone after shard 1\'s actor died')
+  _goes_on_without_shard_1(relaunched, workdir, killed_at, 'its actor killed')
   output = relaunched.interrupt()
   assert 'Replay shard 1 (' in output and 'took no insert' in output, (
       output[-5000:])
