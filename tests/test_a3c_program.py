@@ -81,7 +81,7 @@ def test_a3c_runs_to_its_step_limit_and_checkpoints_what_it_did(
   evaluation = helpers.run_script('evaluate', f'--workdir={tmp_path}',
                                   '--episodes=2', timeout=300)
   assert evaluation.returncode == 0, evaluation.stdout[-3000:]
-  assert f'a3c on gym:CartPole-v1, learner step {updates}' in (
+  assert f'a3c on gym:CartPole-v1, learner step {updates:,}' in (
       evaluation.stdout)
 
 
