@@ -116,16 +116,18 @@ def _is_weights(probabilities, table_size: int) -> np.ndarray:
 
 
 def _draw_until(batches, condition, what: str):
-  """(sample, shards) batches of `batches` until `condition(drawn)`."""
+  """(sample, shards) batches of `batches` until `condition(drawn)`, or
+  fails after 600 s, whether batches come or not."""
   drawn = []
   deadline = time.time() + 600
   while not condition(drawn):
+    assert time.time() < deadline, (
+        f'{what}: {len(drawn)} batches in 600 s; shards live '
+        f'{batches.live}')
     try:
       drawn.append(next(batches))
     except tf.errors.OutOfRangeError:  # Not streaming yet: again.
-      assert time.time() < deadline, (
-          f'{what}: {len(drawn)} batches in 600 s; shards live '
-          f'{batches.live}')
+      continue
   return drawn
 
 
