@@ -646,6 +646,41 @@ def test_a_frozen_node_stops_the_program_with_an_error(tmp_path, launch,
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize('fault', ['SIGKILL', 'SIGSTOP'])
+def test_a_dead_or_frozen_coordinator_stops_the_program_with_an_error(
+    tmp_path, launch, fault):
+  # Nothing else watches the coordinator: without the launcher's heartbeats
+  # to it, the other nodes would run for ever (no budget, no watch, no
+  # ordered stop; Launchpad sees its decorated process end with status 0).
+  workdir = tmp_path / 'run'
+  program = _launch(launch, 'run', workdir,
+                    extra=['--heartbeat_timeout=8', '--checkpoint_every=2'])
+  program.wait_until(lambda: _all_nodes_running(workdir), START_TIMEOUT,
+                     'learner steps and node pid files')
+  program.wait_until(lambda: _learner_checkpoint_steps(workdir) > 0,
+                     START_TIMEOUT, 'a learner checkpoint')
+  victim = _pid(workdir, 'coordinator')
+  program.note_processes()
+  assert victim in program.seen, 'coordinator.pid is not a process of the run'
+  os.kill(victim, getattr(signal, fault))
+  returncode = program.wait_exit(120, f'the coordinator got {fault}')
+  output = program.output()
+  assert returncode == 1, (returncode, output[-4000:])
+  assert ('error: the program stopped because the coordinator has not '
+          'answered its heartbeats for') in output, output[-4000:]
+  with open(workdir / run_manifest.STOP_RECORD) as f:
+    record = json.load(f)
+  assert record['failed'] is True, record
+  silent = float(re.search(r'answered its heartbeats for (\d+) s',
+                           record['reason']).group(1))
+  assert silent >= 8, record
+  _, left = psutil.wait_procs(program.alive(), timeout=30)
+  assert not left, f'{left} outlived the program'
+  # The learner's last periodic checkpoint is whole.
+  assert _learner_checkpoint_steps(workdir) > 0
+
+
+@pytest.mark.slow
 def test_ctrl_c_just_after_an_actor_died_does_not_wait_for_it(tmp_path,
                                                               launch):
   # The watch confirms a death 3 s after it: a Ctrl-C within them asks the

@@ -149,3 +149,24 @@ def test_either_watch_ends_the_nodes_another_sees_gone():
   assert watch.dead_actors() == [0, 1]
   watch.end_gone_nodes()
   assert local.ended == ['learner']
+
+
+def test_closing_a_watch_leaves_its_calls_in_flight_to_end_by_themselves(
+    server):
+  # Courier sets a call's result without checking whether its future was
+  # cancelled, and a result arriving as it is cancelled aborts the process
+  # (a coordinator died so in the ordered stop): a closed watch must give
+  # up on its calls in flight, not cancel them.
+  watch = _watch(server.address, timeout=30.0, period=0.2)
+  _wait_for(lambda: _pings(server.address) >= 8, 60, 'first answers')
+  server.process.send_signal(signal.SIGSTOP)
+  beats = watch._single + watch._actors  # pylint: disable=protected-access
+  # Every node's call now waits for the frozen server.
+  _wait_for(lambda: all(beat.pending is not None and not beat.pending.done()
+                        for beat in beats), 60, 'calls in flight')
+  calls = [beat.pending for beat in beats]
+  watch.close()
+  assert not any(call.cancelled() for call in calls)
+  server.process.send_signal(signal.SIGCONT)
+  # Each is answered once the server goes on.
+  assert [call.result(timeout=60) for call in calls] == [True] * len(calls)

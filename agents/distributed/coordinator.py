@@ -102,6 +102,11 @@ class Coordinator:
     self._wake = threading.Event()
     self._node_died = False
 
+  def ping(self) -> bool:
+    """Answers the launcher's heartbeats (`launcher`): a Python method, so
+    that a coordinator whose interpreter is stuck does not answer."""
+    return True
+
   def request_stop(self, reason: str):
     """Stops the program in order, as not failed, saying `reason`."""
     self._requested = reason
@@ -132,7 +137,8 @@ class Coordinator:
       except futures.TimeoutError:
         dead = self._dead_node()
         if dead is not None:
-          answer.cancel()
+          # Given up on, not cancelled (see `heartbeat`'s note on Courier
+          # calls).
           return None, dead
 
   def _reason_to_stop(self, counts, start,
@@ -206,20 +212,17 @@ class Coordinator:
       _, pending = futures.wait(pending, timeout=self._poll_seconds)
       if pending and self._watch is not None:
         dead = set(self._watch.dead_actors())
-        for answer in [answer for answer in pending
-                       if answers[answer] in dead]:
-          answer.cancel()
-          pending.discard(answer)
-    done = [answer for answer in answers if answer.done() and
-            not answer.cancelled()]
+        # Given up on, not cancelled (see `heartbeat`'s note on Courier
+        # calls).
+        pending = {answer for answer in pending
+                   if answers[answer] not in dead}
+    done = [answer for answer in answers if answer.done()]
     stopped = sum(1 for answer in done
                   if answer.exception() is None and answer.result())
     if stopped < len(nodes):
       logging.warning('%d of %d %s did not confirm their stop within %.0f s; '
                       'the program\'s stop ends them.', len(nodes) - stopped,
                       len(nodes), what, timeout)
-    for answer in pending:
-      answer.cancel()
 
   def run(self):
     with signals.runtime_terminator():

@@ -36,16 +36,25 @@ CLOSE_WAIT_SECONDS = 2.0
 _KEPT = []
 
 
+# Courier calls are never cancelled, here or in the coordinator. Courier
+# (0.5) sets a call's result from its own thread without checking whether
+# the future was cancelled: a result that arrives just as its future is
+# cancelled raises InvalidStateError inside Courier's C++ callback, and
+# the process aborts ("terminate called after throwing an instance of
+# 'pybind11::error_already_set'"). A call given up on is left to end by
+# itself (answered, failed, or timed out), its client kept alive: a client
+# destroyed with a call in flight aborts the process too.
+
+
 class _Beat:
   """One watched node: its call, and when it last answered."""
 
   def __init__(self, name: str, label: str,
-               call: Callable[[], futures.Future], started: float):
+               call: Callable[[], futures.Future]):
     self.name = name
     self.label = label
     self._call = call
     self._pending: Optional[futures.Future] = None
-    self._pending_sent = started
     self.answered: Optional[float] = None
 
   def beat(self, now: float):
@@ -54,26 +63,28 @@ class _Beat:
       if not self._pending.done():
         return
       if self._pending.exception() is None:
-        self.answered = self._pending_sent
+        # When the answer was seen (at most a period late), not when the
+        # call went out: a call that waited for a starting node (or for a
+        # server that was slow) proves it alive at its answer.
+        self.answered = now
       self._pending = None
-    self._pending_sent = now
     try:
       self._pending = self._call()
     except Exception as error:  # pylint: disable=broad-except
       logging.warning('Heartbeat to the %s failed to go out: %r', self.name,
                       error)
 
-  def cancel(self) -> Optional[futures.Future]:
-    """Cancels the outstanding call, if any; returns it."""
-    if self._pending is not None:
-      self._pending.cancel()
+  @property
+  def pending(self) -> Optional[futures.Future]:
+    """The outstanding call, if any (never cancelled: see the note on
+    Courier calls above)."""
     return self._pending
 
   def close(self):
-    """Lets go of the client (after `cancel` and a wait: see
-    `HeartbeatWatch.close`). A Courier client destroyed with a call in
-    flight aborts the process: one whose call is still in flight is kept
-    (`_KEPT`) instead of destroyed."""
+    """Lets go of the client (after a wait: see `HeartbeatWatch.close`). A
+    Courier client destroyed with a call in flight aborts the process: one
+    whose call is still in flight is kept (`_KEPT`) instead of destroyed,
+    until the process ends."""
     if self._pending is not None and not self._pending.done():
       _KEPT.append((self._call, self._pending))
     self._call = None
@@ -106,28 +117,31 @@ def address_of(client) -> str:
 
 class HeartbeatWatch:
   """The coordinator's watch over the learner, the counter, replay and the
-  actors, by heartbeats; the interface of `local.ProgramWatch`."""
+  actors, by heartbeats; the interface of `local.ProgramWatch`. The
+  launcher's watch over the coordinator is one too: `coordinator` given,
+  and None for the learner and the counter."""
 
   def __init__(self, learner, counter, actors: Sequence[Any],
                replays: Sequence[Any] = (),
                timeout: float = 30.0, period: float = 1.0,
-               start_timeout: float = START_TIMEOUT_SECONDS):
+               start_timeout: float = START_TIMEOUT_SECONDS,
+               coordinator=None):
     self._timeout = timeout
     self._start_timeout = start_timeout
     self._started = time.time()
     call_timeout = max(timeout, period)
+    named = (('learner', learner), ('counter', counter),
+             ('coordinator', coordinator))
     self._single = [
-        _Beat(name, name, _courier_call(address_of(client), call_timeout),
-              self._started)
-        for name, client in (('learner', learner), ('counter', counter))]
+        _Beat(name, name, _courier_call(address_of(client), call_timeout))
+        for name, client in named if client is not None]
     for shard, replay in enumerate(replays):  # Each replay shard.
       label = replay_label(shard, len(replays))
       self._single.append(_Beat(
           label.replace('_', ' '), label,
-          _reverb_call(address_of(replay), call_timeout), self._started))
+          _reverb_call(address_of(replay), call_timeout)))
     self._actors = [_Beat(f'actor {actor_id}', actor_label(actor_id),
-                          _courier_call(address_of(actor), call_timeout),
-                          self._started)
+                          _courier_call(address_of(actor), call_timeout))
                     for actor_id, actor in enumerate(actors)]
     self._lock = threading.Lock()
     self._stop = threading.Event()
@@ -149,8 +163,9 @@ class HeartbeatWatch:
     self._thread.join()
     with self._lock:
       beats = self._single + self._actors
-      pending = [call for call in (beat.cancel() for beat in beats) if call]
-      # The calls in flight get one shared wait to end.
+      pending = [beat.pending for beat in beats if beat.pending]
+      # The calls in flight get one shared wait to end; the rest are given
+      # up on, not cancelled, their clients kept (see the note above).
       futures.wait(pending, timeout=CLOSE_WAIT_SECONDS)
       for beat in beats:
         beat.close()

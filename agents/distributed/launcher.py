@@ -7,6 +7,12 @@ Ctrl-C stops every node at once, as Launchpad does. The launcher then says
 why the program stopped and where its checkpoints are, and exits 0, or 1
 if the coordinator stopped the program as failed (`<workdir>/stop.json`).
 
+Under local_mp the launcher watches the coordinator by heartbeats, as the
+coordinator watches the other nodes: a coordinator that died or froze
+would leave the rest of the program running for ever, with no budget, no
+watch and no ordered stop. Once it is gone, the launcher records the run
+as failed and stops every node at once.
+
 Under vertex_ai the launcher plans (`--dry_run`) or submits the job, and
 returns: the job runs on Google Cloud, where `programs/stop.py` stops it in
 order.
@@ -21,6 +27,8 @@ from typing import Optional
 import launchpad as lp
 
 from agents import run_manifest
+from agents.distributed import heartbeat
+from agents.distributed import local
 from agents.distributed.options import RunOptions
 
 STOP_COMMAND = 'python programs/stop.py --workdir={workdir}'
@@ -69,6 +77,51 @@ class _StopOnCtrlC:
       os.kill(os.getpid(), signal.SIGTERM)  # Launchpad's stop.
 
 
+class _CoordinatorWatch:
+  """The launcher's heartbeats to the coordinator (local_mp): once it is
+  gone while the program runs, the stop record says so (as failed) and
+  Launchpad's stop ends every node at once. A stop already under way
+  (`stopping`, set by Launchpad's stop) is left to finish."""
+
+  def __init__(self, program: lp.Program, workdir: str, timeout: float,
+               stopping: threading.Event):
+    self._handle = program.groups['coordinator'][0].create_handle()
+    self._workdir = workdir
+    self._timeout = timeout
+    self._stopping = stopping
+
+  def start(self):
+    threading.Thread(target=self._run, daemon=True,
+                     name='coordinator-heartbeats').start()
+
+  def _run(self):
+    watch = heartbeat.HeartbeatWatch(None, None, (), timeout=self._timeout,
+                                     coordinator=self._handle.dereference())
+    while not self._stopping.wait(1.0):
+      gone = watch.dead()
+      if gone is None:
+        continue
+      if self._stopping.is_set():
+        break
+      earlier = run_manifest.read_stop_record(self._workdir)
+      reason = gone
+      if earlier:
+        reason += f', during its stop ({earlier["reason"]})'
+      counts = earlier['counts'] if earlier else {}
+      run_manifest.write_stop_record(
+          self._workdir,
+          f'{reason}; the other nodes were stopped at once (their last '
+          'periodic checkpoints stand); launch again with the same '
+          '--workdir to resume', True, counts)
+      print(f'Stopping every node at once: {gone}.', flush=True)
+      # A frozen coordinator would outlive Launchpad's stop, which would
+      # then kill the whole program, this launcher too.
+      local.end_node(self._workdir, 'coordinator', launcher=os.getpid())
+      os.kill(os.getpid(), signal.SIGTERM)  # Launchpad's stop.
+      break
+    watch.close()
+
+
 def _on_vertex_ai(program: lp.Program, options: RunOptions, plan):
   """Prints the plan (--dry_run), or submits the program to Vertex AI and
   returns: the job runs there (the launcher has nothing to wait for; the
@@ -111,6 +164,8 @@ def launch(program: lp.Program, options: RunOptions,
   if options.launch_type == 'local_mp':
     manager = lp.launch(program, launch_type=options.launch_type,
                         terminal='current_terminal')
+    _CoordinatorWatch(program, options.workdir, options.heartbeat_timeout,
+                      manager.stop_event()).start()
   else:
     manager = lp.launch(program, launch_type=options.launch_type)
   ctrl_c.install()

@@ -131,12 +131,15 @@ class NodeWatch:
   of this launch (the same launcher as the watcher's: a file of an earlier
   launch names none); it has died once that process has been gone for
   `confirm_seconds` (a stopping program's nodes end at about the same time
-  as the watcher is told to stop)."""
+  as the watcher is told to stop). `launcher`: the launcher's pid (by
+  default the watcher is a node, whose grandparent it is)."""
 
-  def __init__(self, workdir: str, label: str, confirm_seconds: float = 3.0):
+  def __init__(self, workdir: str, label: str, confirm_seconds: float = 3.0,
+               launcher: Optional[int] = None):
     self.label = label
     self._path = pid_path(workdir, label)
-    self._launcher = _parent_of(os.getppid())
+    self._launcher = (launcher if launcher is not None
+                      else _parent_of(os.getppid()))
     self._confirm_seconds = confirm_seconds
     self.pid = None
     self._gone_since = None
@@ -167,6 +170,21 @@ class NodeWatch:
     return time.time() - self._gone_since >= self._confirm_seconds
 
 
+def end_node(workdir: str, label: str, launcher: Optional[int] = None):
+  """SIGKILLs the process of node `label` of this launch, if it runs (a
+  frozen node does not end on the program's SIGTERM, and its stop watchdog
+  does not hear of that SIGTERM). `launcher`: as for `NodeWatch`."""
+  pid = NodeWatch(workdir, label, launcher=launcher).find()
+  if pid is None:
+    return
+  logging.warning('Ending the %s (pid %d), which no longer answers.',
+                  label, pid)
+  try:
+    os.kill(pid, signal.SIGKILL)
+  except ProcessLookupError:
+    pass
+
+
 class ProgramWatch:
   """The coordinator's watch over the nodes the program cannot go on
   without: the learner (actors would act on for nobody), the counter (every
@@ -194,15 +212,7 @@ class ProgramWatch:
     """SIGKILLs the processes of the nodes `labels` of this launch (a frozen
     node does not end on the program's SIGTERM)."""
     for label in labels:
-      pid = NodeWatch(self._workdir, label).find()
-      if pid is None:
-        continue
-      logging.warning('Ending the %s (pid %d), which no longer answers.',
-                      label, pid)
-      try:
-        os.kill(pid, signal.SIGKILL)
-      except ProcessLookupError:
-        pass
+      end_node(self._workdir, label)
 
   def dead_actors(self) -> List[int]:
     """The ids of the actors whose process has died."""

@@ -68,8 +68,10 @@ class RunOptions:
   heartbeat_timeout: float = 30.0
   """Seconds after which the learner, the counter, replay or an actor that
   has stopped answering the coordinator's heartbeats (over the program's own
-  RPC) counts as gone, dead or frozen: the program then stops as failed, as
-  when its process dies (not under local_mt, where nodes are threads)."""
+  RPC), or the coordinator that has stopped answering the launcher's
+  (local_mp), counts as gone, dead or frozen: the program then stops as
+  failed, as when its process dies (not under local_mt, where nodes are
+  threads)."""
   launch_type: str = dataclasses.field(default='local_mp',
                                        metadata={'flag': False})
   """Launchpad's launch type (--lp_launch_type); under local_mp every node
