@@ -30,6 +30,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
+# Before TensorFlow starts: the oneDNN setting of the program's nodes.
+import agents  # pylint: disable=wrong-import-position
+agents.use_onednn()
 # Imported before absl runs `main`: a Sonnet optimizer whose state is created
 # inside the learner's tf.function fails ("defined in a graph which is out of
 # scope") when TensorFlow is first imported from inside `app.run`.
@@ -41,14 +44,17 @@ flags.DEFINE_string('env', 'atari:Pong', 'Environment.')
 flags.DEFINE_integer('envs', 1, 'actor: environments stepped per batch.')
 flags.DEFINE_list('cpus', [], 'CPUs to pin this process to (empty: all).')
 flags.DEFINE_float('report_every', 0.25, 'Seconds between progress lines.')
+flags.DEFINE_integer('batch_size', None,
+                     'learner: the batch size (default: the config\'s).')
 FLAGS = flags.FLAGS
 
 
 def _builder():
   from agents import environments  # pylint: disable=g-import-not-at-top
   from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
-  return ApeXDQNBuilder(ApeXDQNConfig(),
-                        environments.resolve_discrete(FLAGS.env))
+  config = (ApeXDQNConfig() if FLAGS.batch_size is None else
+            ApeXDQNConfig(batch_size=FLAGS.batch_size))
+  return ApeXDQNBuilder(config, environments.resolve_discrete(FLAGS.env))
 
 
 def _run(step):

@@ -26,6 +26,7 @@ from typing import Optional
 
 import launchpad as lp
 
+import agents
 from agents import run_manifest
 from agents.distributed import heartbeat
 from agents.distributed import local
@@ -162,6 +163,7 @@ def launch(program: lp.Program, options: RunOptions,
   run_manifest.remove_earlier_launch_records(options.workdir)
   ctrl_c = _StopOnCtrlC(program)
   if options.launch_type == 'local_mp':
+    agents.use_onednn()  # For the nodes' processes, which inherit it.
     manager = lp.launch(program, launch_type=options.launch_type,
                         terminal='current_terminal')
     _CoordinatorWatch(program, options.workdir, options.heartbeat_timeout,

@@ -1,0 +1,107 @@
+"""TensorFlow's oneDNN CPU kernels on and off (`TF_ENABLE_ONEDNN_OPTS`).
+
+TensorFlow 2.8 leaves oneDNN off on Linux; the launcher turns it on for a
+local_mp program's nodes (`agents.use_onednn`). This measures why: the learner's compiled update
+on an in-memory batch and an actor's batched forward pass with environment
+steps (`bare_loops.py learner` and `actor`, the program's own code), each
+with oneDNN off (0) and on (1), the two alternating in every repeat so that
+a machine's drift hits both alike. The learner uses every core (as the
+program's learner does), the actor one (as each actor does). Prints the
+median rate and every repeat, and the ratio on/off, and writes
+benchmarks/results/onednn.json.
+
+  .venv/bin/python benchmarks/onednn.py   # about 12 minutes
+  .venv/bin/python benchmarks/onednn.py --repeats=5 --seconds=30
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import flags  # pylint: disable=wrong-import-position
+
+from benchmarks import common  # pylint: disable=wrong-import-position
+
+flags.DEFINE_string('env', 'atari:Pong', 'Environment.')
+flags.DEFINE_integer('batch_size', 64,
+                     'The learner\'s batch (64: the atari_small preset).')
+flags.DEFINE_list('envs', ['1', '16'],
+                  'Environments per actor forward pass, one case each.')
+flags.DEFINE_integer('repeats', 3, 'Repeats of each case and setting.')
+flags.DEFINE_float('seconds', 20.0, 'Seconds measured in each repeat.')
+flags.DEFINE_float('warmup', 3.0,
+                   'Seconds left out after the loop says it is ready.')
+FLAGS = flags.FLAGS
+
+BARE_LOOPS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          'bare_loops.py')
+SETTINGS = ('0', '1')  # TF_ENABLE_ONEDNN_OPTS: off, on.
+START_SECONDS = 300.0
+
+
+def _rate(args, setting: str) -> float:
+  """Work per second of `bare_loops.py <args>` with oneDNN `setting`, over
+  `--seconds` after its warm-up."""
+  env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=setting)
+  process = subprocess.Popen(  # pylint: disable=consider-using-with
+      [sys.executable, BARE_LOOPS, *args, '--report_every=0.5'],
+      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+  try:
+    deadline = time.time() + START_SECONDS
+    line = process.stdout.readline()
+    while line.strip() != 'ready':
+      if not line or time.time() > deadline:
+        raise RuntimeError(f'bare_loops.py {" ".join(args)} did not start')
+      line = process.stdout.readline()
+    reports = []
+    start = time.time()
+    while time.time() - start < FLAGS.warmup + FLAGS.seconds:
+      walltime, work = process.stdout.readline().split()
+      reports.append((float(walltime), int(work)))
+    measured = [(t, w) for t, w in reports if t >= start + FLAGS.warmup]
+    (t0, w0), (t1, w1) = measured[0], measured[-1]
+    return (w1 - w0) / (t1 - t0)
+  finally:
+    process.kill()
+    process.wait()
+
+
+def main(argv):
+  del argv
+  cases = {'learner': ['learner', f'--env={FLAGS.env}',
+                       f'--batch_size={FLAGS.batch_size}']}
+  for envs in FLAGS.envs:
+    cases[f'actor, {envs} env'] = ['actor', f'--env={FLAGS.env}',
+                                   f'--envs={envs}', '--cpus=0']
+  rates = {case: {setting: [] for setting in SETTINGS} for case in cases}
+  for repeat in range(FLAGS.repeats):
+    for case, args in cases.items():
+      for setting in SETTINGS:
+        rate = _rate(args, setting)
+        rates[case][setting].append(rate)
+        print(f'repeat {repeat}: {case}, oneDNN {setting}: {rate:.1f}/s',
+              flush=True)
+  rows, result = [], {}
+  for case in cases:
+    off, on = (common.median(rates[case][s]) for s in SETTINGS)
+    rows.append([case, off, on, on / off,
+                 ' '.join(f'{r:.1f}' for r in rates[case]['0']),
+                 ' '.join(f'{r:.1f}' for r in rates[case]['1'])])
+    result[case] = {'off': rates[case]['0'], 'on': rates[case]['1'],
+                    'median_off': off, 'median_on': on, 'ratio': on / off}
+  common.print_table(
+      f'oneDNN off and on, {FLAGS.env} (learner: updates/s, batch '
+      f'{FLAGS.batch_size}; actor: environment steps/s); medians of '
+      f'{FLAGS.repeats}',
+      ['case', 'off', 'on', 'on/off', 'off, each', 'on, each'], rows)
+  common.write_result('onednn', {
+      'env': FLAGS.env, 'batch_size': FLAGS.batch_size,
+      'seconds': FLAGS.seconds, 'repeats': FLAGS.repeats, 'cases': result})
+
+
+if __name__ == '__main__':
+  app.run(main)
