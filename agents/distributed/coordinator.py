@@ -137,8 +137,7 @@ class Coordinator:
       except futures.TimeoutError:
         dead = self._dead_node()
         if dead is not None:
-          # Given up on, not cancelled (see `heartbeat`'s note on Courier
-          # calls).
+          heartbeat.end_call(answer)
           return None, dead
 
   def _reason_to_stop(self, counts, start,
@@ -212,13 +211,16 @@ class Coordinator:
       _, pending = futures.wait(pending, timeout=self._poll_seconds)
       if pending and self._watch is not None:
         dead = set(self._watch.dead_actors())
-        # Given up on, not cancelled (see `heartbeat`'s note on Courier
-        # calls).
-        pending = {answer for answer in pending
-                   if answers[answer] not in dead}
-    done = [answer for answer in answers if answer.done()]
-    stopped = sum(1 for answer in done
-                  if answer.exception() is None and answer.result())
+        for answer in [answer for answer in pending
+                       if answers[answer] in dead]:
+          heartbeat.end_call(answer)
+          pending.discard(answer)
+    for answer in pending:
+      heartbeat.end_call(answer)
+    # An answer that came as its call was ended counts.
+    futures.wait(answers, timeout=heartbeat.CLOSE_WAIT_SECONDS)
+    stopped = sum(1 for answer in answers if answer.done() and
+                  answer.exception() is None and answer.result())
     if stopped < len(nodes):
       logging.warning('%d of %d %s did not confirm their stop within %.0f s; '
                       'the program\'s stop ends them.', len(nodes) - stopped,

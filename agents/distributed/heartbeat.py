@@ -19,6 +19,7 @@ restoring a checkpoint; Vertex AI starts replicas minutes apart), until
 from concurrent import futures
 import threading
 import time
+import types
 from typing import Any, Callable, List, Optional, Sequence
 
 from absl import logging
@@ -36,14 +37,25 @@ CLOSE_WAIT_SECONDS = 2.0
 _KEPT = []
 
 
-# Courier calls are never cancelled, here or in the coordinator. Courier
-# (0.5) sets a call's result from its own thread without checking whether
-# the future was cancelled: a result that arrives just as its future is
-# cancelled raises InvalidStateError inside Courier's C++ callback, and
-# the process aborts ("terminate called after throwing an instance of
-# 'pybind11::error_already_set'"). A call given up on is left to end by
-# itself (answered, failed, or timed out), its client kept alive: a client
-# destroyed with a call in flight aborts the process too.
+def end_call(call: futures.Future):
+  """Ends a Courier call in flight without cancelling its future.
+
+  Courier (0.5) sets a call's result from its own thread without checking
+  whether the future was cancelled: a result that arrives just as its
+  future is cancelled raises InvalidStateError inside Courier's C++
+  callback, and the process aborts ("terminate called after throwing an
+  instance of 'pybind11::error_already_set'"). A call merely given up on
+  stays in flight instead, and a client destroyed with a call in flight
+  aborts the process too. So the call itself is cancelled, not its future:
+  Courier's own done-callback cancels the call once told that its future
+  was, and is told so by a stand-in. Courier then ends the future with
+  CANCELLED (or with the answer, if that came first) like any other end.
+  A future that is not Courier's (a Reverb heartbeat's, from a thread
+  pool) is left to end by itself.
+  """
+  told_cancelled = types.SimpleNamespace(cancelled=lambda: True)
+  for callback in list(getattr(call, '_done_callbacks', ())):
+    callback(told_cancelled)
 
 
 class _Beat:
@@ -76,8 +88,7 @@ class _Beat:
 
   @property
   def pending(self) -> Optional[futures.Future]:
-    """The outstanding call, if any (never cancelled: see the note on
-    Courier calls above)."""
+    """The outstanding call, if any."""
     return self._pending
 
   def close(self):
@@ -164,8 +175,9 @@ class HeartbeatWatch:
     with self._lock:
       beats = self._single + self._actors
       pending = [beat.pending for beat in beats if beat.pending]
-      # The calls in flight get one shared wait to end; the rest are given
-      # up on, not cancelled, their clients kept (see the note above).
+      for call in pending:
+        end_call(call)
+      # The calls in flight get one shared wait to end.
       futures.wait(pending, timeout=CLOSE_WAIT_SECONDS)
       for beat in beats:
         beat.close()
