@@ -1,5 +1,6 @@
 """What every benchmark shares: the machine's description, medians of
-repeated measurements, CPU pinning and writing results.
+repeated measurements, CPU pinning, the bare loops (`bare_loops.py`) and
+writing results.
 
 Every benchmark prints a table and writes `benchmarks/results/<name>.json`
 with the machine it ran on, its settings and its measured figures.
@@ -9,8 +10,9 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
-from typing import Any, Dict, Iterable, List, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, 'benchmarks', 'results')
@@ -81,6 +83,38 @@ def pin_process(pid: int, cpus: Sequence[int]):
       os.sched_setaffinity(int(thread), set(cpus))
     except OSError:
       pass  # The thread ended meanwhile.
+
+
+def start_bare_loop(kind: str, *flags_: str,
+                    env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+  """`bare_loops.py <kind> <flags>` (`env`: its environment), returned once
+  it says it is ready; its progress lines ('<walltime> <work>') follow on
+  its stdout."""
+  process = subprocess.Popen(  # pylint: disable=consider-using-with
+      [PYTHON, os.path.join(ROOT, 'benchmarks', 'bare_loops.py'), kind,
+       *flags_],
+      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+      cwd=ROOT, env=env)
+  for line in process.stdout:
+    if line.strip() == 'ready':
+      return process
+  raise RuntimeError(f'{process.args} exited with {process.wait()}.')
+
+
+def bare_rates(lines: Sequence[str], windows: Sequence[Tuple[float, float]],
+               margin: float = 1.0) -> List[float]:
+  """Work per second of a bare loop in each of `windows`, from its progress
+  lines ('<walltime> <work>'), leaving out `margin` seconds at each end."""
+  points = [tuple(map(float, line.split())) for line in lines
+            if len(line.split()) == 2]
+  rates = []
+  for begin, end in windows:
+    inside = [(t, w) for t, w in points
+              if begin + margin <= t <= end - margin]
+    if len(inside) >= 2 and inside[-1][0] > inside[0][0]:
+      rates.append((inside[-1][1] - inside[0][1]) /
+                   (inside[-1][0] - inside[0][0]))
+  return rates
 
 
 def write_result(name: str, result: Dict[str, Any]) -> str:

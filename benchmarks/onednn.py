@@ -15,7 +15,6 @@ benchmarks/results/onednn.json.
 """
 
 import os
-import subprocess
 import sys
 import time
 
@@ -37,37 +36,25 @@ flags.DEFINE_float('warmup', 3.0,
                    'Seconds left out after the loop says it is ready.')
 FLAGS = flags.FLAGS
 
-BARE_LOOPS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                          'bare_loops.py')
 SETTINGS = ('0', '1')  # TF_ENABLE_ONEDNN_OPTS: off, on.
-START_SECONDS = 300.0
 
 
 def _rate(args, setting: str) -> float:
   """Work per second of `bare_loops.py <args>` with oneDNN `setting`, over
   `--seconds` after its warm-up."""
-  env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=setting)
-  process = subprocess.Popen(  # pylint: disable=consider-using-with
-      [sys.executable, BARE_LOOPS, *args, '--report_every=0.5'],
-      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+  process = common.start_bare_loop(
+      *args, '--report_every=0.5',
+      env=dict(os.environ, TF_ENABLE_ONEDNN_OPTS=setting))
+  ready = time.time()
   try:
-    deadline = time.time() + START_SECONDS
-    line = process.stdout.readline()
-    while line.strip() != 'ready':
-      if not line or time.time() > deadline:
-        raise RuntimeError(f'bare_loops.py {" ".join(args)} did not start')
-      line = process.stdout.readline()
-    reports = []
-    start = time.time()
-    while time.time() - start < FLAGS.warmup + FLAGS.seconds:
-      walltime, work = process.stdout.readline().split()
-      reports.append((float(walltime), int(work)))
-    measured = [(t, w) for t, w in reports if t >= start + FLAGS.warmup]
-    (t0, w0), (t1, w1) = measured[0], measured[-1]
-    return (w1 - w0) / (t1 - t0)
+    time.sleep(FLAGS.warmup + FLAGS.seconds)
   finally:
     process.kill()
-    process.wait()
+  lines = process.communicate()[0].splitlines()
+  rate, = common.bare_rates(
+      lines, [(ready + FLAGS.warmup, ready + FLAGS.warmup + FLAGS.seconds)],
+      margin=0.0)
+  return rate
 
 
 def main(argv):

@@ -60,30 +60,10 @@ FRAMES_PER_STEP = 4  # Atari frame skip.
 
 def _start_bare(kind: str, cpu: int, *flags_) -> subprocess.Popen:
   """A bare loop, started, pinned and paused once it is ready."""
-  process = subprocess.Popen(
-      [common.PYTHON, os.path.join(common.ROOT, 'benchmarks', 'bare_loops.py'),
-       kind, f'--env={FLAGS.env}', f'--cpus={cpu}', *flags_],
-      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-      cwd=common.ROOT)
-  for line in process.stdout:
-    if line.strip() == 'ready':
-      process.send_signal(signal.SIGSTOP)
-      return process
-  raise RuntimeError(f'{process.args} exited with {process.wait()}.')
-
-
-def _bare_rates(lines, windows):
-  """Work per second of a bare loop in each of `windows`, from its progress
-  lines ('<walltime> <work>'), leaving out the first and last second."""
-  points = [tuple(map(float, line.split())) for line in lines
-            if len(line.split()) == 2]
-  rates = []
-  for begin, end in windows:
-    inside = [(t, w) for t, w in points if begin + 1.0 <= t <= end - 1.0]
-    if len(inside) >= 2 and inside[-1][0] > inside[0][0]:
-      rates.append((inside[-1][1] - inside[0][1]) /
-                   (inside[-1][0] - inside[0][0]))
-  return rates
+  process = common.start_bare_loop(kind, f'--env={FLAGS.env}',
+                                   f'--cpus={cpu}', *flags_)
+  process.send_signal(signal.SIGSTOP)
+  return process
 
 
 def _program_rates(rows, windows):
@@ -137,8 +117,8 @@ def _measure(envs_per_actor: int):
         process.kill()
     bare_lines = [process.communicate()[0].splitlines() for process in bare]
   return {
-      'actor_bare': _bare_rates(bare_lines[0], bare_windows),
-      'learner_bare': _bare_rates(bare_lines[1], bare_windows),
+      'actor_bare': common.bare_rates(bare_lines[0], bare_windows),
+      'learner_bare': common.bare_rates(bare_lines[1], bare_windows),
       'actor_program': _program_rates(actor_rows, program_windows),
       'learner_program': _program_rates(learner_rows, program_windows),
       'median_rss_bytes': {
