@@ -110,6 +110,7 @@ def test_a_node_that_starts_after_the_watch_is_watched_from_its_first_answer():
   watch = _watch(address, timeout=2.0, period=0.2, start_timeout=600)
   time.sleep(3.0)  # Longer than the timeout, before the node exists.
   assert watch.dead() is None
+  assert not watch.all_answered.is_set()
   process = subprocess.Popen(
       [sys.executable, '-m', 'tests.heartbeat_server', str(port)],
       cwd=helpers.ROOT, stdout=subprocess.PIPE, text=True,
@@ -118,6 +119,7 @@ def test_a_node_that_starts_after_the_watch_is_watched_from_its_first_answer():
     assert int(process.stdout.readline()) == port
     _wait_for(lambda: _pings(address) >= 40, 60, 'pings')
     assert watch.dead() is None
+    assert watch.all_answered.is_set()
     process.send_signal(signal.SIGSTOP)
     _wait_for(watch.dead, 60, 'the frozen node to be gone')
   finally:

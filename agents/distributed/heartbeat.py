@@ -13,7 +13,10 @@ A node that has answered once and then not for `timeout` seconds is gone
 (dead or frozen). A node that has never answered is still starting (a
 Courier node serves only once its constructor has run, e.g. a learner
 restoring a checkpoint; Vertex AI starts replicas minutes apart), until
-`start_timeout`.
+`start_timeout`. A node can be at work before its first answer is seen: a
+client's connection to a node that was not yet up retries with gRPC's
+growing back-off (up to minutes apart). The watch logs when it has heard
+from every node ("Heartbeats: every watched node has answered").
 """
 
 from concurrent import futures
@@ -156,6 +159,9 @@ class HeartbeatWatch:
                     for actor_id, actor in enumerate(actors)]
     self._lock = threading.Lock()
     self._stop = threading.Event()
+    # Set (and logged) once every watched node has answered: until then, a
+    # node that dies counts as starting until `start_timeout`.
+    self.all_answered = threading.Event()
     self._period = period
     self._thread = threading.Thread(target=self._run, daemon=True,
                                     name='heartbeats')
@@ -165,8 +171,20 @@ class HeartbeatWatch:
     while not self._stop.wait(self._period):
       now = time.time()
       with self._lock:
-        for beat in self._single + self._actors:
+        beats = self._single + self._actors
+        for beat in beats:
           beat.beat(now)
+        if (not self.all_answered.is_set() and
+            all(beat.answered is not None for beat in beats)):
+          self.all_answered.set()
+          logging.info('Heartbeats: every watched node has answered (%s).',
+                       self._description())
+
+  def _description(self) -> str:
+    names = [beat.name for beat in self._single]
+    if self._actors:
+      names.append(f'{len(self._actors)} actors')
+    return ', '.join(names)
 
   def close(self):
     """Stops the heartbeats; call before the process ends."""
