@@ -131,6 +131,10 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
       assert 'nvidia' not in requirements
     dockerfile = (package_dir / pool['name'] / 'Dockerfile').read_text()
     assert 'FROM python:3.10' in dockerfile
+    # TensorFlow 2.8's oneDNN kernels, off by default on Linux, on in every
+    # image; the emulator sets what job.json says each image sets.
+    assert 'ENV TF_ENABLE_ONEDNN_OPTS="1"' in dockerfile, dockerfile
+    assert pool['environment']['TF_ENABLE_ONEDNN_OPTS'] == '1'
     # TensorFlow 2.8 finds CUDA on the library path only: the GPU image
     # names where the wheels put it (e.g. nvidia/cuda_runtime/lib holds
     # libcudart.so.11.0 in nvidia-cuda-runtime-cu11 11.8.89).
@@ -388,6 +392,8 @@ def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(
   shards = _replicas(package_dir, 'replay')
   assert len(shards) == 2
   learner = _replica_log(package_dir, 'learner')
+  # Its image's environment: TensorFlow says so as it starts.
+  assert 'oneDNN custom operations are on' in learner
   for replay in shards:  # The learner reached both shards.
     assert f'Reverb client connecting to: {replay["address"]}' in learner
   # The coordinator, the primary, saved replay and the counter, then ended

@@ -36,6 +36,7 @@ import tempfile
 import types
 from typing import Any, Dict, List, Optional, Tuple
 
+import agents
 from agents.config import check_flag
 
 GIB = 2**30
@@ -439,21 +440,24 @@ GPU_LIBRARY_PATH = ':'.join(
         'cudnn')] + ['/usr/local/nvidia/lib', '/usr/local/nvidia/lib64'])
 
 
-def _with_gpu_library_path(packageable):
-  """A pool whose requirements hold the CUDA wheels gets their libraries on
-  its image's library path (an ENV line in its Dockerfile: Launchpad's own
-  Docker steps have no room for one)."""
+def _with_environment(packageable):
+  """A pool's image gets TensorFlow's oneDNN switch (`agents.use_onednn`:
+  on, unless the launcher's environment sets it), and a pool whose
+  requirements hold the CUDA wheels gets their libraries on its library
+  path: ENV lines in its Dockerfile (Launchpad's own Docker steps have no
+  room for them)."""
   import attr  # pylint: disable=g-import-not-at-top
+  env_vars = {**packageable.env_vars,
+              agents.ONEDNN: os.environ.get(agents.ONEDNN, '1')}
   with open(os.path.join(packageable.executable_spec.path,
                          'requirements.txt')) as f:
-    if 'nvidia-cudnn' not in f.read():
-      return packageable
-  return attr.evolve(packageable, env_vars={
-      **packageable.env_vars, 'LD_LIBRARY_PATH': GPU_LIBRARY_PATH})
+    if 'nvidia-cudnn' in f.read():
+      env_vars['LD_LIBRARY_PATH'] = GPU_LIBRARY_PATH
+  return attr.evolve(packageable, env_vars=env_vars)
 
 
 class _GpuAwareExperiment:
-  """xmanager's experiment, with `_with_gpu_library_path` applied to what
+  """xmanager's experiment, with `_with_environment` applied to what
   Launchpad packages."""
 
   def __init__(self, experiment):
@@ -468,7 +472,7 @@ class _GpuAwareExperiment:
 
   def package(self, packageables):
     return self._entered.package(
-        [_with_gpu_library_path(packageable) for packageable in packageables])
+        [_with_environment(packageable) for packageable in packageables])
 
   def add(self, *args, **kwargs):
     return self._entered.add(*args, **kwargs)
@@ -555,9 +559,10 @@ def check_cloud_dependencies():
 class _Packaged:
   """An executable that was packaged and kept, not built nor pushed."""
 
-  def __init__(self, pool: str, spec):
+  def __init__(self, pool: str, spec, environment: Dict[str, str]):
     self.pool = pool
     self.spec = spec
+    self.environment = environment  # Its Dockerfile's ENV lines.
 
 
 class _KeptExperiment:
@@ -590,7 +595,7 @@ class _KeptExperiment:
       dockerfile = build_image._create_dockerfile(  # pylint: disable=protected-access
           spec, packageable.args, packageable.env_vars)
       shutil.move(dockerfile, os.path.join(target, 'Dockerfile'))
-      packaged = _Packaged(pool, spec)
+      packaged = _Packaged(pool, spec, dict(packageable.env_vars))
       self._packaged.append(packaged)
       executables.append(packaged)
     return executables
@@ -608,6 +613,7 @@ class _KeptExperiment:
           'command': entrypoint,
           'base_image': packaged.spec.base_image,
           'docker_instructions': list(packaged.spec.docker_instructions),
+          'environment': packaged.environment,
           'requirements': repr(requirements),
       })
 

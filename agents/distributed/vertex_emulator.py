@@ -9,6 +9,9 @@ replica of every pool the way Vertex AI starts a container's command:
 * `python -m process_entry --data_file=job.pkl`, in the container's working
   directory, with this machine's Python in place of the image's (the same
   pinned packages) and nothing of this repository on its path;
+* with the environment its image sets (its Dockerfile's ENV lines, as
+  `job.json` records them: TensorFlow's oneDNN switch, and a GPU image's
+  library path);
 * with `CLUSTER_SPEC` (and `TF_CONFIG`) naming every replica's address, one
   host per replica (`--hosts`):
   - `loopback` (the default): `127.0.0.<n>:<port>`, a loopback address of
@@ -253,9 +256,10 @@ class Replica:
 
   def start(self, directory: str, command: List[str],
             cluster: Dict[str, List[str]], log_dir: str, job_id: str,
-            mount: str):
+            mount: str, image_environment: Dict[str, str]):
     environment = {key: value for key, value in os.environ.items()
                    if key != 'PYTHONPATH'}
+    environment.update(image_environment)
     task = {'type': self.pool, 'index': self.index}
     environment.update({
         'CLUSTER_SPEC': json.dumps({'cluster': cluster, 'task': task,
@@ -344,7 +348,7 @@ def _run_job(job, package_dir: str, log_dir: str, grace_seconds: float,
     pool = pools[replica.pool]
     replica.start(os.path.join(package_dir, pool['directory']),
                   network.command(n, _command(pool['command'])), cluster,
-                  log_dir, job_id, mount)
+                  log_dir, job_id, mount, pool['environment'])
   with open(os.path.join(log_dir, 'replicas.json'), 'w') as f:
     json.dump([{'replica': replica.name, 'node': replica.node,
                 'address': replica.address, 'pid': replica.process.pid,
