@@ -30,6 +30,7 @@ import threading
 import time
 from typing import Callable, List, Optional, Sequence
 
+import launchpad as lp
 import reverb
 from absl import logging
 
@@ -301,8 +302,20 @@ class SupervisedReplayServer:
     self._process.join()
 
 
+def end_program(failed: bool, replays, counter):
+  """The coordinator's last step under local_mp: Launchpad's stop (replay
+  and the counter save their final checkpoints as they stop), then the
+  coordinator's process ends at once (`platforms.exit_now`): once aborted
+  in its finalisation, after a stop that had gone well."""
+  del failed, replays, counter  # Launchpad's stop of each node saves them.
+  lp.stop()
+  platforms.exit_now(0)
+
+
 class LocalProcesses(platforms.ProcessPerNode):
   """The processes of this machine (local_mp); see the module docstring."""
+
+  end_program = staticmethod(end_program)
 
   def __init__(self, workdir: str):
     self._workdir = workdir

@@ -157,13 +157,22 @@ def end_as_primary_replica(failed: bool, replays: Dict[str, Any], counter):
   job instead, so that every stop would read as cancelled.)"""
   _final_checkpoints(replays, counter)
   logging.info('Ending the job (%s).', 'failed' if failed else 'succeeded')
-  logging.flush()
-  sys.stdout.flush()
-  sys.stderr.flush()
   # At once: a SystemExit would unwind through Launchpad's process_entry,
   # which ends with status 0 whatever the exit code, and could wait on
   # threads calling a node that has gone.
-  os._exit(1 if failed else 0)  # pylint: disable=protected-access
+  exit_now(1 if failed else 0)
+
+
+def exit_now(status: int):
+  """Ends this process at once, its output flushed, without Python's
+  finalisation: a Courier client that finalisation (or a garbage
+  collection on one of Courier's threads) destroys while its machinery is
+  busy aborts the process ("terminate called without an active
+  exception")."""
+  logging.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(status)  # pylint: disable=protected-access
 
 
 class ClusterProcesses(ProcessPerNode):
