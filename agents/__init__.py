@@ -6,6 +6,12 @@ import os
 ONEDNN = 'TF_ENABLE_ONEDNN_OPTS'
 
 
+def onednn_setting() -> str:
+  """The value of `TF_ENABLE_ONEDNN_OPTS` for the nodes: this process's
+  own, or '1' (on: see `use_onednn`)."""
+  return os.environ.get(ONEDNN, '1')
+
+
 def use_onednn():
   """Turns on TensorFlow's oneDNN CPU kernels for the processes started
   from now on (and for this one, if TensorFlow has not started yet), unless
@@ -19,4 +25,4 @@ def use_onednn():
   at import: TensorFlow announces oneDNN on stderr as it starts, and a
   launcher's own stderr is for its errors.
   """
-  os.environ.setdefault(ONEDNN, '1')
+  os.environ[ONEDNN] = onednn_setting()

@@ -441,14 +441,14 @@ GPU_LIBRARY_PATH = ':'.join(
 
 
 def _with_environment(packageable):
-  """A pool's image gets TensorFlow's oneDNN switch (`agents.use_onednn`:
-  on, unless the launcher's environment sets it), and a pool whose
-  requirements hold the CUDA wheels gets their libraries on its library
-  path: ENV lines in its Dockerfile (Launchpad's own Docker steps have no
-  room for them)."""
+  """A pool's image gets TensorFlow's oneDNN switch
+  (`agents.onednn_setting`: on, unless the launcher's environment sets
+  it), and a pool whose requirements hold the CUDA wheels gets their
+  libraries on its library path: ENV lines in its Dockerfile (Launchpad's
+  own Docker steps have no room for them)."""
   import attr  # pylint: disable=g-import-not-at-top
   env_vars = {**packageable.env_vars,
-              agents.ONEDNN: os.environ.get(agents.ONEDNN, '1')}
+              agents.ONEDNN: agents.onednn_setting()}
   with open(os.path.join(packageable.executable_spec.path,
                          'requirements.txt')) as f:
     if 'nvidia-cudnn' in f.read():
