@@ -82,6 +82,12 @@ def module_command(module: str, *args: str) -> List[str]:
   return [sys.executable, '-m', f'tests.{module}', *args]
 
 
+# What a heartbeat watch (`agents.distributed.heartbeat`) logs once every
+# node it watches has answered; until then a node that dies counts as
+# starting, for up to 10 minutes. Fault tests wait for it before a kill.
+HEARD_FROM_ALL = 'Heartbeats: every watched node has answered'
+
+
 def kill_group(process: subprocess.Popen, timeout: float = 30):
   """SIGKILL to the process group that `process` leads (started with
   start_new_session=True), then waits for `process` to exit."""

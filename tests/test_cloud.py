@@ -514,10 +514,6 @@ def test_the_emulator_refuses_a_bucket_it_cannot_reach(tmp_path):
   assert not (package_dir / 'logs' / 'replicas.json').exists()
 
 
-# What a heartbeat watch logs once every node it watches has answered.
-HEARD_FROM_ALL = 'Heartbeats: every watched node has answered'
-
-
 def _wait_for(condition, timeout: float, what: str):
   deadline = time.time() + timeout
   while time.time() < deadline:
@@ -549,10 +545,9 @@ def test_a_killed_or_frozen_replica_fails_the_job(tmp_path, node, signum):
   emulator = _start_emulator(package_dir, '--grace_seconds=10')
   try:
     _wait_for_learner(workdir)
-    # A node the coordinator has never heard from counts as starting (for
-    # up to 10 minutes): actors can act before their first answer is seen.
-    _wait_for(lambda: HEARD_FROM_ALL in _replica_log(package_dir,
-                                                     'coordinator'),
+    # Actors can act before their first answer is seen.
+    _wait_for(lambda: helpers.HEARD_FROM_ALL in _replica_log(package_dir,
+                                                             'coordinator'),
               300, 'the coordinator\'s first answer from every node')
     pids = [r['pid'] for r in _replicas(package_dir, node)]
     assert pids

@@ -659,10 +659,9 @@ def test_a_dead_or_frozen_coordinator_stops_the_program_with_an_error(
                      'learner steps and node pid files')
   program.wait_until(lambda: _learner_checkpoint_steps(workdir) > 0,
                      START_TIMEOUT, 'a learner checkpoint')
-  # Until the launcher has heard from it, the coordinator counts as starting
-  # (for up to 10 minutes).
+  # The launcher's own watch, over the coordinator alone.
   program.wait_until(
-      lambda: ('every watched node has answered (coordinator)' in
+      lambda: (f'{helpers.HEARD_FROM_ALL} (coordinator)' in
                program.output()), START_TIMEOUT,
       'the launcher\'s first answer from the coordinator')
   victim = _pid(workdir, 'coordinator')

@@ -61,12 +61,16 @@ def _append(writer, item_id: int, priority: float):
       name: column[-1] for name, column in writer.history.items()})
 
 
+# How long a test's writer waits for its table's signature (Reverb's 3 s
+# default once ran out in a full suite).
+SIGNATURE_TIMEOUT_MS = 60_000
+
+
 def _write(client: reverb.Client, items):
   """Writes (id, priority) items (`_append`)."""
-  # The table's signature within a minute (Reverb's 3 s default once ran
-  # out in a full suite).
-  with client.trajectory_writer(num_keep_alive_refs=1,
-                                get_signature_timeout_ms=60_000) as writer:
+  with client.trajectory_writer(
+      num_keep_alive_refs=1,
+      get_signature_timeout_ms=SIGNATURE_TIMEOUT_MS) as writer:
     for item_id, priority in items:
       _append(writer, item_id, priority)
     writer.flush()
@@ -264,8 +268,9 @@ def _write_until(client: reverb.Client, stop, first_id: int):
   """Writes transitions of priority 1 to `client` until `stop` is set, as an
   actor does: held back by the table's rate limiter while it is ahead."""
   item_id = first_id
-  with client.trajectory_writer(num_keep_alive_refs=1,
-                                get_signature_timeout_ms=60_000) as writer:
+  with client.trajectory_writer(
+      num_keep_alive_refs=1,
+      get_signature_timeout_ms=SIGNATURE_TIMEOUT_MS) as writer:
     while not stop.is_set():
       _append(writer, item_id, 1.0)
       item_id += 1
