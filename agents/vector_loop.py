@@ -1,4 +1,6 @@
-"""An environment loop for an actor of K environments.
+"""Environment loops for an actor of K environments: an actor's, which
+plays on until told to stop (`VectorEnvironmentLoop`), and an evaluator's
+round, one episode in each (`play_episodes`).
 
 Each iteration stacks the K current observations, asks the actor for K
 actions in one batched forward pass, then steps every environment and hands
@@ -14,7 +16,7 @@ starts a new episode in it; `on_failure` returns None to stop the loop.
 """
 
 import time
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import dm_env
 import numpy as np
@@ -143,3 +145,99 @@ class VectorEnvironmentLoop:
       self._maybe_log()
       if self._should_update:
         self._actor.update()
+
+
+def play_episodes(environments: Sequence[dm_env.Environment],
+                  actor,
+                  counter: Optional[counting.Counter] = None,
+                  logger: Optional[loggers.Logger] = None,
+                  on_failure: Optional[FailureHandler] = None,
+                  should_stop: Callable[[], bool] = lambda: False
+                  ) -> List[Tuple[float, int]]:
+  """One episode in each of K environments, played side by side.
+
+  Every step, one batched `actor.select_actions` chooses the actions of all
+  K environments (an environment whose episode has ended passes its last
+  observation, and its action is not used), and each environment still
+  playing takes its own. The actor's parameters are not pulled meanwhile:
+  every episode plays the same policy. This is an evaluator's round: K
+  episodes at about the cost per step of one, as for an actor's K
+  environments.
+
+  Each finished episode is counted (`episodes`, `steps`) and logged as it
+  ends, as `acme.EnvironmentLoop` does: its return and length, the counts,
+  and `steps_per_second`, the round's environment steps per second so far.
+  An environment that fails (`resilience.EnvironmentFailure`) loses its
+  episode, which is neither counted nor logged; `on_failure(index, error)`
+  gives the environment to keep for later rounds, or None to end the round
+  (without it, the error is raised). Returns the finished episodes'
+  (return, length), in the order in which they ended.
+  """
+  environments = list(environments)
+  counter = counter or counting.Counter()
+  logger = logger or loggers.NoOpLogger()
+  count = len(environments)
+  timesteps: List[Optional[dm_env.TimeStep]] = [None] * count
+  playing = [False] * count
+  returns, lengths = [0.0] * count, [0] * count
+  finished: List[Tuple[float, int]] = []
+  start, steps = time.time(), 0
+
+  def fail(index: int, error: Exception) -> bool:
+    """Drops environment `index`'s episode; False: end the round."""
+    playing[index] = False
+    if on_failure is None:
+      raise error
+    replacement = on_failure(index, error)
+    if replacement is None:
+      return False
+    environments[index] = replacement
+    return True
+
+  if should_stop():
+    return finished
+  for index, environment in enumerate(environments):
+    try:
+      timesteps[index] = environment.reset()
+    except resilience.EnvironmentFailure as error:
+      if not fail(index, error):
+        return finished
+      continue
+    playing[index] = True
+    actor.observe_first_at(index, timesteps[index])
+  while any(playing) and not should_stop():
+    observations = np.stack([
+        timestep.observation if timestep is not None else
+        _any_observation(timesteps) for timestep in timesteps])
+    actions = actor.select_actions(observations)
+    for index, environment in enumerate(environments):
+      if not playing[index]:
+        continue
+      try:
+        timestep = environment.step(actions[index])
+      except resilience.EnvironmentFailure as error:
+        if not fail(index, error):
+          return finished
+        continue
+      actor.observe_at(index, actions[index], timestep)
+      timesteps[index] = timestep
+      returns[index] += float(timestep.reward or 0.0)
+      lengths[index] += 1
+      steps += 1
+      if timestep.last():
+        playing[index] = False
+        finished.append((returns[index], lengths[index]))
+        counts = counter.increment(episodes=1, steps=lengths[index])
+        logger.write({
+            'episode_length': lengths[index],
+            'episode_return': returns[index],
+            'steps_per_second': steps / max(time.time() - start, 1e-9),
+            **counts,
+        })
+  return finished
+
+
+def _any_observation(timesteps) -> np.ndarray:
+  """An observation to fill the row of an environment that has none (its
+  reset failed): any other environment's."""
+  return next(t.observation for t in timesteps if t is not None)

@@ -255,6 +255,36 @@ def test_an_evaluator_takes_the_most_likely_action_and_does_not_learn():
   assert environment.actions == list(np.argmax(logits.numpy(), axis=-1))
 
 
+def test_an_evaluator_of_several_environments_acts_for_a_batch_per_row():
+  config = A3CConfig()
+  network = _network(1)
+  rng = np.random.default_rng(0)
+  observations = rng.normal(size=(64, OBS_DIM)).astype(np.float32)
+  greedy = np.argmax(network(observations).policy.logits.numpy(), axis=-1)
+  assert len(set(greedy.tolist())) == NUM_ACTIONS  # Not a constant policy.
+  # Three greedy environments: row i's action is row i's most likely one.
+  evaluator = A3CActor(network, OBSERVATION_SPEC, ACTION_SPEC, config,
+                       epsilon=[0.0] * 3)
+  assert evaluator.num_environments == 3
+  for first in range(0, 63, 3):
+    np.testing.assert_array_equal(
+        evaluator.select_actions(observations[first:first + 3]),
+        greedy[first:first + 3])
+  # Epsilon per environment: row 0 always random, row 1 never.
+  evaluator = A3CActor(network, OBSERVATION_SPEC, ACTION_SPEC, config,
+                       epsilon=[1.0, 0.0], seed=2)
+  rows = np.stack([evaluator.select_actions(observations[:2])
+                   for _ in range(400)])
+  assert np.all(rows[:, 1] == greedy[1])
+  # Uniform over 2 actions: 400 draws, within 5 standard deviations (of 10).
+  assert abs(np.sum(rows[:, 0] == greedy[0]) - 200) < 50
+  # A learning worker acts in one environment.
+  with pytest.raises(ValueError, match='one environment'):
+    A3CActor(network, OBSERVATION_SPEC, ACTION_SPEC, config,
+             parameter_server=A3CParameterServer(_network(1), config),
+             epsilon=[0.0, 0.0])
+
+
 class _Quiet(acme.utils.loggers.Logger):
   """Acme's loop logs every episode; these tests read nothing of it."""
 

@@ -737,7 +737,161 @@ def test_dpg_actor_exploration_is_k_copies_of_sigma():
 
 
 # --------------------------------------------------------------------------
-# 7. A real program with --envs_per_actor=3.
+# 7. An evaluator's round: one episode in each environment, side by side.
+
+
+class CountingSource(FixedVariableSource):
+  """Counts the parameter pulls."""
+
+  def __init__(self, network):
+    super().__init__(network)
+    self.pulls = 0
+
+  def get_variables(self, names):
+    self.pulls += 1
+    return super().get_variables(names)
+
+
+class BatchRecorder:
+  """Wraps an actor: keeps the size of every batched forward pass."""
+
+  def __init__(self, actor):
+    self._actor = actor
+    self.batch_sizes = []
+
+  def select_actions(self, observations):
+    self.batch_sizes.append(len(observations))
+    return self._actor.select_actions(observations)
+
+  def __getattr__(self, name):
+    return getattr(self._actor, name)
+
+
+def evaluation_actor(count, seed=0):
+  """(DQN evaluator of `count` greedy environments, its network, source),
+  as the evaluator node builds it, with a parameter pull every step."""
+  builder = ApeXDQNBuilder(dqn_config(variable_update_period=1),
+                           scripted_spec())
+  tf.random.set_seed(seed)
+  network = builder.make_network()
+  source = CountingSource(network)
+  actor = builder.make_actor(source, np.full(count, 0.0), seed=seed)
+  return actor, network, source
+
+
+def test_a_round_plays_one_greedy_episode_per_environment_in_one_pass_a_step(
+    monkeypatch):
+  actor, network, source = evaluation_actor(3, seed=4)
+  pulls = source.pulls  # The one at construction.
+  # Scripted first episodes of 5, 3 and 7 steps (a truncation among them).
+  envs = [ScriptedEnvironment(0, [(5, TERMINATES), (1, TERMINATES)]),
+          ScriptedEnvironment(1, [(3, TRUNCATED), (1, TERMINATES)]),
+          ScriptedEnvironment(2, [(7, TERMINATES), (1, TERMINATES)])]
+  recorder = BatchRecorder(actor)
+  parent = counting.Counter()
+  counter = counting.Counter(parent, prefix='evaluator', time_delta=0.0)
+  clock = LoopClock()
+  logger = RecordingLogger(envs, clock)
+  monkeypatch.setattr(vector_loop, 'time', clock)
+  finished = vector_loop.play_episodes(envs, recorder, counter=counter,
+                                       logger=logger)
+  # One episode each, whole, and none begun after it.
+  for env in envs:
+    assert len(env.episodes) == 1 and env.episodes[0].ended
+    assert env.episodes[0].length == env.episodes[0].scripted_length
+  # One forward pass of all three per step, until the longest ended.
+  assert recorder.batch_sizes == [3] * 7
+  # Every action: the argmax of that observation's Q-values, computed alone.
+  for env in envs:
+    episode = env.episodes[0]
+    for observation, action in zip(episode.observations, episode.actions):
+      assert action == np.argmax(q_values(network, observation))
+  # In the order they ended, with their returns; counted and logged so.
+  expected = [(sum(env.episodes[0].rewards), env.episodes[0].length)
+              for env in (envs[1], envs[0], envs[2])]
+  assert [length for _, length in finished] == [3, 5, 7]
+  for (ret, length), (want_ret, want_length) in zip(finished, expected):
+    assert length == want_length and ret == pytest.approx(want_ret, abs=1e-9)
+  assert parent.get_counts() == {'evaluator_episodes': 3,
+                                 'evaluator_steps': 15}
+  rows = logger.rows
+  assert [row['data']['episode_length'] for row in rows] == [3, 5, 7]
+  assert [row['data']['evaluator_episodes'] for row in rows] == [1, 2, 3]
+  assert [row['data']['evaluator_steps'] for row in rows] == [3, 8, 15]
+  for row, (ret, _) in zip(rows, expected):
+    assert row['data']['episode_return'] == pytest.approx(ret, abs=1e-9)
+    # Steps of the round so far (all environments) over its time so far.
+    elapsed = row['time'] - clock.readings[0]
+    assert row['data']['steps_per_second'] * elapsed == pytest.approx(
+        row['total_steps'], rel=1e-9)
+  # The round played one set of parameters: none pulled while it ran.
+  assert source.pulls == pulls
+
+
+def test_a_failing_environment_loses_only_its_episode_of_the_round():
+  actor, _, _ = evaluation_actor(4, seed=5)
+  # Env 1 crashes at its 3rd step; env 2 fails to reset; both are replaced
+  # (by envs 11 and 12), which do not play in this round.
+  crashing = ScriptedEnvironment(1, [(6, TERMINATES)],
+                                 faults={(0, 3): 'raise'})
+  unresettable = ScriptedEnvironment(2, [(4, TERMINATES)], reset_faults=[0])
+  env11 = ScriptedEnvironment(11, [(2, TERMINATES)])
+  env12 = ScriptedEnvironment(12, [(2, TERMINATES)])
+  env0 = ScriptedEnvironment(0, [(4, TERMINATES)])
+  env3 = ScriptedEnvironment(3, [(5, TRUNCATED)])
+  envs = [env0, resilience.GuardedEnvironment(crashing),
+          resilience.GuardedEnvironment(unresettable), env3]
+  calls = []
+  replacements = {1: env11, 2: env12}
+
+  def on_failure(index, error):
+    calls.append((index, str(error)))
+    return replacements[index]
+
+  counter = counting.Counter()
+  finished = vector_loop.play_episodes(envs, actor, counter=counter,
+                                       on_failure=on_failure)
+  assert [index for index, _ in calls] == [2, 1]
+  assert 'env 2: reset 0' in calls[0][1]
+  assert 'env 1: step 3 of episode 0' in calls[1][1]
+  assert [length for _, length in finished] == [4, 5]
+  # The failed episode is neither counted nor logged.
+  assert counter.get_counts() == {'episodes': 2, 'steps': 9}
+  assert crashing.step_calls == 3 and env11.step_calls == 0
+  assert env12.step_calls == 0 and not env12.episodes
+  # The next round plays in the replacements.
+  envs[1], envs[2] = env11, env12
+  finished = vector_loop.play_episodes(envs, actor, counter=counter,
+                                       on_failure=on_failure)
+  assert sorted(length for _, length in finished) == [2, 2, 4, 5]
+  # Without a handler, the failure is raised; a handler's None ends the
+  # round at once.
+  with pytest.raises(resilience.EnvironmentFailure, match='env 1: step 3'):
+    vector_loop.play_episodes(
+        [resilience.GuardedEnvironment(ScriptedEnvironment(
+            1, [(6, TERMINATES)], faults={(0, 3): 'raise'}))], actor)
+  other = ScriptedEnvironment(0, [(9, TERMINATES)])
+  assert vector_loop.play_episodes(
+      [resilience.GuardedEnvironment(ScriptedEnvironment(
+          1, [(6, TERMINATES)], faults={(0, 3): 'raise'})), other],
+      actor, on_failure=lambda index, error: None) == []
+  # The crash came in the third step, before the other environment's.
+  assert other.step_calls == 2
+
+
+def test_a_round_ends_at_the_first_step_after_it_is_told_to_stop():
+  actor, _, _ = evaluation_actor(2, seed=6)
+  envs = [ScriptedEnvironment(0, [(50, TERMINATES)]),
+          ScriptedEnvironment(1, [(3, TERMINATES)])]
+  finished = vector_loop.play_episodes(envs, actor,
+                                       should_stop=stop_after(5))
+  # 5 steps: env 1's episode ended; env 0's did not and is not reported.
+  assert finished == [(pytest.approx(sum(envs[1].episodes[0].rewards)), 3)]
+  assert envs[0].step_calls == 4  # stop_after's first call is before resets.
+
+
+# --------------------------------------------------------------------------
+# 8. A real program with --envs_per_actor=3.
 
 # tests/vector_probe.py runs programs/apex_dqn.py's program under test_mt
 # and reports what the actors did: the batch sizes of their forward passes,

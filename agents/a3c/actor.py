@@ -4,7 +4,7 @@ an episode computes the rollout's gradients, sends them to the shared
 parameters and continues with the newest ones. Without a parameter server
 to send to (the evaluator) it only acts, with the most likely action."""
 
-from typing import List, Optional
+from typing import List, Optional, Sequence, Union
 
 import acme
 import dm_env
@@ -13,6 +13,7 @@ import sonnet as snt
 import tensorflow as tf
 from acme.tf import variable_utils
 
+from agents import actors
 from agents.a3c import losses
 from agents.a3c.config import A3CConfig
 from agents.a3c.learning import POLICY
@@ -26,19 +27,25 @@ class A3CActor(acme.Actor):
   `parameter_server` (an `A3CParameterServer` or a handle to one) makes this
   a learning worker; else `variable_client` keeps an evaluator's copy of the
   parameters fresh, and actions are the policy's mode, or with probability
-  `epsilon` a random one (discrete actions).
+  `epsilon` a random one (discrete actions). An evaluator acts for as many
+  environments as it has epsilons (one float: one environment), with one
+  batched forward pass (`select_actions`).
   """
 
   def __init__(self, network: snt.Module, observation_spec,
                action_spec, config: A3CConfig, parameter_server=None,
                variable_client: Optional[variable_utils.VariableClient] = None,
-               epsilon: float = 0.0, seed: Optional[int] = None):
+               epsilon: Union[float, Sequence[float]] = 0.0,
+               seed: Optional[int] = None):
     self._network = network
     self._variables = list(network.trainable_variables)
     self._config = config
     self._server = parameter_server
     self._variable_client = variable_client
-    self._epsilon = epsilon
+    self._epsilons = actors.per_environment(epsilon, 'epsilon')
+    if parameter_server is not None and len(self._epsilons) != 1:
+      raise ValueError('An A3C worker acts in one environment: give one '
+                       f'epsilon, not {len(self._epsilons)}.')
     self._rng = np.random.default_rng(seed)
     self._discrete = np.issubdtype(action_spec.dtype, np.integer)
     self._action_spec = action_spec
@@ -89,15 +96,32 @@ class A3CActor(acme.Actor):
     statistics['gradient_norm'] = norm
     return gradients, statistics
 
-  # The program's actor loop: one environment (A3C's worker has one).
+  # The program's actor loop: one environment for a worker (A3C's has
+  # one), one per epsilon for an evaluator.
 
-  num_environments = 1
+  @property
+  def num_environments(self) -> int:
+    return len(self._epsilons)
 
   def select_actions(self, observations: np.ndarray) -> np.ndarray:
+    if self._server is None:
+      return self._evaluation_actions(observations)
     if len(observations) != 1:
       raise ValueError(f'An A3C worker acts in one environment, not '
                        f'{len(observations)}.')
     return np.asarray(self.select_action(observations[0]))[None]
+
+  def _evaluation_actions(self, observations: np.ndarray) -> np.ndarray:
+    """The evaluator's actions for a batch: the policy's mode, or with
+    probability epsilon (row i: environment i's) a random action."""
+    parameters = [p.numpy() for p in self._policy(observations)]
+    if not self._discrete:
+      return np.clip(parameters[0], self._action_spec.minimum,
+                     self._action_spec.maximum).astype(self._action_spec.dtype)
+    count, num_actions = parameters[0].shape
+    explore = self._rng.random(count) < self._epsilons[:count]
+    return np.where(explore, self._rng.integers(num_actions, size=count),
+                    np.argmax(parameters[0], axis=-1)).astype(np.int32)
 
   def observe_first_at(self, index: int, timestep: dm_env.TimeStep):
     del index  # Always 0.
@@ -110,22 +134,16 @@ class A3CActor(acme.Actor):
   # Acting.
 
   def select_action(self, observation: np.ndarray):
+    if self._server is None:
+      return self._evaluation_actions(observation[None])[0]
     parameters = [p.numpy()[0] for p in self._policy(observation[None])]
     if self._discrete:
       logits = parameters[0].astype(np.float64)
-      if self._server is None:
-        if self._rng.random() < self._epsilon:
-          return np.int32(self._rng.integers(len(logits)))
-        return np.int32(np.argmax(logits))
       probabilities = np.exp(logits - logits.max())
       probabilities /= probabilities.sum()
       return np.int32(self._rng.choice(len(logits), p=probabilities))
     mean, variance = parameters
-    if self._server is None:
-      sample = mean
-    else:
-      sample = mean + np.sqrt(variance) * self._rng.standard_normal(
-          mean.shape)
+    sample = mean + np.sqrt(variance) * self._rng.standard_normal(mean.shape)
     # The rollout keeps the sample; the environment gets it inside its
     # bounds.
     self._raw_action = sample.astype(np.float32)

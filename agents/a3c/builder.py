@@ -8,7 +8,7 @@ environment; the evaluator is an `A3CActor` without a server
 (`make_actor`). There is no replay.
 """
 
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 import acme
 import numpy as np
@@ -91,11 +91,13 @@ class A3CBuilder:
                               parameter_server=parameter_server, seed=seed)
 
   def make_actor(self, variable_source: acme.VariableSource,
-                 exploration: float, replay_client=None,
+                 exploration: Union[float, Sequence[float]],
+                 replay_client=None,
                  seed: Optional[int] = None) -> actor_lib.A3CActor:
     """The evaluator: the policy's most likely action, or with probability
-    `exploration` a random one, with parameters pulled from
-    `variable_source` (newest first, when it has them)."""
+    `exploration` a random one (one float per environment for an evaluator
+    of several), with parameters pulled from `variable_source` (newest
+    first, when it has them)."""
     if replay_client is not None:
       raise ValueError('A3C learns without replay.')
     network = self.make_network()

@@ -15,7 +15,7 @@ idle, making no more calls to other nodes, until the program stops.
 import collections
 import threading
 import time
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Sequence
 
 import acme
 import dm_env
@@ -351,9 +351,20 @@ class _StoppableEnvironment(resilience.GuardedEnvironment):
 
 
 class EvaluatorNode:
-  """Runs the near-greedy policy and reports every episode's return.
+  """Plays the near-greedy policy in rounds and reports every episode's
+  return.
 
-  A failing environment costs the episode: it is logged, the environment is
+  A round is `evaluation_episodes` episodes played side by side, one in
+  each of as many environments, with one batched forward pass per step for
+  all of them (`vector_loop.play_episodes`), as an actor steps its
+  environments: a batched pass costs little more than one (README,
+  Performance), so a round takes a fraction of the processor time of its
+  episodes played one after another, which the learner gets back. Every
+  episode of a round plays the parameters pulled as it began. With
+  `evaluation_period` > 0 a round starts once the learner has made that
+  many steps since the last one ended; with 0, rounds follow each other.
+
+  A failing environment costs its episode: it is logged, the environment is
   rebuilt after a pause, and evaluation goes on.
   """
 
@@ -361,8 +372,10 @@ class EvaluatorNode:
                counter: counting.Counter, options: RunOptions):
     self._builder = builder
     self._num_environments = 0
+    count = options.evaluation_episodes
     self._actor = builder.make_actor(
-        variable_source, exploration=builder.evaluation_exploration,
+        variable_source,
+        exploration=np.full(count, builder.evaluation_exploration),
         seed=_seed(options, 300_000))
     self._logger = loggers_lib.make_logger(
         options.node_workdir, 'evaluator', steps_key='actor_steps',
@@ -371,7 +384,7 @@ class EvaluatorNode:
     self._evaluator_counter = counting.Counter(counter, prefix='evaluator')
     self._options = options
     self._stop = _Stop()
-    self._loop = self._make_loop()
+    self._environments = [self._make_environment() for _ in range(count)]
 
   def ping(self) -> bool:
     """The coordinator's heartbeat (`agents.distributed.heartbeat`)."""
@@ -382,48 +395,49 @@ class EvaluatorNode:
     seconds."""
     return self._stop.stop(timeout)
 
-  def _make_loop(self) -> acme.EnvironmentLoop:
+  def _make_environment(self) -> _StoppableEnvironment:
+    # Every environment ever built here gets its own seed (no-op starts).
     seed = _seed(self._options, 200_000 + 1_000 * self._num_environments)
     self._num_environments += 1
-    environment = _StoppableEnvironment(
+    return _StoppableEnvironment(
         self._builder.environment.make_environment(seed=seed,
                                                    evaluation=True),
         self._stop.requested)
-    return acme.EnvironmentLoop(environment, self._actor,
-                                counter=self._evaluator_counter,
-                                logger=self._logger)
 
   def _learner_steps(self) -> int:
     return self._counter.get_counts().get('learner_steps', 0)
 
-  def _evaluate(self, num_episodes: Optional[int] = None):
-    """Runs episodes; a failing environment is rebuilt and skipped."""
+  def _on_failure(self, index: int, error: Exception):
+    """The environment for later rounds; None once asked to stop."""
+    logging.warning('Evaluator: environment %d failed (%s); its episode is '
+                    'skipped and the environment rebuilt.', index, error)
+    if self._stop.requested.wait(1.0):
+      return None
+    self._environments[index].close()
+    self._environments[index] = self._make_environment()
+    return self._environments[index]
+
+  def _evaluate(self):
+    """One round: an episode in each environment, with the newest
+    parameters."""
+    self._actor.update(wait=True)
     try:
-      self._loop.run(num_episodes=num_episodes)
+      vector_loop.play_episodes(
+          self._environments, self._actor, counter=self._evaluator_counter,
+          logger=self._logger, on_failure=self._on_failure,
+          should_stop=self._stop.requested.is_set)
     except _Stopped:
       pass
-    except resilience.EnvironmentFailure as error:
-      logging.warning('Evaluator: the environment failed (%s); it is '
-                      'rebuilt and the episode skipped.', error)
-      if not self._stop.requested.wait(1.0):
-        self._loop = self._make_loop()
 
   def run(self):
     self._stop.register()
     stopping = self._stop.requested
     next_round = 0
     while not stopping.is_set():
-      if not self._options.evaluation_period:
-        self._evaluate()
-        continue
       if self._learner_steps() < next_round:
         stopping.wait(1.0)
         continue
-      # Evaluate the newest parameters, whatever the variable client's period.
-      self._actor.update(wait=True)
-      self._evaluate(self._options.evaluation_episodes)
-      if stopping.is_set():
-        break
+      self._evaluate()
       next_round = self._learner_steps() + self._options.evaluation_period
     self._stop.finish()
 

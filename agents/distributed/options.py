@@ -55,7 +55,9 @@ class RunOptions:
   pauses. On a small machine a pause leaves the cores to learner and
   actors."""
   evaluation_episodes: int = 10
-  """Episodes per round of evaluation (with --evaluation_period > 0)."""
+  """Episodes per round of evaluation, played side by side in as many
+  environments with one batched forward pass a step, all with the
+  parameters pulled as the round began."""
   checkpoint_every: float = 600.0
   """Seconds between two checkpoints of the learner (and of the counter,
   saved right after it), under <workdir>/checkpoints/; 0: none."""
