@@ -1,7 +1,9 @@
 """Actors of K environments: `ApeXActor`'s batched acting, per-environment
 exploration, n-step windows and priorities, `VectorEnvironmentLoop`'s
 counting, logging and failure handling, the builders' per-environment
-exploration, and a real program with `--envs_per_actor=3`.
+exploration, an evaluator's round (`play_episodes`: one episode in each
+environment, one batched pass a step, no parameter pulls), and a real
+program with `--envs_per_actor=3`.
 
 The environments are small hand-written dm_env environments whose episode
 lengths, endings (termination or truncation) and rewards are scripted, and
