@@ -30,6 +30,16 @@ def per_environment(value: Union[float, Sequence[float]],
   return values
 
 
+def epsilon_greedy(rng: np.random.Generator, values: np.ndarray,
+                   epsilons: np.ndarray) -> np.ndarray:
+  """Row i's action: with probability `epsilons[i]` a uniformly random one,
+  else the argmax of `values[i]` (a batch of Q-values or logits)."""
+  count, num_actions = values.shape
+  explore = rng.random(count) < epsilons[:count]
+  return np.where(explore, rng.integers(num_actions, size=count),
+                  np.argmax(values, axis=-1)).astype(np.int32)
+
+
 class ApeXActor(acme.Actor, abc.ABC):
   """Base of the agents' actors.
 

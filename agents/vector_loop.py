@@ -168,12 +168,13 @@ def play_episodes(environments: Sequence[dm_env.Environment],
   ends, as `acme.EnvironmentLoop` does: its return and length, the counts,
   and `steps_per_second`, the round's environment steps per second so far.
   An environment that fails (`resilience.EnvironmentFailure`) loses its
-  episode, which is neither counted nor logged; `on_failure(index, error)`
-  gives the environment to keep for later rounds, or None to end the round
-  (without it, the error is raised). Returns the finished episodes'
+  episode, which is neither counted nor logged. `on_failure(index, error)`
+  returns None to end the round, anything else to go on with the other
+  environments; the caller keeps whatever replaces the failed one for later
+  rounds (without a handler, the error is raised). Returns the finished
+  episodes'
   (return, length), in the order in which they ended.
   """
-  environments = list(environments)
   counter = counter or counting.Counter()
   logger = logger or loggers.NoOpLogger()
   count = len(environments)
@@ -188,11 +189,7 @@ def play_episodes(environments: Sequence[dm_env.Environment],
     playing[index] = False
     if on_failure is None:
       raise error
-    replacement = on_failure(index, error)
-    if replacement is None:
-      return False
-    environments[index] = replacement
-    return True
+    return on_failure(index, error) is not None
 
   if should_stop():
     return finished

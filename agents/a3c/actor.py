@@ -118,13 +118,10 @@ class A3CActor(acme.Actor):
     if not self._discrete:
       return np.clip(parameters[0], self._action_spec.minimum,
                      self._action_spec.maximum).astype(self._action_spec.dtype)
-    count, num_actions = parameters[0].shape
-    explore = self._rng.random(count) < self._epsilons[:count]
-    return np.where(explore, self._rng.integers(num_actions, size=count),
-                    np.argmax(parameters[0], axis=-1)).astype(np.int32)
+    return actors.epsilon_greedy(self._rng, parameters[0], self._epsilons)
 
   def observe_first_at(self, index: int, timestep: dm_env.TimeStep):
-    del index  # Always 0.
+    del index  # A worker's is 0; an evaluator keeps nothing per environment.
     self.observe_first(timestep)
 
   def observe_at(self, index: int, action, next_timestep: dm_env.TimeStep):

@@ -59,11 +59,7 @@ class ApeXDQNActor(actors.ApeXActor):
 
   def _act(self, observations: np.ndarray):
     q_values = self._q_function(observations).numpy()
-    count, num_actions = q_values.shape
-    explore = self._rng.random(count) < self._epsilons[:count]
-    actions = np.where(explore, self._rng.integers(num_actions, size=count),
-                       np.argmax(q_values, axis=-1)).astype(np.int32)
-    return actions, q_values
+    return actors.epsilon_greedy(self._rng, q_values, self._epsilons), q_values
 
   def _final_values(self, observation: np.ndarray) -> np.ndarray:
     return self.q_values(observation)
