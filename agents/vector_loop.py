@@ -172,8 +172,7 @@ def play_episodes(environments: Sequence[dm_env.Environment],
   returns None to end the round, anything else to go on with the other
   environments; the caller keeps whatever replaces the failed one for later
   rounds (without a handler, the error is raised). Returns the finished
-  episodes'
-  (return, length), in the order in which they ended.
+  episodes' (return, length), in the order in which they ended.
   """
   counter = counter or counting.Counter()
   logger = logger or loggers.NoOpLogger()
