@@ -14,14 +14,20 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
+# pylint: disable=g-import-not-at-top,wrong-import-position
+# First of all, while this process has one thread: a launch on this machine
+# moves into a network of its own (or refuses to start exposed).
+from agents.distributed import private_network
+private_network.isolate_launch(sys.argv)
 
-from agents import environments  # pylint: disable=wrong-import-position
-from agents.a3c.builder import A3CBuilder  # pylint: disable=wrong-import-position
-from agents.a3c.config import A3CConfig  # pylint: disable=wrong-import-position
-from agents.a3c.presets import PRESETS  # pylint: disable=wrong-import-position
-from agents.distributed import command_line  # pylint: disable=wrong-import-position
-from agents.distributed import launcher  # pylint: disable=wrong-import-position
+from absl import app
+
+from agents import environments
+from agents.a3c.builder import A3CBuilder
+from agents.a3c.config import A3CConfig
+from agents.a3c.presets import PRESETS
+from agents.distributed import command_line
+from agents.distributed import launcher
 
 PROGRAM = 'a3c'
 command_line.define_flags(A3CConfig, PRESETS, default_env='atari:Pong')

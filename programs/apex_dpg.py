@@ -12,14 +12,20 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
+# pylint: disable=g-import-not-at-top,wrong-import-position
+# First of all, while this process has one thread: a launch on this machine
+# moves into a network of its own (or refuses to start exposed).
+from agents.distributed import private_network
+private_network.isolate_launch(sys.argv)
 
-from agents import environments  # pylint: disable=wrong-import-position
-from agents.distributed import command_line  # pylint: disable=wrong-import-position
-from agents.distributed import launcher  # pylint: disable=wrong-import-position
-from agents.apex_dpg import ApeXDPGBuilder  # pylint: disable=wrong-import-position
-from agents.apex_dpg import ApeXDPGConfig  # pylint: disable=wrong-import-position
-from agents.apex_dpg.presets import PRESETS  # pylint: disable=wrong-import-position
+from absl import app
+
+from agents import environments
+from agents.distributed import command_line
+from agents.distributed import launcher
+from agents.apex_dpg import ApeXDPGBuilder
+from agents.apex_dpg import ApeXDPGConfig
+from agents.apex_dpg.presets import PRESETS
 
 PROGRAM = 'apex_dpg'
 command_line.define_flags(ApeXDPGConfig, PRESETS,

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -306,6 +307,22 @@ def last(workdir, label: str, column: str) -> int:
   """`column` of the node's newest complete row (0 before any)."""
   found = rows(workdir, label)
   return int(float(found[-1][column])) if found else 0
+
+
+def check_private_files(workdir, directory_mode: int = 0o700,
+                        file_mode: int = 0o600):
+  """The workdir and everything in it have the modes of
+  --workdir_access=user (by default): the user's alone."""
+  checked = 0
+  for directory, _, files in os.walk(workdir):
+    assert stat.S_IMODE(os.stat(directory).st_mode) == directory_mode, (
+        directory)
+    for name in files:
+      path = os.path.join(directory, name)
+      if not os.path.islink(path):
+        assert stat.S_IMODE(os.stat(path).st_mode) == file_mode, path
+        checked += 1
+  assert checked > 10, checked  # Logs, checkpoints, records, pid files.
 
 
 def read_pid(path) -> Optional[int]:

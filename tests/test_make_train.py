@@ -1,4 +1,5 @@
-"""Ctrl-C of `make train`, typed at a terminal as a user would.
+"""Ctrl-C of `make train`, typed at a terminal as a user would, and a
+second host's attempts on the run's ports while it trains.
 
 The terminal is a pseudo-terminal: the Ctrl-C character reaches the
 foreground process group as SIGINT, with `make` and every process of the
@@ -14,6 +15,7 @@ import psutil
 import pytest
 
 import helpers
+import second_host
 from helpers import ROOT
 from helpers import rows
 
@@ -82,6 +84,16 @@ class _Terminal:
         pass
 
 
+def _attack_from_a_second_host(terminal: _Terminal, tmp_path):
+  report, ports = second_host.attack_processes(
+      [process.pid for process in terminal.session()],
+      str(tmp_path / 'marker'))
+  assert len(ports) >= 6, ports  # Replay, counter, learner, 2 actors, ...
+  assert not [entry for entry in report['connected'] if entry[1] in ports], (
+      report, ports)
+  assert not report['ran'], report
+
+
 @pytest.mark.slow
 def test_ctrl_c_of_make_train_exits_0_in_order(tmp_path):
   workdir = tmp_path / 'run'
@@ -97,6 +109,8 @@ def test_ctrl_c_of_make_train_exits_0_in_order(tmp_path):
       assert time.monotonic() < deadline, terminal.output()[-4000:]
       assert terminal.wait(0) is None, terminal.output()[-4000:]
       time.sleep(0.5)
+    # No port of the run accepts another host (docs/security.md).
+    _attack_from_a_second_host(terminal, tmp_path)
     terminal.type(b'\x03')
     status = terminal.wait(STOP_SECONDS)
     output = terminal.output()

@@ -66,11 +66,14 @@ def test_program_stops_cleanly_at_max_actor_steps(tmp_path, launch_type):
 ])
 def test_every_node_logs_and_ctrl_c_stops_the_program(tmp_path, launch,
                                                       launch_type):
+  workdir = tmp_path / 'run'
   program = launch('run', helpers.program_command(
-      'apex_dqn', f'--workdir={tmp_path}', *SMALL_RUN,
+      'apex_dqn', f'--workdir={workdir}', *SMALL_RUN,
       launch_type=launch_type))
-  helpers.interrupt_once_every_node_logged(program, tmp_path, NUM_ACTORS)
-  _check_logs(tmp_path)
+  helpers.interrupt_once_every_node_logged(program, workdir, NUM_ACTORS)
+  _check_logs(workdir)
+  # Everything the run wrote is the user's alone (--workdir_access=user).
+  helpers.check_private_files(workdir)
 
 
 @pytest.mark.slow

@@ -11,4 +11,6 @@
   command_line.py  flags, presets and resuming; the program built before
                    anything starts
   launcher.py      launching, Ctrl-C, the exit status
+  private_network.py a local launch's own network namespace (loopback only),
+                   made before anything starts
 """

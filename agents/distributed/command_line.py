@@ -32,8 +32,10 @@ from agents import run_manifest
 from agents import storage
 from agents.config import Preset
 from agents.distributed import cloud
+from agents.distributed import private_network
 from agents.distributed import program as program_lib
 from agents.distributed.options import RunOptions
+from agents.distributed.options import WORKDIR_UMASKS
 
 FLAGS = flags.FLAGS
 
@@ -212,8 +214,11 @@ def _workdir_path(program_name: str, workdir: Optional[str]) -> str:
   return os.path.abspath(os.path.expanduser(workdir))
 
 
-def _workdir(program_name: str, workdir: Optional[str]) -> str:
-  """The run's directory, created; raises ValueError if it cannot be."""
+def _workdir(program_name: str, workdir: Optional[str],
+             access: str = 'user') -> str:
+  """The run's directory, created, and readable as `access` allows
+  (`--workdir_access`; an existing directory too: its files are the run's);
+  raises ValueError if it cannot be."""
   workdir = _workdir_path(program_name, workdir)
   try:
     os.makedirs(workdir, exist_ok=True)
@@ -223,6 +228,14 @@ def _workdir(program_name: str, workdir: Optional[str]) -> str:
   if not os.access(workdir, os.W_OK | os.X_OK):
     raise ValueError(f'--workdir={workdir} is not writable; choose a '
                      'directory you can write to.')
+  mode = 0o777 & ~WORKDIR_UMASKS[access]
+  if os.stat(workdir).st_mode & 0o777 != mode:
+    try:
+      os.chmod(workdir, mode)
+    except OSError as error:
+      raise ValueError(f'--workdir={workdir} cannot be made mode '
+                       f'{mode:o} (--workdir_access={access}): {error}; '
+                       'choose a directory of your own.') from error
   return workdir
 
 
@@ -309,6 +322,11 @@ def build_program(program_name: str, config_class, builder_class,
     if FLAGS.print_config:
       print(json.dumps(recorded, indent=2, sort_keys=True))
       sys.exit(0)
+    network = private_network.check_launch(options.launch_type,
+                                           options.allow_network_exposure)
+    if options.launch_type in private_network.LAUNCH_TYPES:
+      # Every file and directory the launcher and its nodes create from now.
+      os.umask(WORKDIR_UMASKS[options.workdir_access])
     if storage.is_cloud(FLAGS.workdir):
       # On Cloud Storage: its records are read (and, unless this is a plan,
       # written) here through the Cloud Storage API; the nodes reach the
@@ -336,11 +354,15 @@ def build_program(program_name: str, config_class, builder_class,
           '--workdir=gs://<bucket>/<path> (or --dry_run to plan).')
     else:
       options = dataclasses.replace(
-          options, workdir=_workdir(program_name, FLAGS.workdir))
+          options, workdir=_workdir(program_name, FLAGS.workdir,
+                                    options.workdir_access))
       resuming = _check_record(options.workdir, program_name, environment,
                                config, recorded)
   except ValueError as error:
     fail(str(error))
+  if network:
+    print(network, file=sys.stderr if network.startswith('warning') else
+          sys.stdout, flush=True)
   if resuming:
     given = sorted(name for name in recorded if FLAGS[name].present)
     print(('This plan resumes' if FLAGS.dry_run else 'Resuming') +

@@ -13,6 +13,10 @@ from agents import storage
 from agents.config import check_flag
 
 
+# --workdir_access: the umask of the launcher and of every node it starts.
+WORKDIR_UMASKS = {'user': 0o077, 'group': 0o027, 'all': 0o022}
+
+
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
   """How a program runs: where, with how many nodes, for how long."""
@@ -74,6 +78,17 @@ class RunOptions:
   (local_mp), counts as gone, dead or frozen: the program then stops as
   failed, as when its process dies (not under local_mt, where nodes are
   threads)."""
+  workdir_access: str = 'user'
+  """Who may read the workdir and what the run writes there: user
+  (directories 0700, files 0600), group (0750, 0640) or all (0755, 0644).
+  Logs, checkpoints and policies are the user's own unless shared on
+  purpose."""
+  allow_network_exposure: bool = False
+  """Under local_mp and local_mt, where this system cannot give the run a
+  network namespace of its own (docs/security.md): start anyway, with every
+  node listening on every interface, unauthenticated; any host that reaches
+  this one can then run code as this user. Given per launch, never resumed
+  from run.json."""
   launch_type: str = dataclasses.field(default='local_mp',
                                        metadata={'flag': False})
   """Launchpad's launch type (--lp_launch_type); under local_mp every node
@@ -81,7 +96,7 @@ class RunOptions:
 
   # Options that say how this launch runs, not what the run is: a relaunch
   # of a run may change them freely (see `command_line`).
-  PER_LAUNCH = ('workdir', 'launch_type')
+  PER_LAUNCH = ('workdir', 'launch_type', 'allow_network_exposure')
 
   @property
   def node_workdir(self) -> str:
@@ -102,6 +117,8 @@ class RunOptions:
     for name in ('checkpoint_every', 'replay_checkpoint_every'):
       check_flag(name, getattr(self, name) >= 0, getattr(self, name),
                  '>= 0 (0: none)')
+    check_flag('workdir_access', self.workdir_access in WORKDIR_UMASKS,
+               self.workdir_access, ' or '.join(WORKDIR_UMASKS))
     check_flag('num_evaluators', self.num_evaluators in (0, 1),
                self.num_evaluators, '0 or 1')
     check_flag('max_actor_steps',
