@@ -49,7 +49,11 @@ def _program(name: str):
 def make_builder(workdir: str):
   """The builder of the run in `workdir`, with its checkpointed config."""
   manifest = run_manifest.read_manifest(workdir)
-  config_class, builder_class, resolve = _program(manifest['program'])
+  try:
+    config_class, builder_class, resolve = _program(manifest['program'])
+  except ValueError as error:  # Another program's run.json.
+    raise ValueError(f'{os.path.join(workdir, run_manifest.MANIFEST)}: '
+                     f'{error}') from None
   fields = {field.name for field in dataclasses.fields(config_class)}
   config = config_class(**{name: value for name, value
                            in manifest.get('config', {}).items()

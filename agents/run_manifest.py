@@ -3,11 +3,24 @@ environment, frames per agent step, the config values its checkpoints
 depend on, and every flag value and the preset it last launched with), and
 why its latest launch stopped, `<workdir>/stop.json`. The workdir may be
 local or on Cloud Storage (`agents.storage`).
+
+Every record is read through `read_record`, which checks it is what its
+readers take it for: a record that is there but is not (cut short, not
+JSON, another kind of record or another program's file) is a `BadRecord`
+naming the file, what is wrong and what to do. A launch that took a damaged
+run.json for no run.json would start a new run over the old one's
+checkpoints; a launcher that took a damaged stop.json for none would exit 0
+for a run that may have failed. Nothing here overwrites or removes such a
+file: where one is in the way, it is moved aside, bytes as they are, to
+`<name>.invalid` (`set_aside`).
+
 Standard library only (for a local workdir), so that tools reading runs
 (plot.py) need no TensorFlow."""
 
 import json
-from typing import Any, Dict, Optional, Sequence
+import re
+import sys
+from typing import Any, Dict, NamedTuple, Optional, Sequence
 
 from agents import storage
 
@@ -20,6 +33,180 @@ STOP_RECORD = 'stop.json'
 # (`programs/stop.py`): read, then removed, by the program's coordinator.
 STOP_REQUEST = 'stop_request.json'
 CHECKPOINTS = 'checkpoints'  # <workdir>/checkpoints/<part>/
+# Where a record that cannot be read is moved aside: <name>.invalid (then
+# <name>.invalid.2, ...: an earlier one is never overwritten).
+SET_ASIDE = '.invalid'
+
+
+class BadRecord(ValueError):
+  """A record that is there but cannot be read as what it should be. Its
+  message names the file (`path`), says what is wrong with it (`problem`)
+  and what to do (`fix`)."""
+
+  def __init__(self, path: str, problem: str, fix: str):
+    super().__init__(f'{path} {problem}. {fix}')
+    self.path = path
+    self.problem = problem
+    self.fix = fix
+
+
+class _Kind(NamedTuple):
+  """What a record must hold ({key: its JSON types}), what it may hold,
+  and what to do about one that is bad."""
+  name: str
+  required: Dict[str, tuple]
+  optional: Dict[str, tuple]
+  fix: str
+
+
+_KINDS = {
+    # Runs recorded before run.json held `frames_per_step`, `flags` and
+    # `preset` lack them; every run.json has the first three.
+    MANIFEST: _Kind(
+        'a run record',
+        {'program': (str,), 'env': (str,), 'config': (dict,)},
+        {'frames_per_step': (int,), 'flags': (dict,),
+         'preset': (str, type(None))},
+        'It records what made the run\'s checkpoints and how to resume '
+        'them: restore it (from a backup, or by hand after another run\'s '
+        'run.json), or move the run elsewhere and choose a new --workdir. It '
+        'was left as it is.'),
+    STOP_RECORD: _Kind(
+        'a stop record',
+        {'reason': (str,), 'failed': (bool,), 'counts': (dict,)}, {},
+        'It should say why the run\'s latest launch stopped (the program '
+        'writes it whole, so a bad one was written by something else; the '
+        'run\'s output says why too): move it away, or launch the run again, '
+        f'which moves it to {STOP_RECORD}{SET_ASIDE}. It was left as it is.'),
+    STOP_REQUEST: _Kind(
+        'a stop request', {'reason': (str,)}, {},
+        'Run programs/stop.py again to ask the program to stop.'),
+}
+
+_JSON_TYPES = {dict: 'an object', list: 'a list', str: 'a string',
+               bool: 'true or false', int: 'a whole number',
+               float: 'a number', type(None): 'null'}
+
+
+def _json_type(value) -> str:
+  return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+# What a JSON text cut short in a value may end in, after the last
+# complete token: part of a literal, or of a number.
+_LITERALS = ('true', 'false', 'null', 'NaN', 'Infinity', '-Infinity')
+_NUMBER_TAIL = re.compile(r'-|\.|[eE][-+]?')
+
+
+def _json_problem(text: str, error: json.JSONDecodeError) -> str:
+  """What is wrong with `text`, which is not JSON: a file cut short (the
+  usual damage: a disk filled, a copy interrupted) is said to be, rather
+  than named by the character JSON stopped at."""
+  if not text.strip():
+    return 'is empty'
+  end = text.rstrip()
+  rest = end[error.pos:]
+  if (not rest or error.msg.startswith('Unterminated string') or
+      _NUMBER_TAIL.fullmatch(rest) or
+      any(literal.startswith(rest) for literal in _LITERALS)):
+    return (f'is not valid JSON: truncated at line {end.count(chr(10)) + 1} '
+            '(the text ends before the JSON does)')
+  return (f'is not valid JSON: {error.msg} at line {error.lineno}, column '
+          f'{error.colno}')
+
+
+def _describe(value) -> str:
+  if isinstance(value, bool) or value is None:
+    return json.dumps(value)
+  return f'{_json_type(value)} ({json.dumps(value)[:60]})'
+
+
+def _record_problem(record, name: str, others: bool = True
+                    ) -> Optional[str]:
+  """What makes `record` (parsed JSON) not a record of the kind `name`;
+  `others`: whether to say which other kind it is, if it is one."""
+  kind = _KINDS[name]
+  if not isinstance(record, dict):
+    return f'holds {_json_type(record)}, not {kind.name} (a JSON object)'
+  missing = [key for key in kind.required if key not in record]
+  if missing:
+    for other_name, other in _KINDS.items():
+      if (others and other_name != name and
+          _record_problem(record, other_name, others=False) is None):
+        return f'holds {other.name} (as {other_name} does), not {kind.name}'
+    return (f'is not {kind.name}: it lacks '
+            f'{", ".join(repr(key) for key in missing)} ({kind.name} holds '
+            f'{", ".join(repr(key) for key in kind.required)})')
+  for key, types in {**kind.required, **kind.optional}.items():
+    if key not in record:
+      continue
+    value = record[key]
+    # JSON's true and false are Python's bools, which are also ints.
+    if not isinstance(value, types) or (
+        isinstance(value, bool) and bool not in types):
+      wanted = ' or '.join(_JSON_TYPES[t] for t in types)
+      return (f'is not {kind.name}: its {key!r} is {_describe(value)}, not '
+              f'{wanted}')
+  if name == MANIFEST and record.get('frames_per_step', 1) < 1:
+    return (f'is not {kind.name}: its \'frames_per_step\' is '
+            f'{record["frames_per_step"]}, not 1 or more')
+  return None
+
+
+def read_record(workdir: str, name: str) -> Optional[Dict[str, Any]]:
+  """The record `name` (MANIFEST, STOP_RECORD or STOP_REQUEST) of
+  `workdir`, or None if there is no such file.
+
+  Raises:
+    BadRecord: the file is there but is not such a record.
+    OSError: the file could not be read (a caller that polls tries again).
+  """
+  path = storage.join(workdir, name)
+  try:
+    text = storage.read_text(path)
+  except UnicodeDecodeError as error:
+    raise BadRecord(path, f'is not text (byte {error.start} is not UTF-8), '
+                    f'not {_KINDS[name].name}', _KINDS[name].fix) from None
+  if text is None:
+    return None
+  try:
+    record = json.loads(text)
+  except json.JSONDecodeError as error:
+    raise BadRecord(path, _json_problem(text, error),
+                    _KINDS[name].fix) from None
+  problem = _record_problem(record, name)
+  if problem is not None:
+    raise BadRecord(path, problem, _KINDS[name].fix)
+  return record
+
+
+def set_aside(error: BadRecord, what_next: str) -> BadRecord:
+  """Moves the bad record of `error` aside, bytes as they are, to the
+  first free `<path>.invalid[.<n>]`, so that it is neither lost nor met
+  again; returns the error to report, saying where it went and
+  `what_next`."""
+  candidates = [f'{error.path}{SET_ASIDE}'] + [
+      f'{error.path}{SET_ASIDE}.{number}' for number in range(2, 100)]
+  try:
+    moved = next((path for path in candidates if not storage.exists(path)),
+                 None)
+    if moved is None:
+      raise OSError(f'{candidates[0]} to {candidates[-1]} are all taken')
+    storage.move(error.path, moved)
+  except FileNotFoundError:  # Another reader moved it first.
+    return BadRecord(error.path, error.problem,
+                     f'It has been moved or removed meanwhile. {what_next}')
+  except OSError as os_error:
+    return BadRecord(error.path, error.problem,
+                     f'It could not be moved aside ({os_error}); move or '
+                     f'remove it. {what_next}')
+  return BadRecord(error.path, error.problem,
+                   f'It was moved, as it is, to {moved}. {what_next}')
+
+
+def _warn(message: str):
+  sys.stderr.write(f'warning: {message}\n')
+  sys.stderr.flush()
 
 
 def _manifest(program: str, env_name: str, frames_per_step: int, config,
@@ -45,12 +232,12 @@ def check_or_write_manifest(workdir: str, program: str, env_name: str,
     ValueError: the workdir holds a run of another program or environment,
       or one whose config differs in a value its checkpoints depend on
       (`fields`), or checkpoints without a record of what made them.
+    BadRecord: its run.json is not a run record (it is left as it is).
   """
   path = storage.join(workdir, MANIFEST)
   wanted = _manifest(program, env_name, frames_per_step, config, fields)
-  text = storage.read_text(path)
-  if text is not None:
-    found = json.loads(text)
+  found = read_record(workdir, MANIFEST)
+  if found is not None:
     differences = []
     for key in ('program', 'env'):
       if found.get(key) != wanted[key]:
@@ -83,14 +270,16 @@ def _write_json(path: str, data: Dict[str, Any]):
 
 
 def read_manifest(workdir: str) -> Dict[str, Any]:
-  """The run's `run.json`: program, environment, checkpointed config."""
-  text = storage.read_text(storage.join(workdir, MANIFEST))
-  if text is None:
+  """The run's `run.json`: program, environment, checkpointed config.
+  Raises ValueError if there is none, BadRecord if it is not a run
+  record."""
+  manifest = read_record(workdir, MANIFEST)
+  if manifest is None:
     raise ValueError(
         f'{workdir} is not a run directory: it has no {MANIFEST}'
         ' (written when a program starts with --workdir). Pass the --workdir '
         'of a run, or --checkpoint=<a policy snapshot directory>.')
-  return json.loads(text)
+  return manifest
 
 
 # For runs recorded before run.json held `frames_per_step`: the only
@@ -103,10 +292,10 @@ _UNRECORDED_FRAMES_PER_STEP = {'atari': 4}
 def frames_per_step(workdir: str) -> int:
   """Environment frames per agent step (Atari's frame skip) of the run in
   `workdir`: as recorded, else from its environment's kind; 1 when there is
-  no manifest."""
-  try:
-    manifest = read_manifest(workdir)
-  except ValueError:
+  no manifest (BadRecord when there is a bad one: a guess would be wrong
+  fourfold on Atari)."""
+  manifest = read_record(workdir, MANIFEST)
+  if manifest is None:
     return 1
   if 'frames_per_step' in manifest:
     return int(manifest['frames_per_step'])
@@ -121,34 +310,61 @@ def write_stop_record(workdir: str, reason: str, failed: bool,
 
 
 def read_stop_record(workdir: str) -> Optional[Dict[str, Any]]:
-  """The stop record, or None if there is none (or none readable)."""
+  """The stop record, or None if there is none (or none readable now: a
+  storage hiccup, which whoever polls tries again). Raises BadRecord for a
+  bad one: its reader cannot tell whether the run failed."""
   try:
-    text = storage.read_text(storage.join(workdir, STOP_RECORD))
-    return None if text is None else json.loads(text)
-  except (OSError, ValueError):
+    return read_record(workdir, STOP_RECORD)
+  except (OSError, storage.Unreachable):
     return None
 
 
 def remove_earlier_launch_records(workdir: str):
   """Before a launch: an earlier launch's stop record says nothing of it,
-  and a stop request made to an earlier launch is not for it."""
-  storage.remove(storage.join(workdir, STOP_RECORD))
-  storage.remove(storage.join(workdir, STOP_REQUEST))
+  and a stop request made to an earlier launch is not for it. A bad one
+  (not known to be an earlier launch's) is moved aside, with a warning,
+  rather than removed."""
+  for name in (STOP_RECORD, STOP_REQUEST):
+    try:
+      read_record(workdir, name)
+    except BadRecord as error:
+      _warn(str(set_aside(error, 'This launch does not read it.')))
+      continue
+    except OSError:
+      pass  # Unreadable, not bad: removed, as it always was.
+    storage.remove(storage.join(workdir, name))
 
 
 def write_stop_request(workdir: str, reason: str):
+  """Asks the running launch to stop; a bad request already there (which
+  its coordinator would set aside) is moved aside first, with a warning,
+  rather than overwritten."""
+  try:
+    read_record(workdir, STOP_REQUEST)
+  except BadRecord as error:
+    _warn(str(set_aside(error, 'This request replaces it.')))
   _write_json(storage.join(workdir, STOP_REQUEST), {'reason': reason})
 
 
 def take_stop_request(workdir: str) -> Optional[str]:
   """The reason of a stop request, which is removed; None if there is none
-  (or none readable yet)."""
-  path = storage.join(workdir, STOP_REQUEST)
-  try:
-    text = storage.read_text(path)
-    reason = None if text is None else str(json.loads(text)['reason'])
-  except (OSError, ValueError, KeyError, TypeError):
-    return None
-  storage.remove(path)
-  return reason
+  (or none readable now: the next poll tries again).
 
+  Raises:
+    BadRecord: there was a bad one. It is not taken as a request (a file
+      that is not one is not known to ask for a stop, and a stop on a
+      guess would cut a run short), but moved aside (nothing is lost, and
+      the next poll does not meet it again); the error says where.
+  """
+  try:
+    request = read_record(workdir, STOP_REQUEST)
+  except BadRecord as error:
+    raise set_aside(error, 'It was not taken as a request to stop: '
+                    'run programs/stop.py again to stop the program.'
+                    ) from None
+  except OSError:
+    return None
+  if request is None:
+    return None
+  storage.remove(storage.join(workdir, STOP_REQUEST))
+  return request['reason']

@@ -122,7 +122,7 @@ def read_text(path: str) -> Optional[str]:
   """The file's text, or None if there is no such file."""
   if not is_cloud(path):
     try:
-      with open(path) as f:
+      with open(path, encoding='utf-8') as f:
         return f.read()
     except FileNotFoundError:
       return None
@@ -144,7 +144,7 @@ def write_text(path: str, text: str):
   if not is_cloud(path):
     os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
     temporary = f'{path}.tmp'
-    with open(temporary, 'w') as f:
+    with open(temporary, 'w', encoding='utf-8') as f:
       f.write(text)
     os.replace(temporary, path)
     return
@@ -168,6 +168,30 @@ def remove(path: str):
     if blob.exists():
       blob.delete()
   _cloud_call(path, delete)
+
+
+def exists(path: str) -> bool:
+  """Whether the file is there."""
+  if not is_cloud(path):
+    return os.path.lexists(path)
+  _, name = bucket_and_name(path)
+  return _cloud_call(path, lambda bucket: bucket.blob(name).exists())
+
+
+def move(path: str, new_path: str):
+  """Renames the file, its bytes as they are (on Cloud Storage: a copy made
+  by the service, then the original's removal)."""
+  if not is_cloud(path):
+    os.replace(path, new_path)
+    return
+  _, name = bucket_and_name(path)
+  _, new_name = bucket_and_name(new_path)
+
+  def rename(bucket):
+    blob = bucket.blob(name)
+    bucket.copy_blob(blob, bucket, new_name)
+    blob.delete()
+  _cloud_call(path, rename)
 
 
 def holds_files(directory: str) -> bool:

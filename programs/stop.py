@@ -12,7 +12,9 @@ counter's; on Vertex AI the job then ends as succeeded. This command waits
 for the stop record (`stop.json`) that the coordinator writes as it begins
 that stop, and prints it; exit status 0 once the program is stopping, 1 if
 it stopped as failed or did not take the request within --timeout (the
-request then stays for the program to take when it runs).
+request then stays for the program to take when it runs), 2 if the workdir
+holds no run or a bad record (`run.json`, `stop.json`: named, and left as
+they are).
 """
 
 import os
@@ -69,7 +71,10 @@ def main(argv):
     return
   deadline = time.time() + FLAGS.timeout
   while time.time() < deadline:
-    record = run_manifest.read_stop_record(workdir)
+    try:
+      record = run_manifest.read_stop_record(workdir)
+    except run_manifest.BadRecord as error:
+      _fail(str(error), 2)
     if record is not None:
       if record.get('failed'):
         _fail(f'the program stopped because {record["reason"]}.', 1)

@@ -243,7 +243,8 @@ def _recorded_values(workdir: Optional[str], program_name: str,
                      names) -> Dict[str, Any]:
   """The flag values the run in `workdir` last launched with (run.json);
   empty if there is none, or if it is another program's run (which the
-  manifest's check then refuses)."""
+  manifest's check then refuses). Raises BadRecord for a run.json that is
+  not a run record."""
   if not workdir:
     return {}
   if not storage.is_cloud(workdir):
@@ -254,6 +255,8 @@ def _recorded_values(workdir: Optional[str], program_name: str,
     if not FLAGS.dry_run:
       raise
     return {}  # A plan goes on; `_check_record` says why.
+  except run_manifest.BadRecord:
+    raise  # Not a new run: refused, never written over.
   except ValueError:  # No run.json: a new run.
     return {}
   if manifest.get('program') != program_name:

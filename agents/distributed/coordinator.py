@@ -5,7 +5,8 @@ The coordinator stops the program once the actors have taken
 launch (the nodes' start-up, longer with more actors on few cores, is not
 part of a wall-clock budget), or when asked: by `request_stop` (the
 launcher's answer to Ctrl-C), or by a stop request in the workdir
-(`programs/stop.py`, from anywhere that reaches the workdir). It stops it
+(`programs/stop.py`, from anywhere that reaches the workdir; a file there
+that is not a request is logged and moved aside, not taken). It stops it
 as failed once every actor has given up on its environment (a learner left
 alone would train on stale data, or wait forever on a rate limiter), or
 once the learner, the counter or every actor has died (or frozen: see
@@ -99,6 +100,7 @@ class Coordinator:
     self._end_program = end_program
     self._poll_seconds = poll_seconds
     self._requested: Optional[str] = None
+    self._bad_request: Optional[str] = None  # The last one reported.
     self._wake = threading.Event()
     self._node_died = False
 
@@ -159,7 +161,14 @@ class Coordinator:
     if (self._requested is None and self._workdir and
         time.time() >= self._next_request_check):
       self._next_request_check = time.time() + STOP_REQUEST_POLL_SECONDS
-      self._requested = run_manifest.take_stop_request(self._workdir)
+      try:
+        self._requested = run_manifest.take_stop_request(self._workdir)
+      except run_manifest.BadRecord as error:
+        # Not a request; moved aside, so said once (or, if it could not be
+        # moved, said once and left).
+        if str(error) != self._bad_request:
+          self._bad_request = str(error)
+          logging.error('%s', error)
     if self._requested is not None:
       return (self._requested, False)
     return self._dead_node()

@@ -104,7 +104,12 @@ class _CoordinatorWatch:
         continue
       if self._stopping.is_set():
         break
-      earlier = run_manifest.read_stop_record(self._workdir)
+      try:
+        earlier = run_manifest.read_stop_record(self._workdir)
+      except run_manifest.BadRecord as error:  # Kept beside the new one.
+        earlier = None
+        print('warning: ' + str(run_manifest.set_aside(
+            error, 'The launcher\'s stop record replaces it.')), flush=True)
       reason = gone
       if earlier:
         reason += f', during its stop ({earlier["reason"]})'
@@ -172,15 +177,25 @@ def launch(program: lp.Program, options: RunOptions,
     manager = lp.launch(program, launch_type=options.launch_type)
   ctrl_c.install()
   manager.wait()
-  record = run_manifest.read_stop_record(options.workdir)
+  try:
+    record, unreadable = run_manifest.read_stop_record(options.workdir), None
+  except run_manifest.BadRecord as error:
+    record, unreadable = None, error
   if record and record.get('failed'):
     sys.stderr.write(f'error: the program stopped because '
                      f'{record["reason"]}.\n')
     sys.exit(1)
   if record:
     print(f'The program stopped: {record["reason"]}.')
+  if unreadable:
+    # Whether it stopped as failed cannot be told: not a success (exit 1,
+    # after saying where its checkpoints are).
+    sys.stderr.write('error: the program has ended, but its stop record '
+                     f'cannot say why: {unreadable}\n')
   checkpoints = os.path.join(options.workdir, run_manifest.CHECKPOINTS)
   if os.path.isdir(checkpoints) and os.listdir(checkpoints):
     resume = f'python programs/{program_name}.py' if program_name else 'the program'
     print(f'Checkpoints are in {checkpoints}; {resume} '
           f'--workdir={options.workdir} resumes the run.')
+  if unreadable:
+    sys.exit(1)
