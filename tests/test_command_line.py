@@ -34,13 +34,14 @@ def _config(name, *flags):
 
 
 def _defaults(name):
-  """Every flag's default, from the dataclasses (not from the program)."""
+  """Every recorded flag's default (not the per-launch ones), from the
+  dataclasses (not from the program)."""
   config_class, _, default_env = PROGRAMS[name]
   values = {field.name: field.default
             for dataclass in (RunOptions, config_class)
             for field in dataclasses.fields(dataclass)
-            if field.metadata.get('flag', True)}
-  values.pop('workdir')
+            if field.metadata.get('flag', True)
+            and field.name not in RunOptions.PER_LAUNCH}
   values['env'] = default_env
   return values
 

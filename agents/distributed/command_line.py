@@ -305,6 +305,14 @@ def build_program(program_name: str, config_class, builder_class,
     sys.exit(0)
   try:
     _check_field_names(config_class, presets)
+    if (storage.is_cloud(FLAGS.workdir) and FLAGS.lp_launch_type != 'vertex_ai'
+        and not FLAGS.print_config):
+      # Said before its record is read: a launch on this machine is in a
+      # network of its own (`private_network`), which reaches no bucket.
+      raise ValueError(
+          f'--workdir={FLAGS.workdir} is on Cloud Storage, which only the '
+          'nodes of a Vertex AI job reach as files: give a local directory, '
+          'or --lp_launch_type=vertex_ai.')
     values = resolve_flags(program_name, config_class, presets)
     config = config_class(**{name: values[name]
                              for name in _flag_names(config_class)})
@@ -334,11 +342,6 @@ def build_program(program_name: str, config_class, builder_class,
       # On Cloud Storage: its records are read (and, unless this is a plan,
       # written) here through the Cloud Storage API; the nodes reach the
       # rest through their replica's mount (`storage.node_path`).
-      if plan is None:
-        raise ValueError(
-            f'--workdir={FLAGS.workdir} is on Cloud Storage, which only the '
-            'nodes of a Vertex AI job reach as files: give a local directory, '
-            'or --lp_launch_type=vertex_ai.')
       options = dataclasses.replace(options,
                                     workdir=FLAGS.workdir.rstrip('/'))
       resuming = _check_record(options.workdir, program_name, environment,
