@@ -21,6 +21,14 @@ are packaged by the real launcher, then kept in `--package_dir` with a
 description of the job (`job.json`) instead of being submitted, and the
 plan is printed. `agents.distributed.vertex_emulator` runs such a package
 on this machine as Vertex AI would.
+
+Every replica serves Courier or Reverb on every interface without asking
+who calls, and a caller that reaches a Courier port runs code there. So
+the job is submitted with interactive shells into its replicas off
+(`--enable_web_access` opens them), as the service account given
+(`--service_account`; without one, xmanager's own, which xmanager grants
+project-wide roles), on the VPC network given (`--network`; without one,
+peered with none), and the plan says so (docs/google_cloud_security.md).
 """
 
 import contextlib
@@ -30,6 +38,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -86,6 +95,21 @@ LEARNER_SAMPLES_PER_SECOND = 19 * 512
 # see.
 SHARD_LOAD = 0.5
 
+# Who can reach a job (docs/google_cloud_security.md). A service account's
+# email: user-managed ones are <name>@<project>.iam.gserviceaccount.com,
+# Google's default ones end in gserviceaccount.com too.
+SERVICE_ACCOUNT = re.compile(
+    r'[a-z0-9][a-z0-9._-]*@[a-z0-9][a-z0-9.-]*\.gserviceaccount\.com')
+# A VPC network as Vertex AI's CustomJob takes it: the project's number
+# (not its ID), and the network's name (lowercase letters, digits, hyphens).
+NETWORK = re.compile(
+    r'projects/[0-9]+/global/networks/[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?')
+# Without --service_account, xmanager 0.3.0 runs the job as its own account,
+# creating it if missing and granting it these roles on the whole project.
+XMANAGER_ACCOUNT = 'xmanager@<project>.iam.gserviceaccount.com'
+XMANAGER_ROLES = ('roles/aiplatform.user', 'roles/storage.admin')
+SECURITY_DOCS = 'docs/google_cloud_security.md'
+
 # The coordinator asks for less than any other group (and lands on the
 # smallest machine), so that it is a pool of its own and, added first to the
 # program, the job's primary replica.
@@ -134,9 +158,26 @@ class CloudOptions:
   them in the actors' worker pool)."""
   small_node_memory_gb: float = 4.0
   """Memory of the counter's and the evaluator's machines, GB."""
+  enable_web_access: bool = False
+  """Let Vertex AI open an interactive shell into each replica (the job's
+  web access URIs): whoever may open them runs commands in every replica,
+  as the job's service account. Off by default: no shells."""
+  service_account: Optional[str] = None
+  """The service account the job runs as (its email,
+  <name>@<project>.iam.gserviceaccount.com); the launch then creates no
+  account and grants no role. none (default): xmanager's own,
+  xmanager@<project>.iam.gserviceaccount.com, which the launch creates if
+  missing and grants roles/aiplatform.user and roles/storage.admin on the
+  whole project (docs/google_cloud_security.md: the least a job needs)."""
+  network: Optional[str] = None
+  """The VPC network of yours the job is peered with,
+  projects/<project number>/global/networks/<name> (VPC Network Peering
+  with Vertex AI set up on it first): its hosts can then reach the
+  replicas. none (default): the job is peered with no network."""
 
   def validate(self):
     """Raises ValueError naming the first flag whose value is out of range."""
+    self._validate_access()
     for name in ('actor_cpus', 'replay_cpus', 'small_node_cpus'):
       check_flag(name, getattr(self, name) >= 1, getattr(self, name), '>= 1')
     for name in ('actor_memory_gb', 'small_node_memory_gb'):
@@ -153,6 +194,29 @@ class CloudOptions:
                self.learner_accelerator_count in counts,
                self.learner_accelerator_count,
                ', '.join(str(count) for count in counts))
+
+  def _validate_access(self):
+    if self.service_account is not None and not SERVICE_ACCOUNT.fullmatch(
+        self.service_account):
+      raise ValueError(
+          f'--service_account={self.service_account} is not a service '
+          'account\'s email: give <name>@<project>.iam.gserviceaccount.com '
+          '(`gcloud iam service-accounts list` shows them; '
+          f'{SECURITY_DOCS} says how to make one).')
+    if self.network is not None and not NETWORK.fullmatch(self.network):
+      raise ValueError(
+          f'--network={self.network} is not a VPC network\'s full name: give '
+          'projects/<project number>/global/networks/<name>, with the '
+          'project\'s number, not its ID (`gcloud projects describe '
+          '<project> --format="value(projectNumber)"`).')
+
+  def job_settings(self) -> Dict[str, Any]:
+    """Who can reach the job, as `aiplatform.CustomJob.run` takes it: its
+    web access, the account it runs as (None: xmanager's), its network
+    (None: peered with none)."""
+    return {'enable_web_access': self.enable_web_access,
+            'service_account': self.service_account,
+            'network': self.network}
 
   @property
   def accelerator(self) -> Optional[str]:
@@ -645,10 +709,11 @@ def _bound_pools(program) -> Dict[str, List[str]]:
 
 
 def package(program, group_requests: Dict[str, Request], directory: str,
-            workdir: str) -> Dict[str, Any]:
+            workdir: str, options: CloudOptions) -> Dict[str, Any]:
   """Runs Launchpad's Vertex AI launcher up to the step that reaches Google
   Cloud and keeps what it packaged in `directory` (one directory per worker
-  pool, and `job.json`); returns the job's description."""
+  pool, and `job.json`, with who can reach the job: `options`'
+  `job_settings`); returns the job's description."""
   # Kept at the step where the launcher would reach Google Cloud.
   experiment = _KeptExperiment(directory)
   # Launchpad prints that the program was launched: it was not.
@@ -666,7 +731,8 @@ def package(program, group_requests: Dict[str, Request], directory: str,
     pools.append({**pool, 'nodes': labels, 'machine_type': machine,
                   'machine': request.describe(),
                   'gpu_image': request.accelerator is not None})
-  job = {'name': program.name, 'workdir': workdir, 'pools': pools}
+  job = {'name': program.name, 'workdir': workdir, 'pools': pools,
+         'access': options.job_settings()}
   with open(os.path.join(directory, JOB_FILE), 'w') as f:
     json.dump(job, f, indent=2)
   return job
@@ -702,22 +768,55 @@ def format_plan(job: Dict[str, Any], workdir: str, directory: str) -> str:
                    if pool['gpu_image']))
   lines += ['', 'Machine-hours per hour of running: ' + ', '.join(
       f'{count} x {machine}' for machine, count in sorted(
-          machine_hours.items())) + '.',
-            f'Run files (logs, checkpoints, run.json, stop.json): {workdir}',
+          machine_hours.items())) + '.', '']
+  lines += access_lines(job['access'])
+  lines += ['', f'Run files (logs, checkpoints, run.json, stop.json): '
+                f'{workdir}',
             f'Packaged containers and job.json: {directory}']
   return '\n'.join(lines)
 
 
+def access_lines(access: Dict[str, Any]) -> List[str]:
+  """What the plan says of who can reach the job (`job_settings`)."""
+  lines = [f'Who can reach the job ({SECURITY_DOCS}):']
+  if access['enable_web_access']:
+    lines.append('  Interactive shells (web access): on: whoever may open '
+                 'the job\'s web access URIs runs commands in every '
+                 'replica, as its service account.')
+  else:
+    lines.append('  Interactive shells (web access): off '
+                 '(--enable_web_access opens them).')
+  if access['service_account']:
+    lines.append(f'  Runs as: {access["service_account"]} (--service_account:'
+                 ' no account is created, no role granted).')
+  else:
+    lines.append(f'  Runs as: {XMANAGER_ACCOUNT}, which the launch creates '
+                 f'if missing and grants {" and ".join(XMANAGER_ROLES)} on '
+                 'the whole project (--service_account=<email> runs it as '
+                 'an account of yours instead).')
+  if access['network']:
+    lines.append(f'  Network: peered with {access["network"]}: its hosts, '
+                 'and networks connected to it, can reach every replica\'s '
+                 'ports.')
+  else:
+    lines.append('  Network: peered with no VPC network (Vertex AI\'s own; '
+                 '--network=projects/<project number>/global/networks/'
+                 '<name> peers one of yours).')
+  return lines
+
+
 def dry_run(program, group_requests: Dict[str, Request], workdir: str,
-            directory: Optional[str], replay: str = ''):
-  """Packages the program for Vertex AI, prints the plan (and `replay`,
-  what it says of the replay's load), exits 0."""
+            options: CloudOptions, replay: str = ''):
+  """Packages the program for Vertex AI in `options.package_dir` (a new
+  directory if none), prints the plan (and `replay`, what it says of the
+  replay's load), exits 0."""
+  directory = options.package_dir
   directory = directory or tempfile.mkdtemp(prefix='apex-vertex-')
   os.makedirs(directory, exist_ok=True)
   if os.listdir(directory):
     raise ValueError(f'--package_dir={directory} is not empty; choose a new '
                      'or empty directory.')
-  job = package(program, group_requests, directory, workdir)
+  job = package(program, group_requests, directory, workdir, options)
   print(format_plan(job, workdir, directory))
   if replay:
     print(f'\n{replay}')
@@ -728,12 +827,73 @@ SETUP_HELP = ('see the README\'s "On Google Cloud": a project with Vertex AI, '
               'Cloud Build and Container Registry enabled, `gcloud auth '
               'application-default login`, GOOGLE_CLOUD_PROJECT and '
               'GOOGLE_CLOUD_BUCKET_NAME set')
+ACCESS_HELP = (f'{SECURITY_DOCS} gives the roles a launch needs (among them, '
+               'with --service_account, roles/iam.serviceAccountUser on that '
+               'account)')
 
 
-def submit(program, group_requests: Dict[str, Request]):
+class _Overlay:
+  """A module with some of its names replaced: what xmanager's Vertex AI
+  client sees as `aiplatform` and `auth` while it submits a job."""
+
+  def __init__(self, module, **names):
+    self._module = module
+    self._names = names
+
+  def __getattr__(self, name):
+    if name in self._names:
+      return self._names[name]
+    return getattr(self._module, name)
+
+
+def _custom_job(settings: Dict[str, Any]):
+  """Vertex AI's `CustomJob`, run with `settings`' web access and network
+  whatever its caller asks (xmanager 0.3.0 asks for web access, always, and
+  for no network)."""
+  from google.cloud import aiplatform  # pylint: disable=g-import-not-at-top
+
+  class CustomJob(aiplatform.CustomJob):
+
+    def run(self, *args, **kwargs):
+      kwargs.update(enable_web_access=settings['enable_web_access'],
+                    network=settings['network'])
+      return super().run(*args, **kwargs)
+
+  return CustomJob
+
+
+@contextlib.contextmanager
+def _submitted_with(settings: Dict[str, Any]):
+  """Within: xmanager's Vertex AI client (`vertex.Client.launch`, which runs
+  the job with web access on, as the account `auth.get_service_account()`
+  creates and grants project-wide roles) submits the job with `settings`
+  (`CloudOptions.job_settings`): web access and network as given, and,
+  given an account, that one, without asking xmanager for its own.
+  Launchpad's launch returns only once xmanager has submitted (its
+  experiment waits for its tasks on exit), so this covers the submission."""
+  from xmanager.cloud import vertex  # pylint: disable=g-import-not-at-top
+  names = {'aiplatform': _Overlay(vertex.aiplatform,
+                                  CustomJob=_custom_job(settings))}
+  if settings['service_account']:
+    names['auth'] = _Overlay(
+        vertex.auth, get_service_account=lambda: settings['service_account'])
+  real = {name: getattr(vertex, name) for name in names}
+  for name, value in names.items():
+    setattr(vertex, name, value)
+  try:
+    yield
+  finally:
+    for name, value in real.items():
+      setattr(vertex, name, value)
+
+
+def submit(program, group_requests: Dict[str, Request],
+           options: CloudOptions):
   """Launches the program on Vertex AI through Launchpad's launcher: images
-  built (Cloud Build, or a local Docker) and pushed, the job submitted.
-  Raises ValueError saying what to set up when Google Cloud is not."""
+  built (Cloud Build, or a local Docker) and pushed, the job submitted with
+  `options`' `job_settings`. Raises
+  ValueError saying what to set up when Google Cloud is not, or refuses."""
+  from google.api_core import exceptions as api_exceptions  # pylint: disable=g-import-not-at-top
   from google.auth import exceptions as auth_exceptions  # pylint: disable=g-import-not-at-top
   from xmanager import xm_local  # pylint: disable=g-import-not-at-top
   if not os.environ.get('GOOGLE_CLOUD_BUCKET_NAME'):
@@ -741,7 +901,11 @@ def submit(program, group_requests: Dict[str, Request]):
                      'the job\'s files in that Cloud Storage bucket; ' +
                      SETUP_HELP + '.')
   try:
-    _launch(program, group_requests, xm_local.create_experiment)
+    with _submitted_with(options.job_settings()):
+      _launch(program, group_requests, xm_local.create_experiment)
   except auth_exceptions.GoogleAuthError as error:
     raise ValueError(f'Google Cloud refused or could not be reached '
                      f'({error}); {SETUP_HELP}.') from error
+  except api_exceptions.GoogleAPICallError as error:
+    raise ValueError(f'Google Cloud refused the launch ({error}); '
+                     f'{ACCESS_HELP}.') from error

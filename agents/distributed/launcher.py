@@ -135,8 +135,8 @@ def _on_vertex_ai(program: lp.Program, options: RunOptions, plan):
   from agents.distributed import cloud  # pylint: disable=g-import-not-at-top
   if plan.options.dry_run:
     try:
-      cloud.dry_run(program, plan.requests, options.workdir,
-                    plan.options.package_dir, plan.replay)
+      cloud.dry_run(program, plan.requests, options.workdir, plan.options,
+                    plan.replay)
     except ValueError as error:
       sys.stderr.write(f'error: {error}\n')
       sys.exit(2)
@@ -145,7 +145,7 @@ def _on_vertex_ai(program: lp.Program, options: RunOptions, plan):
     print(plan.replay, flush=True)
   try:
     run_manifest.remove_earlier_launch_records(options.workdir)
-    cloud.submit(program, plan.requests)
+    cloud.submit(program, plan.requests, plan.options)
   except ValueError as error:
     sys.stderr.write(f'error: {error}\n')
     sys.exit(1)
