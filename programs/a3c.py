@@ -20,31 +20,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from agents.distributed import private_network
 private_network.isolate_launch(sys.argv)
 
-from absl import app
-
 from agents import environments
 from agents.a3c.builder import A3CBuilder
 from agents.a3c.config import A3CConfig
 from agents.a3c.presets import PRESETS
-from agents.distributed import command_line
-from agents.distributed import launcher
+from agents.distributed import entry
 
-PROGRAM = 'a3c'
-command_line.define_flags(A3CConfig, PRESETS, default_env='atari:Pong')
-
-
-def build():
-  """Validates the flags: (program, run options, environment, plan)."""
-  return command_line.build_program(PROGRAM, A3CConfig, A3CBuilder,
-                                     environments.resolve_any, PRESETS)
-
-
-def main(_):
-  program, options, environment, plan = build()
-  print(f'A3C on {environment.name} with {options.num_actors} workers; '
-        f'logs in {options.workdir}')
-  launcher.launch(program, options, PROGRAM, plan)
-
+ENTRY = entry.ProgramEntry('a3c', 'A3C', A3CConfig, A3CBuilder,
+                           environments.resolve_any, PRESETS,
+                           default_env='atari:Pong', members='workers')
+build = ENTRY.build  # (program, run options, environment, plan)
 
 if __name__ == '__main__':
-  app.run(main)
+  ENTRY.main()

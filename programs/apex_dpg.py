@@ -18,33 +18,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from agents.distributed import private_network
 private_network.isolate_launch(sys.argv)
 
-from absl import app
-
 from agents import environments
-from agents.distributed import command_line
-from agents.distributed import launcher
 from agents.apex_dpg import ApeXDPGBuilder
 from agents.apex_dpg import ApeXDPGConfig
 from agents.apex_dpg.presets import PRESETS
+from agents.distributed import entry
 
-PROGRAM = 'apex_dpg'
-command_line.define_flags(ApeXDPGConfig, PRESETS,
-                          default_env='control:manipulator:bring_ball')
-
-
-def build():
-  """Validates the flags: (program, run options, environment, plan)."""
-  return command_line.build_program(PROGRAM, ApeXDPGConfig, ApeXDPGBuilder,
-                                     environments.resolve_continuous,
-                                     PRESETS)
-
-
-def main(_):
-  program, options, environment, plan = build()
-  print(f'Ape-X DPG on {environment.name} with {options.num_actors} actors; '
-        f'logs in {options.workdir}')
-  launcher.launch(program, options, PROGRAM, plan)
-
+ENTRY = entry.ProgramEntry('apex_dpg', 'Ape-X DPG', ApeXDPGConfig,
+                           ApeXDPGBuilder, environments.resolve_continuous,
+                           PRESETS,
+                           default_env='control:manipulator:bring_ball')
+build = ENTRY.build  # (program, run options, environment, plan)
 
 if __name__ == '__main__':
-  app.run(main)
+  ENTRY.main()

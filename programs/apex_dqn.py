@@ -18,32 +18,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from agents.distributed import private_network
 private_network.isolate_launch(sys.argv)
 
-from absl import app
-
 from agents import environments
-from agents.distributed import command_line
-from agents.distributed import launcher
 from agents.apex_dqn import ApeXDQNBuilder
 from agents.apex_dqn import ApeXDQNConfig
 from agents.apex_dqn.presets import PRESETS
+from agents.distributed import entry
 
-PROGRAM = 'apex_dqn'
-command_line.define_flags(ApeXDQNConfig, PRESETS, default_env='atari:Pong')
-
-
-def build():
-  """Validates the flags: (program, run options, environment, plan)."""
-  return command_line.build_program(PROGRAM, ApeXDQNConfig, ApeXDQNBuilder,
-                                     environments.resolve_discrete,
-                                     PRESETS)
-
-
-def main(_):
-  program, options, environment, plan = build()
-  print(f'Ape-X DQN on {environment.name} with {options.num_actors} actors; '
-        f'logs in {options.workdir}')
-  launcher.launch(program, options, PROGRAM, plan)
-
+ENTRY = entry.ProgramEntry('apex_dqn', 'Ape-X DQN', ApeXDQNConfig,
+                           ApeXDQNBuilder, environments.resolve_discrete,
+                           PRESETS, default_env='atari:Pong')
+build = ENTRY.build  # (program, run options, environment, plan)
 
 if __name__ == '__main__':
-  app.run(main)
+  ENTRY.main()
