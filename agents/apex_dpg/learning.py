@@ -1,16 +1,12 @@
 """The Ape-X DPG learner (Ape-X §3.2, App. D)."""
 
-from typing import Callable, Dict, Iterator, Optional, Tuple
+from typing import Dict, Tuple
 
-import reverb
 import sonnet as snt
 import tensorflow as tf
-from acme.utils import counting
-from acme.utils import loggers
 
 from agents import adders
 from agents import learning
-from agents import replay
 from agents.apex_dpg import losses
 
 
@@ -30,28 +26,18 @@ class ApeXDPGLearner(learning.ApeXLearner):
                critic: snt.Module,
                target_policy: snt.Module,
                target_critic: snt.Module,
-               iterator: Iterator[reverb.ReplaySample],
-               replay_client: Optional[reverb.TFClient],
                policy_optimizer: snt.Optimizer,
                critic_optimizer: snt.Optimizer,
-               importance_sampling_exponent: float,
-               target_update_period: int,
                dqda_clip: float,
-               table: str = replay.TABLE,
-               counter: Optional[counting.Counter] = None,
-               logger: Optional[loggers.Logger] = None,
-               log_every: float = 0.0,
-               make_iterator: Optional[Callable[[], Iterator[
-                   reverb.ReplaySample]]] = None):
+               **replay_learning):
+    """`replay_learning`: `ApeXLearner`'s arguments (the iterator, the
+    replay client, the importance-sampling exponent, the target period,
+    the counter and logger...), by keyword."""
     super().__init__(
         variables={'policy': policy.trainable_variables,
                    'critic': critic.trainable_variables},
         target_pairs=[(policy, target_policy), (critic, target_critic)],
-        iterator=iterator, replay_client=replay_client,
-        importance_sampling_exponent=importance_sampling_exponent,
-        target_update_period=target_update_period, table=table,
-        counter=counter, logger=logger, log_every=log_every,
-        make_iterator=make_iterator)
+        **replay_learning)
     self._policy = policy
     self._critic = critic
     self._target_policy = target_policy

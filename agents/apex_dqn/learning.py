@@ -1,16 +1,12 @@
 """The Ape-X DQN learner (Ape-X §3.1, App. C)."""
 
-from typing import Callable, Dict, Iterator, Optional, Tuple
+from typing import Dict, Tuple
 
-import reverb
 import sonnet as snt
 import tensorflow as tf
-from acme.utils import counting
-from acme.utils import loggers
 
 from agents import adders
 from agents import learning
-from agents import replay
 from agents.apex_dqn import losses
 
 
@@ -24,26 +20,15 @@ class ApeXDQNLearner(learning.ApeXLearner):
   def __init__(self,
                network: snt.Module,
                target_network: snt.Module,
-               iterator: Iterator[reverb.ReplaySample],
-               replay_client: Optional[reverb.TFClient],
                optimizer: snt.Optimizer,
-               importance_sampling_exponent: float,
-               target_update_period: int,
                max_gradient_norm: float,
-               table: str = replay.TABLE,
-               counter: Optional[counting.Counter] = None,
-               logger: Optional[loggers.Logger] = None,
-               log_every: float = 0.0,
-               make_iterator: Optional[Callable[[], Iterator[
-                   reverb.ReplaySample]]] = None):
+               **replay_learning):
+    """`replay_learning`: `ApeXLearner`'s arguments (the iterator, the
+    replay client, the importance-sampling exponent, the target period,
+    the counter and logger...), by keyword."""
     super().__init__(
         variables={'network': network.trainable_variables},
-        target_pairs=[(network, target_network)],
-        iterator=iterator, replay_client=replay_client,
-        importance_sampling_exponent=importance_sampling_exponent,
-        target_update_period=target_update_period, table=table,
-        counter=counter, logger=logger, log_every=log_every,
-        make_iterator=make_iterator)
+        target_pairs=[(network, target_network)], **replay_learning)
     self._network = network
     self._target_network = target_network
     self._optimizer = optimizer
