@@ -11,8 +11,8 @@
 SHELL := /bin/bash
 PYTHON := .venv/bin/python
 TRAIN_FLAGS ?=
-# Both tiers print their slowest tests.
-PYTEST := $(PYTHON) -m pytest tests -q --durations=15
+# Both tiers print their slowest tests and the reason of every skip.
+PYTEST := $(PYTHON) -m pytest tests -q -rs --durations=15
 
 .PHONY: venv cloud-deps train test test-all bench
 
