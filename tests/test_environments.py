@@ -1,5 +1,6 @@
 """Environment adapters, environment-name resolution and config validation."""
 
+import dataclasses
 import re
 
 import dm_env
@@ -306,8 +307,63 @@ def test_continuous_action_error_says_why():
 # --------------------------------------------------------------------------
 
 
-def test_default_config_validates():
-  ApeXDQNConfig().validate()
+# Every range `ApeXDQNConfig.validate` enforces, by flag: values at or next
+# to its edges that it accepts, and values just outside that it refuses
+# (the other fields at their defaults).
+ABOVE_1 = float(np.nextafter(1.0, 2.0))
+BELOW_0 = float(np.nextafter(0.0, -1.0))
+ABOVE_0 = float(np.nextafter(0.0, 1.0))
+RANGE_EDGES = {
+    # flag: (accepted, refused)
+    'n_step': ([1], [0]),
+    # Capacity, batch and the size before learning are bound together:
+    # batch_size <= min_replay_size <= replay_capacity (a batch larger than
+    # the default 50,000, or a capacity below it, is refused naming
+    # --min_replay_size).
+    'replay_capacity': ([50_000], [0]),
+    'batch_size': ([1, 50_000], [0, 2_000_001]),
+    'min_replay_size': ([512, 2_000_000], [511, 2_000_001]),
+    'replay_shards': ([1], [0]),
+    'actor_flush_size': ([1], [0]),
+    'variable_update_period': ([1], [0]),
+    'prefetch_size': ([1], [0]),
+    'discount': ([0.0, 1.0], [BELOW_0, ABOVE_1]),
+    'importance_sampling_exponent': ([0.0, 1.0], [BELOW_0, ABOVE_1]),
+    'priority_exponent': ([0.0], [BELOW_0]),
+    'eviction_priority_exponent': ([-ABOVE_0], [0.0]),
+    'samples_per_insert': ([None, ABOVE_0], [0.0]),
+    'replay_remover': (['fifo', 'min_heap', 'inverse_priority'],
+                       ['lifo', 'prioritized']),
+    'initial_priority': (['actor', 'max'], ['min']),
+    'learning_rate': ([ABOVE_0], [0.0]),
+    'max_gradient_norm': ([ABOVE_0], [0.0]),
+    'target_update_period': ([1], [0]),
+    'dueling_hidden_size': ([1], [0]),
+    'epsilon_base': ([0.0, 1.0], [BELOW_0, ABOVE_1]),
+    'evaluation_epsilon': ([0.0, 1.0], [BELOW_0, ABOVE_1]),
+    'rmsprop_decay': ([0.0, 1.0], [BELOW_0, ABOVE_1]),
+    'max_abs_reward': ([None, ABOVE_0], [0.0]),
+    'mlp_hidden_sizes': (['1', '64,64'], ['0', '64,', '', 'a']),
+    'rmsprop_epsilon': ([ABOVE_0], [0.0]),
+    'epsilon_alpha': ([0.0, 7.0], [BELOW_0]),
+}
+# Fields `validate` does not check: any value passes.
+UNCHECKED = ()
+
+
+def test_default_config_lies_inside_every_range_validate_enforces():
+  default = ApeXDQNConfig()
+  default.validate()
+  # Every field is in the table, or knowingly unchecked: a new flag needs
+  # its range here.
+  fields = {field.name for field in dataclasses.fields(ApeXDQNConfig)}
+  assert fields == set(RANGE_EDGES) | set(UNCHECKED)
+  for flag, (accepted, refused) in RANGE_EDGES.items():
+    for value in accepted:
+      dataclasses.replace(default, **{flag: value}).validate()
+    for value in refused:
+      with pytest.raises(ValueError, match=rf'^--{flag}='):
+        dataclasses.replace(default, **{flag: value}).validate()
 
 
 @pytest.mark.parametrize('kwargs, flag', [
