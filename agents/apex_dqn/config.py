@@ -42,8 +42,12 @@ class ApeXDQNConfig(ApeXConfig):
   def validate(self):
     super().validate()
     for name in ('learning_rate', 'max_gradient_norm', 'target_update_period',
-                 'dueling_hidden_size'):
+                 'dueling_hidden_size', 'rmsprop_epsilon'):
       check_flag(name, getattr(self, name) > 0, getattr(self, name), '> 0')
+    # Ape-X's epsilons eps^(1 + alpha i / (N - 1)) stay in [0, eps] only
+    # for alpha >= 0.
+    check_flag('epsilon_alpha', self.epsilon_alpha >= 0, self.epsilon_alpha,
+               '>= 0')
     for name in ('epsilon_base', 'evaluation_epsilon', 'rmsprop_decay'):
       value = getattr(self, name)
       check_flag(name, 0.0 <= value <= 1.0, value, 'in [0, 1]')
