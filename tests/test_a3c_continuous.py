@@ -28,7 +28,7 @@ from agents.a3c import networks
 from agents.a3c.builder import A3CBuilder
 from agents.a3c.config import A3CConfig
 from agents.a3c.learning import POLICY
-from agents.a3c.learning import A3CParameterServer
+from test_a3c_worker import Recording  # The server, its calls recorded.
 
 ENV = 'gym:Pendulum-v1'
 EPISODE_LENGTH = 200  # Pendulum-v1's time limit.
@@ -121,25 +121,6 @@ def reference_update(p, observations, samples, rewards, discounts,
   parts['gradient_norm'] = norm
   scale = min(1.0, max_norm / norm)
   return parts, {name: g * scale for name, g in gradients.items()}
-
-
-class Recording:
-  """The parameter server as the worker reaches it, with each update's
-  parameters before and after, and what the worker sent, recorded."""
-
-  def __init__(self, server: A3CParameterServer):
-    self.server = server
-    self.calls: List[Dict[str, object]] = []
-
-  def get_variables(self, names):
-    return self.server.get_variables(names)
-
-  def apply_gradients(self, gradients, steps, statistics=None):
-    before = self.server.get_variables([POLICY])[0]
-    after = self.server.apply_gradients(gradients, steps, statistics)
-    self.calls.append(dict(before=before, gradients=gradients, steps=steps,
-                           statistics=statistics, after=after))
-    return after
 
 
 class Recorded(dm_env.Environment):
