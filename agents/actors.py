@@ -4,7 +4,7 @@ n-step adder per environment, and parameter pulls.
 An Ape-X actor is an `acme.Actor` (one environment, driven by
 `acme.EnvironmentLoop`) and also acts for K environments at once
 (`select_actions`, `observe_first_at`, `observe_at`, driven by
-`agents.vector_loop.VectorEnvironmentLoop`): one batched forward pass chooses
+`agents.envs.vector_loop.VectorEnvironmentLoop`): one batched forward pass chooses
 the K actions, while exploration, n-step windows and initial priorities stay
 per environment.
 """
@@ -17,7 +17,7 @@ import dm_env
 import numpy as np
 from acme.tf import variable_utils
 
-from agents import adders as adders_lib
+from agents.replay import adders as adders_lib
 
 
 def per_environment(value: Union[float, Sequence[float]],

@@ -9,7 +9,7 @@ log_every)`, `make_actor(variable_source, exploration, replay_client, seed)`
 `replay_client` is a sequence of clients, one per shard, with several, and
 an actor's the one shard it writes to), `actor_exploration(actor_id, num_actors,
 envs_per_actor)`, `evaluation_exploration`, and for policy snapshots and
-restoring a policy (`agents.snapshots`, `agents.restore`) `policy_state()`
+restoring a policy (`agents.runs.snapshots`, `agents.restore`) `policy_state()`
 and `policy_snapshot(learner_state)`. It may have `replay_shards` (default
 1) and refuse run options before anything starts
 (`check_options(config, options)`, a class method).
@@ -25,12 +25,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import reverb
 
-from agents import adders
+from agents.replay import adders
 from agents import learning
-from agents import replay
-from agents import shards
+from agents.replay import tables
+from agents.replay import shards
 from agents.config import ApeXConfig
-from agents.environments import EnvironmentSpec
+from agents.envs.environments import EnvironmentSpec
 
 
 ReplayClients = Union[reverb.Client, Sequence[reverb.Client]]
@@ -72,18 +72,18 @@ class ApeXBuilder:
 
   def make_replay_tables(self) -> List[reverb.Table]:
     """The tables of one replay server (of one shard, with several)."""
-    return [replay.make_replay_table(
-        replay.shard_config(self.config), self.environment.spec,
+    return [tables.make_replay_table(
+        tables.shard_config(self.config), self.environment.spec,
         stacked_frames=self.environment.stacked_frames)]
 
   def make_eviction(self, seed: Optional[int] = None):
-    """The replay node's rounds of eviction (`agents.eviction`), or None
+    """The replay node's rounds of eviction (`agents.replay.eviction`), or None
     when Reverb's own remover keeps the table at its capacity."""
-    return replay.make_eviction(replay.shard_config(self.config), seed)
+    return tables.make_eviction(tables.shard_config(self.config), seed)
 
   def make_iterator(self, replay_client: reverb.Client):
     """A new iterator over prefetched batches of the replay table."""
-    return iter(replay.make_dataset(
+    return iter(tables.make_dataset(
         replay_client.server_address, self.config.batch_size,
         self.config.prefetch_size,
         stacked_frames=self.environment.stacked_frames))
@@ -104,7 +104,7 @@ class ApeXBuilder:
     """What every agent's learner takes to learn from replay (the arguments
     of `agents.learning.ApeXLearner` that do not depend on the agent):
     `replay_client` is a client of the replay server, or a sequence of
-    clients, one per shard (`agents.shards`)."""
+    clients, one per shard (`agents.replay.shards`)."""
     common = dict(
         importance_sampling_exponent=self.config.importance_sampling_exponent,
         counter=counter, logger=logger, log_every=log_every)
@@ -147,7 +147,7 @@ class ApeXBuilder:
     agent's initial priorities unless `priority_fn` is given."""
     return adders.NStepPrioritizedAdder(
         client=replay_client,
-        table=replay.TABLE,
+        table=tables.TABLE,
         n_step=self.config.n_step,
         discount=self.config.discount,
         priority_fn=priority_fn or self.priority_fn,

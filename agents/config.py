@@ -49,7 +49,7 @@ class ApeXConfig:
   """Which items leave a full replay: 'fifo' (the oldest; Ape-X DQN, §4.1),
   'inverse_priority' (Ape-X DPG, App. D: victims sampled in proportion to
   priority^eviction_priority_exponent, so low-priority data leaves first, at
-  random; in rounds, from a snapshot of the table: agents/eviction.py) or
+  random; in rounds, from a snapshot of the table: agents/replay/eviction.py) or
   'min_heap' (Reverb's MinHeap: the lowest priority first, a deterministic
   approximation of App. D)."""
   eviction_priority_exponent: float = -0.4

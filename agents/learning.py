@@ -20,8 +20,8 @@ from acme.tf import utils as tf2_utils
 from acme.utils import counting
 from acme.utils import loggers
 
-from agents import replay
-from agents import shards
+from agents.replay import tables
+from agents.replay import shards
 from agents import variables as variables_lib
 
 # The name under which the learner serves the largest priority so far.
@@ -37,7 +37,7 @@ def weighted_squared_loss(td_errors: tf.Tensor,
 class ApeXLearner(acme.Learner, abc.ABC):
   """Prioritised replay learning; subclasses define `_update`.
 
-  `iterator` must be a `tf.data` iterator (as from `replay.make_dataset`): the
+  `iterator` must be a `tf.data` iterator (as from `tables.make_dataset`): the
   update is a `tf.function`, in which a plain Python iterator would be read
   once, at tracing time. A Reverb dataset ends when replay lets no sample
   through for a while (too little data, or a rate limiter holding the learner
@@ -54,7 +54,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
                replay_client: Optional[reverb.TFClient],
                importance_sampling_exponent: float,
                target_update_period: int,
-               table: str = replay.TABLE,
+               table: str = tables.TABLE,
                counter: Optional[counting.Counter] = None,
                logger: Optional[loggers.Logger] = None,
                log_every: float = 0.0,
@@ -97,7 +97,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
     """One optimiser step on a batch (traced inside a `tf.function`).
 
     Args:
-      transitions: the batch, keyed as in `agents.adders`.
+      transitions: the batch, keyed as in `agents.replay.adders`.
       weights: importance-sampling weights, one per transition.
 
     Returns:
@@ -133,7 +133,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
 
   def _learn(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
     """The update's body, traced inside `_step` or `_step_on`."""
-    weights = replay.importance_sampling_weights(
+    weights = tables.importance_sampling_weights(
         sample.info.probability, sample.info.table_size,
         self._importance_sampling_exponent)
     td_errors, metrics = self._update(sample.data, weights)
@@ -167,7 +167,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
   def try_step(self) -> bool:
     """One update, then counts and, every `log_every` seconds, a log row;
     False, with no update, when the dataset ended instead (a rate-limiter
-    timeout, `replay.RATE_LIMITER_TIMEOUT_MS`: a new one is made for the
+    timeout, `tables.RATE_LIMITER_TIMEOUT_MS`: a new one is made for the
     next call), so that a caller can check for a stop in between."""
     if not self._optimizer_state_made:
       self._make_optimizer_state()

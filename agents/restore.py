@@ -1,6 +1,6 @@
 """A trained policy read back from a run: from the newest learner checkpoint
 of a run's directory, from one learner checkpoint, or from a policy snapshot
-(`agents.snapshots`).
+(`agents.runs.snapshots`).
 
 Every way gives a `Policy`: `act(observations)` for a batch, the environment
 it was trained on (resolved as the programs resolve `--env`), and what is
@@ -13,10 +13,10 @@ from typing import Any, Optional
 
 import tensorflow as tf
 
-from agents import checkpointing
-from agents import environments
-from agents import run_manifest
-from agents import snapshots
+from agents.runs import checkpointing
+from agents.envs import environments
+from agents.runs import run_manifest
+from agents.runs import snapshots
 
 
 @dataclasses.dataclass

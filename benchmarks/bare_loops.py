@@ -50,7 +50,7 @@ FLAGS = flags.FLAGS
 
 
 def _builder():
-  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents.envs import environments  # pylint: disable=g-import-not-at-top
   from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   config = (ApeXDQNConfig() if FLAGS.batch_size is None else
             ApeXDQNConfig(batch_size=FLAGS.batch_size))
@@ -103,7 +103,7 @@ def actor_loop():
 def _batch_in_memory(builder):
   """One batch of real transitions, shaped as the learner's dataset gives."""
   import reverb  # pylint: disable=g-import-not-at-top
-  from agents import adders  # pylint: disable=g-import-not-at-top
+  from agents.replay import adders  # pylint: disable=g-import-not-at-top
   size = builder.config.batch_size
   environment = builder.environment.make_environment(seed=0)
   num_actions = builder.environment.spec.actions.num_values

@@ -1,5 +1,5 @@
 """What a round of Ape-X DPG's eviction by inverse priority costs
-(`--replay_remover=inverse_priority`, `agents/eviction.py`).
+(`--replay_remover=inverse_priority`, `agents/replay/eviction.py`).
 
 Fills a real Reverb server (the program's DPG table, a checkpointer on local
 disk) with transitions of the environment's shapes through the actors' own
@@ -57,8 +57,8 @@ def _directory_bytes(path: str) -> int:
 
 def _measure(builder, size: int, rng: np.random.Generator):
   import reverb  # pylint: disable=g-import-not-at-top
-  from agents import eviction  # pylint: disable=g-import-not-at-top
-  from agents import replay  # pylint: disable=g-import-not-at-top
+  from agents.replay import eviction  # pylint: disable=g-import-not-at-top
+  from agents.replay import tables  # pylint: disable=g-import-not-at-top
   directory = tempfile.mkdtemp(prefix='eviction_cost_')
   server = reverb.Server(
       builder.make_replay_tables(),
@@ -67,7 +67,7 @@ def _measure(builder, size: int, rng: np.random.Generator):
   rounds = builder.make_eviction(seed=0)
   adder = builder.make_adder(client)
   spec = builder.environment.spec
-  table_size = lambda: client.server_info()[replay.TABLE].current_size
+  table_size = lambda: client.server_info()[tables.TABLE].current_size
   seconds, snapshot_bytes = [], 0
   try:
     started = time.time()
@@ -96,7 +96,7 @@ def _measure(builder, size: int, rng: np.random.Generator):
 
 
 def main(_):
-  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents.envs import environments  # pylint: disable=g-import-not-at-top
   from agents.apex_dpg import ApeXDPGBuilder, ApeXDPGConfig  # pylint: disable=g-import-not-at-top
   environment = environments.resolve_continuous(FLAGS.env)
   rng = np.random.default_rng(0)

@@ -7,7 +7,7 @@ machinery of the replay benchmarks (`replay_headroom.py`, `replay_shards.py`).
   recording through the actors' adder (`make_adder`) into one server (of
   several replay shards, dealt by its index); a learner-like process draws
   batches as the learner does (the learner's dataset from one server,
-  `agents.shards.ShardedBatches` from several), with or without writing new
+  `agents.replay.shards.ShardedBatches` from several), with or without writing new
   priorities back.
 * `measure`: rates over repeated windows with every process's CPU use.
 """
@@ -69,14 +69,14 @@ def write(builder, client, timesteps, actions, stop):
 def sample(builder, addresses, with_updates, batches, stop, ready):
   """Draws batches as the learner does until `stop` is set, counting them:
   from one server, the learner's dataset in a `tf.function`; from several
-  (replay shards), `agents.shards.ShardedBatches`. With `with_updates`, also
+  (replay shards), `agents.replay.shards.ShardedBatches`. With `with_updates`, also
   writes new priorities for every batch, as the learner writes them back."""
   if len(addresses) > 1:
     _sample_shards(builder, addresses, with_updates, batches, stop, ready)
     return
   import reverb  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from agents import replay  # pylint: disable=g-import-not-at-top
+  from agents.replay import tables  # pylint: disable=g-import-not-at-top
   config = builder.config
   address, = addresses
   tf_client = reverb.TFClient(address)
@@ -88,12 +88,12 @@ def sample(builder, addresses, with_updates, batches, stop, ready):
     if with_updates:
       priorities = tf.random.uniform(tf.shape(keys), 0.1, 10.0,
                                      dtype=tf.float64)
-      tf_client.update_priorities(replay.TABLE, keys=keys,
+      tf_client.update_priorities(tables.TABLE, keys=keys,
                                   priorities=priorities)
     return tf.size(keys)
 
   def new_iterator():
-    return iter(replay.make_dataset(address, config.batch_size,
+    return iter(tables.make_dataset(address, config.batch_size,
                                     config.prefetch_size))
 
   iterator = new_iterator()
@@ -112,7 +112,7 @@ def sample(builder, addresses, with_updates, batches, stop, ready):
 def _sample_shards(builder, addresses, with_updates, batches, stop, ready):
   """`sample` from several replay shards, as the sharded learner draws."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from agents import shards  # pylint: disable=g-import-not-at-top
+  from agents.replay import shards  # pylint: disable=g-import-not-at-top
   config = builder.config
   iterator = shards.ShardedBatches(
       addresses, config.batch_size, config.priority_exponent,
@@ -151,7 +151,7 @@ def client_process(index, env_name, addresses, recording_dir, jobs, reports,
   """
   try:
     import reverb  # pylint: disable=g-import-not-at-top
-    from agents import environments  # pylint: disable=g-import-not-at-top
+    from agents.envs import environments  # pylint: disable=g-import-not-at-top
     from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
     builder = ApeXDQNBuilder(ApeXDQNConfig(),
                              environments.resolve_discrete(env_name))
@@ -183,7 +183,7 @@ def record(env_name, num_steps, directory):
   last step is marked as the end of a truncated episode, so the recording
   consists of whole episodes."""
   import dm_env  # pylint: disable=g-import-not-at-top
-  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents.envs import environments  # pylint: disable=g-import-not-at-top
   spec = environments.resolve_discrete(env_name)
   environment = spec.make_environment(seed=0)
   rng = np.random.default_rng(0)
@@ -371,8 +371,8 @@ def measure(count_fn, server_pids, clients, num_clients, warmup_seconds,
 
 
 def table_info(client):
-  from agents import replay  # pylint: disable=g-import-not-at-top
-  return client.server_info()[replay.TABLE]
+  from agents.replay import tables  # pylint: disable=g-import-not-at-top
+  return client.server_info()[tables.TABLE]
 
 
 def fill(replay_clients, clients, min_size):

@@ -31,7 +31,7 @@ FLAGS = flags.FLAGS
 
 def main(_):
   import reverb  # pylint: disable=g-import-not-at-top
-  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents.envs import environments  # pylint: disable=g-import-not-at-top
   from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   context = multiprocessing.get_context('spawn')
   port_queue, stop_event = context.Queue(), context.Event()

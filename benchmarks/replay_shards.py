@@ -14,7 +14,7 @@ What runs, for each shard count S of `--shards` (e.g. 1 and 2):
   actors' adder (`benchmarks/replay_load.py`), writer i into shard i mod S.
 * Samples: one learner-like process draws batches of 512 as the learner does
   (from one server, the learner's dataset; from several,
-  `agents.shards.ShardedBatches`, exact across shards), once without and once
+  `agents.replay.shards.ShardedBatches`, exact across shards), once without and once
   with a priority update of every sampled transition.
 
 Each phase is the median of `--repeats` windows of `--seconds`. For every

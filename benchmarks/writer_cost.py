@@ -2,7 +2,7 @@
 else the actor does (the floor under goal 1, actor efficiency).
 
 One process pinned to the actor CPU writes real Pong frames through the
-actor's own `agents.adders._RowWriter` (Reverb 0.7's C++ `TrajectoryWriter`),
+actor's own `agents.replay.adders._RowWriter` (Reverb 0.7's C++ `TrajectoryWriter`),
 one writer per environment as in an actor of K environments, to a replay
 server with the program's table in its own process on the other CPU:
 
@@ -62,7 +62,7 @@ def _frames(environment, count):
 
 def _seconds_per_step(client, table, frames, stacked_frames, flush_size, items):
   """Wall-clock seconds per environment step of K writers."""
-  from agents import adders  # pylint: disable=g-import-not-at-top
+  from agents.replay import adders  # pylint: disable=g-import-not-at-top
   keep_alive = 3 * flush_size + 2 * N_STEP + 16 + 2 * stacked_frames
   writers = [adders._RowWriter(client, keep_alive, stacked_frames)  # pylint: disable=protected-access
              for _ in range(FLAGS.envs)]
@@ -120,8 +120,8 @@ def _bare_seconds_per_step():
 
 def main(_):
   import reverb  # pylint: disable=g-import-not-at-top
-  from agents import environments  # pylint: disable=g-import-not-at-top
-  from agents import replay  # pylint: disable=g-import-not-at-top
+  from agents.envs import environments  # pylint: disable=g-import-not-at-top
+  from agents.replay import tables  # pylint: disable=g-import-not-at-top
   from agents.apex_dqn import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   config = ApeXDQNConfig()
   environment = environments.resolve_discrete(FLAGS.env)
@@ -139,10 +139,10 @@ def main(_):
     stacked = environment.stacked_frames
     measured = {}
     for label, items in [('appends only', False), ('appends and items', True)]:
-      _seconds_per_step(client, replay.TABLE, frames, stacked, config.actor_flush_size,
+      _seconds_per_step(client, tables.TABLE, frames, stacked, config.actor_flush_size,
                         items)  # Warm-up.
       measured[label] = [
-          _seconds_per_step(client, replay.TABLE, frames, stacked, config.actor_flush_size,
+          _seconds_per_step(client, tables.TABLE, frames, stacked, config.actor_flush_size,
                             items) for _ in range(FLAGS.repeats)]
   finally:
     stop.set()

@@ -27,11 +27,11 @@ from absl import flags
 from acme.agents import agent as agent_lib
 from acme.utils import loggers
 
-from agents import adders
-from agents import replay
+from agents.replay import adders
+from agents.replay import tables
 from agents.apex_dpg import ApeXDPGBuilder, ApeXDPGConfig
 from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig
-from agents.environments import resolve_continuous, resolve_discrete
+from agents.envs.environments import resolve_continuous, resolve_discrete
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +128,7 @@ def run(env_name: str, num_steps: int, seed: int = 0,
       'min_observations': min_observations,
       'observations_per_step': OBSERVATIONS_PER_STEP,
       'learner_steps': learner.num_steps,
-      'table_size': client.server_info()[replay.TABLE].current_size,
+      'table_size': client.server_info()[tables.TABLE].current_size,
       'episode_lengths': [int(row['episode_length']) for row in episodes.data],
       'episode_returns': [float(row['episode_return']) for row in episodes.data],
   }

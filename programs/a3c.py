@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from agents.distributed import private_network
 private_network.isolate_launch(sys.argv)
 
-from agents import environments
+from agents.envs import environments
 from agents.a3c.builder import A3CBuilder
 from agents.a3c.config import A3CConfig
 from agents.a3c.presets import PRESETS

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from agents.distributed import private_network
 private_network.isolate_launch(sys.argv)
 
-from agents import environments
+from agents.envs import environments
 from agents.apex_dpg import ApeXDPGBuilder
 from agents.apex_dpg import ApeXDPGConfig
 from agents.apex_dpg.presets import PRESETS

@@ -29,7 +29,7 @@ from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-positio
 from absl import flags  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
-from agents import run_manifest  # pylint: disable=wrong-import-position
+from agents.runs import run_manifest  # pylint: disable=wrong-import-position
 
 flags.DEFINE_string('out', 'curves.png', 'The PNG file to write.')
 flags.DEFINE_list('labels', [], 'One label per run (default: the run '

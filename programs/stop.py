@@ -26,8 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags  # pylint: disable=wrong-import-position
 
-from agents import run_manifest  # pylint: disable=wrong-import-position
-from agents import storage  # pylint: disable=wrong-import-position
+from agents.runs import run_manifest  # pylint: disable=wrong-import-position
+from agents.runs import storage  # pylint: disable=wrong-import-position
 
 flags.DEFINE_string('workdir', None, 'The run to stop: its directory, or '
                     'gs://<bucket>/<path> for a Vertex AI job.')

@@ -31,7 +31,7 @@ from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-positio
 from absl import flags  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
-from agents import run_manifest  # pylint: disable=wrong-import-position
+from agents.runs import run_manifest  # pylint: disable=wrong-import-position
 
 from programs import plot  # pylint: disable=wrong-import-position
 

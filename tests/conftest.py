@@ -9,7 +9,7 @@ tests/ through pytest's own rootdir handling. The second tier of the suite
 import pytest
 import reverb
 
-from agents import replay
+from agents.replay import tables
 from agents.config import ApeXConfig
 import helpers
 
@@ -39,7 +39,7 @@ def server(request):
   a minimum size of 1: whatever is written can be read back at once."""
   config = ApeXConfig(replay_capacity=request.module.CAPACITY,
                       min_replay_size=1, batch_size=1)
-  server = reverb.Server([replay.make_replay_table(config,
+  server = reverb.Server([tables.make_replay_table(config,
                                                    request.module.SPEC)])
   yield server
   server.stop()
@@ -49,9 +49,9 @@ def server(request):
 def client(server):  # pylint: disable=redefined-outer-name
   """A client of `server`, its table empty before and after the test."""
   client = reverb.Client(f'localhost:{server.port}')
-  client.reset(replay.TABLE)
+  client.reset(tables.TABLE)
   yield client
-  client.reset(replay.TABLE)
+  client.reset(tables.TABLE)
 
 
 BUCKET = 'apex-test-bucket'

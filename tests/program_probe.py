@@ -50,7 +50,7 @@ import launchpad as lp
 from absl import app
 from absl import flags
 
-from agents import replay
+from agents.replay import tables
 from tests import helpers
 
 flags.DEFINE_enum('program', PROGRAMS[0], PROGRAMS, 'Which Ape-X program to '
@@ -63,7 +63,7 @@ FLAGS = flags.FLAGS
 def _priorities(client, num_samples):
   """key -> priority for a sample of the table's items."""
   seen = {}
-  for sample in client.sample(replay.TABLE, num_samples=num_samples,
+  for sample in client.sample(tables.TABLE, num_samples=num_samples,
                               emit_timesteps=False):
     info = sample.info
     seen[int(info.key)] = float(info.priority)
@@ -96,7 +96,7 @@ def main(_):
         common_keys=len(common),
         changed_keys=sum(first[k] != second[k] for k in common),
         learner_steps_between=learner_steps() - first_learner_steps,
-        table_size=replay_client.server_info()[replay.TABLE].current_size)
+        table_size=replay_client.server_info()[tables.TABLE].current_size)
     while not helpers.every_node_logged(options.workdir, options.num_actors,
                                         evaluator=options.num_evaluators > 0):
       time.sleep(0.2)

@@ -16,7 +16,7 @@ import launchpad as lp
 from absl import app
 from absl import flags
 
-from agents import run_manifest
+from agents.runs import run_manifest
 from agents.distributed import launcher
 from agents.distributed.options import RunOptions
 

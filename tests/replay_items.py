@@ -10,12 +10,12 @@ import pytest
 import reverb
 import tensorflow as tf
 
-from agents import adders
-from agents import replay
+from agents.replay import adders
+from agents.replay import tables
 
 
 def table_size(client: reverb.Client) -> int:
-  return client.server_info()[replay.TABLE].current_size
+  return client.server_info()[tables.TABLE].current_size
 
 
 @dataclasses.dataclass
@@ -61,7 +61,7 @@ def sample_priorities(client: reverb.Client, done, max_rounds: int = 100):
   """{key: priority} read back by sampling the table until `done(seen)`."""
   seen = {}
   for _ in range(max_rounds):
-    for sample in client.sample(replay.TABLE, num_samples=200,
+    for sample in client.sample(tables.TABLE, num_samples=200,
                                 emit_timesteps=False):
       seen[int(sample.info.key)] = float(sample.info.priority)
     if done(seen):
@@ -94,7 +94,7 @@ def read_all_items(client: reverb.Client) -> List[Item]:
   """
   items = []
   for _ in range(table_size(client)):
-    sample = next(client.sample(replay.TABLE, 1, emit_timesteps=False,
+    sample = next(client.sample(tables.TABLE, 1, emit_timesteps=False,
                                 unpack_as_table_signature=True))
     key = int(sample.info.key)
     data = sample.data
@@ -106,7 +106,7 @@ def read_all_items(client: reverb.Client) -> List[Item]:
         n_step_return=np.asarray(data[adders.N_STEP_RETURN]),
         discount=np.asarray(data[adders.DISCOUNT]),
         next_observation=np.asarray(data[adders.NEXT_OBSERVATION])))
-    client.mutate_priorities(replay.TABLE, deletes=[key])
+    client.mutate_priorities(tables.TABLE, deletes=[key])
   assert table_size(client) == 0
   assert len({item.key for item in items}) == len(items)
   return items
@@ -139,7 +139,7 @@ def hand_made_batch(seed: int, batch: int, observation_size: int,
                     table_size: int, discount: float,
                     actions: Callable[[np.random.Generator, int], np.ndarray]
                     ) -> reverb.ReplaySample:
-  """A prioritised batch of random transitions, as `replay.make_dataset`
+  """A prioritised batch of random transitions, as `tables.make_dataset`
   yields it: every third one terminated within its n steps (discount 0, no
   bootstrap), the others with discount `discount`; `actions(rng, batch)`
   draws the actions."""

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from agents import environments
+from agents.envs import environments
 from agents.a3c import networks
 from agents.a3c.builder import A3CBuilder
 from agents.a3c.config import A3CConfig

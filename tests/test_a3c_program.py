@@ -18,8 +18,8 @@ import pytest
 import tensorflow as tf
 
 import helpers
-from agents import checkpointing
-from agents import environments
+from agents.runs import checkpointing
+from agents.envs import environments
 from agents.a3c.builder import A3CBuilder
 from agents.a3c.config import A3CConfig
 from agents.a3c.presets import PRESETS

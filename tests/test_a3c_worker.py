@@ -15,7 +15,7 @@ import tensorflow as tf
 from acme import specs
 from acme.tf import utils as tf2_utils
 
-from agents import vector_loop
+from agents.envs import vector_loop
 from agents.a3c import losses as losses_lib
 from agents.a3c import networks
 from agents.a3c.actor import A3CActor
@@ -369,7 +369,7 @@ def test_a_gaussian_worker_learns_from_its_samples_and_acts_inside_bounds():
 
 def test_the_builders_parts_run_in_acmes_loop_in_one_process():
   # The README's "Inside your own Acme code": A3C without the program.
-  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents.envs import environments  # pylint: disable=g-import-not-at-top
   from agents.a3c.builder import A3CBuilder  # pylint: disable=g-import-not-at-top
   environment = environments.resolve_any('gym:CartPole-v1')
   builder = A3CBuilder(A3CConfig(mlp_hidden_sizes='32'), environment,

@@ -1,7 +1,7 @@
 """NStepPrioritizedAdder and initial_priorities against slow references.
 
 Random episodes go through the adder into a real Reverb table (the one
-`agents.replay.make_replay_table` builds); every item is then read back and
+`agents.replay.tables.make_replay_table` builds); every item is then read back and
 matched, by the episode id and step index encoded in its observation, to a
 transition computed by direct loops over the episode.
 """
@@ -17,8 +17,8 @@ import pytest
 import reverb
 from acme import specs
 
-from agents import adders
-from agents import replay
+from agents.replay import adders
+from agents.replay import tables
 from agents.config import ApeXConfig
 from agents.apex_dqn.priorities import initial_priorities
 from replay_items import Item, Reference, check_item
@@ -200,7 +200,7 @@ def test_transitions_and_priorities_match_reference(client, n_step, gamma,
   rng = np.random.default_rng(seed)
   episodes = make_episodes(rng, n_step)
   adder = adders.NStepPrioritizedAdder(
-      client, replay.TABLE, n_step=n_step, discount=gamma,
+      client, tables.TABLE, n_step=n_step, discount=gamma,
       priority_fn=initial_priorities, flush_size=flush_size,
       max_abs_reward=max_abs_reward)
   for episode in episodes:
@@ -229,7 +229,7 @@ def test_flush_sizes_dividing_or_not_the_number_of_transitions(
   rng = np.random.default_rng(10 * n_step + flush_size)
   episodes = [make_episode(rng, 0, 36, truncated=True)]
   adder = adders.NStepPrioritizedAdder(
-      client, replay.TABLE, n_step=n_step, discount=0.9,
+      client, tables.TABLE, n_step=n_step, discount=0.9,
       priority_fn=initial_priorities, flush_size=flush_size)
   feed(adder, episodes[0], rng)
   assert len(adder.pending) == pending
@@ -246,7 +246,7 @@ def test_explicit_flushes_between_and_within_episodes(client):
   n_step, gamma = 3, 0.9
   episodes = make_episodes(rng, n_step)
   adder = adders.NStepPrioritizedAdder(
-      client, replay.TABLE, n_step=n_step, discount=gamma,
+      client, tables.TABLE, n_step=n_step, discount=gamma,
       priority_fn=initial_priorities, flush_size=1000)
   for episode in episodes:
     adder.add_first(dm_env.restart(episode.observations[0]))
@@ -278,7 +278,7 @@ def test_reward_clipping_changes_returns(client):
   """Large rewards are clipped to +-max_abs_reward before discounting."""
   n_step, gamma = 2, 0.5
   adder = adders.NStepPrioritizedAdder(
-      client, replay.TABLE, n_step=n_step, discount=gamma,
+      client, tables.TABLE, n_step=n_step, discount=gamma,
       priority_fn=initial_priorities, flush_size=100, max_abs_reward=1.0)
   q = np.zeros(NUM_ACTIONS, np.float32)
   observation = lambda t: np.array([0, t, 0, 0], np.float32)
@@ -305,11 +305,11 @@ def test_a_write_held_back_by_the_rate_limiter_stops_waiting_when_told():
   # shards, for a shard whose actors have already stopped.
   config = ApeXConfig(replay_capacity=CAPACITY, min_replay_size=10,
                       samples_per_insert=1.0, batch_size=1)
-  server = reverb.Server([replay.make_replay_table(config, SPEC)])
+  server = reverb.Server([tables.make_replay_table(config, SPEC)])
   try:
     client = reverb.Client(f'localhost:{server.port}')
     adder = adders.NStepPrioritizedAdder(
-        client, replay.TABLE, n_step=1, discount=0.9,
+        client, tables.TABLE, n_step=1, discount=0.9,
         priority_fn=initial_priorities, flush_size=8)
     rng = np.random.default_rng(0)
     episode = make_episode(rng, 0, length=1000, truncated=False)
@@ -343,7 +343,7 @@ def test_adder_is_reusable_after_close(client):
   n_step, gamma = 3, 0.9
   episodes = make_episodes(rng, n_step)
   adder = adders.NStepPrioritizedAdder(
-      client, replay.TABLE, n_step=n_step, discount=gamma,
+      client, tables.TABLE, n_step=n_step, discount=gamma,
       priority_fn=initial_priorities, flush_size=8)
   half = len(episodes) // 2
   for episode in episodes[:half]:
@@ -369,7 +369,7 @@ def test_actor_feeds_adder_with_its_q_values(client):
   network(tf.zeros((1, OBSERVATION_SIZE)))
   n_step, gamma = 2, 0.9
   adder = adders.NStepPrioritizedAdder(
-      client, replay.TABLE, n_step=n_step, discount=gamma,
+      client, tables.TABLE, n_step=n_step, discount=gamma,
       priority_fn=initial_priorities, flush_size=3)
   actor = ApeXDQNActor(network, SPEC.observations, epsilon=0.5, adders=[adder],
                        seed=0)
@@ -404,7 +404,7 @@ def test_actor_feeds_adder_with_its_q_values(client):
 
 def make_adder(client, **kwargs):
   kwargs = {'n_step': 3, 'discount': 0.99, 'flush_size': 4, **kwargs}
-  return adders.NStepPrioritizedAdder(client, replay.TABLE,
+  return adders.NStepPrioritizedAdder(client, tables.TABLE,
                                       priority_fn=initial_priorities, **kwargs)
 
 

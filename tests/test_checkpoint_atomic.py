@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from agents import checkpointing
+from agents.runs import checkpointing
 import checkpoint_writer
 import helpers
 

@@ -28,7 +28,7 @@ from typing import List, Optional
 import psutil
 import pytest
 
-from agents import storage
+from agents.runs import storage
 from agents.distributed import cloud
 from tests import helpers
 from tests.conftest import BUCKET

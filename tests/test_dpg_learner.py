@@ -16,13 +16,13 @@ import reverb
 import sonnet as snt
 import tensorflow as tf
 
-from agents import adders
-from agents import replay
+from agents.replay import adders
+from agents.replay import tables
 from agents.apex_dpg import networks
 from agents.apex_dpg.builder import ApeXDPGBuilder
 from agents.apex_dpg.config import ApeXDPGConfig
 from agents.apex_dpg.learning import ApeXDPGLearner
-from agents.environments import resolve_continuous
+from agents.envs.environments import resolve_continuous
 import replay_items
 
 OBS_DIM = 3
@@ -222,7 +222,7 @@ def reference(params, sample: reverb.ReplaySample, beta: float,
 
 
 def make_sample(seed: int, batch: int = BATCH) -> reverb.ReplaySample:
-  """A hand-made prioritised batch, as `replay.make_dataset` yields it."""
+  """A hand-made prioritised batch, as `tables.make_dataset` yields it."""
   return replay_items.hand_made_batch(
       seed, batch, OBS_DIM, TABLE_SIZE, DISCOUNT_3,
       actions=lambda rng, size: rng.uniform(
@@ -534,7 +534,7 @@ def test_end_to_end_priorities_written_back_to_reverb():
       builder, env_spec, lambda rng: rng.uniform(
           spec.actions.minimum, spec.actions.maximum).astype(np.float32))
   try:
-    size = client.server_info()[replay.TABLE].current_size
+    size = client.server_info()[tables.TABLE].current_size
     assert size == 40 - config.n_step
 
     initial = replay_items.sample_priorities(client,

@@ -24,8 +24,8 @@ from acme.utils import loggers
 from agents.apex_dpg.actor import ApeXDPGActor
 from agents.apex_dpg.builder import ApeXDPGBuilder
 from agents.apex_dpg.config import ApeXDPGConfig
-from agents.environments import FlatControlEnvironment
-from agents.environments import resolve_continuous
+from agents.envs.environments import FlatControlEnvironment
+from agents.envs.environments import resolve_continuous
 from replay_items import Item, read_all_items, table_size
 
 CAPACITY = 10_000  # More than any test writes: nothing is evicted.

@@ -16,9 +16,9 @@ import pytest
 import tree
 from acme.agents import agent as agent_lib
 
-from agents import adders
+from agents.replay import adders
 from agents import learning
-from agents import replay
+from agents.replay import tables
 from agents.apex_dpg import priorities
 from examples import single_process
 
@@ -63,12 +63,12 @@ def result():
     out = single_process.run(ENV, NUM_STEPS, seed=0, agent='apex_dpg')
   out['initial'] = initial
   out['written'] = written
-  signature = replay.transition_signature(out['environment'].spec)
+  signature = tables.transition_signature(out['environment'].spec)
   out['samples'] = [
       (int(sample.info.key), float(sample.info.priority),
        tree.unflatten_as(signature, sample.data))
       for sample in out['client'].sample(
-          replay.TABLE, num_samples=NUM_SAMPLES, emit_timesteps=False)]
+          tables.TABLE, num_samples=NUM_SAMPLES, emit_timesteps=False)]
   yield out
   out['server'].stop()
 
@@ -116,7 +116,7 @@ def test_table_holds_one_item_per_step(result):
   assert result['table_size'] == n == 3000
   assert len(result['initial']) == n
   assert not result['actor']._adders[0].pending  # pylint: disable=protected-access
-  info = result['client'].server_info()[replay.TABLE]
+  info = result['client'].server_info()[tables.TABLE]
   assert info.current_size == n
 
 

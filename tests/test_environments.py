@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from gymnasium import wrappers
 
-from agents import environments
+from agents.envs import environments
 from agents.apex_dqn.config import ApeXDQNConfig
-from agents.environments import GymnasiumToDmEnv
-from agents.environments import UnknownEnvironmentError
-from agents.environments import resolve_discrete
+from agents.envs.environments import GymnasiumToDmEnv
+from agents.envs.environments import UnknownEnvironmentError
+from agents.envs.environments import resolve_discrete
 
 # --------------------------------------------------------------------------
 # GymnasiumToDmEnv
@@ -393,7 +393,7 @@ def test_invalid_config_message_gives_value_and_range():
 
 
 def _load_dm_control(domain, task, seed):
-  """dm_control's own task, independently of agents.environments."""
+  """dm_control's own task, independently of agents.envs.environments."""
   from dm_control import suite  # pylint: disable=g-import-not-at-top
   return suite.load(domain, task, task_kwargs={'random': seed})
 

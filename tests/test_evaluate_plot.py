@@ -269,8 +269,8 @@ def test_frame_rates_count_the_runs_frames_per_step(runs, tmp_path):
 ])
 def test_frames_per_step_of_runs_recorded_without_it(manifest, expected,
                                                      tmp_path):
-  from agents import environments  # pylint: disable=g-import-not-at-top
-  from agents import run_manifest  # pylint: disable=g-import-not-at-top
+  from agents.envs import environments  # pylint: disable=g-import-not-at-top
+  from agents.runs import run_manifest  # pylint: disable=g-import-not-at-top
   if manifest is not None:
     with open(tmp_path / 'run.json', 'w') as f:
       json.dump(dict(manifest, program='apex_dqn', config={}), f)
@@ -288,7 +288,7 @@ def test_terminal_lines_show_progress_and_eta(runs):
 
 def test_progress_and_eta_by_hand(monkeypatch):
   from acme.utils import loggers  # pylint: disable=g-import-not-at-top
-  from agents import loggers as loggers_lib  # pylint: disable=g-import-not-at-top
+  from agents.runs import loggers as loggers_lib  # pylint: disable=g-import-not-at-top
 
   class Rows(loggers.Logger):
 
@@ -347,7 +347,7 @@ def test_bad_input_is_refused_with_the_fix(runs, tmp_path):
 
 def _policy_snapshot(env: str, **config):
   """An untrained Ape-X DQN policy snapshot for `env` (`export` writes it)."""
-  from agents import environments  # pylint: disable=g-import-not-at-top
+  from agents.envs import environments  # pylint: disable=g-import-not-at-top
   from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   builder = ApeXDQNBuilder(ApeXDQNConfig(**config),
                            environments.resolve_discrete(env))
@@ -386,7 +386,7 @@ def test_video_of_a_cartpole_policy_snapshot(tmp_path):
 
 
 def test_export_keeps_the_new_snapshot_and_one_other(tmp_path):
-  from agents import snapshots  # pylint: disable=g-import-not-at-top
+  from agents.runs import snapshots  # pylint: disable=g-import-not-at-top
   snapshot = _small_cartpole_snapshot()
   names = lambda: [os.path.basename(p)
                    for p in snapshots.list_snapshots(str(tmp_path))]
@@ -410,7 +410,7 @@ def test_export_renames_no_directory_and_skips_what_a_crash_left(
   # As on Cloud Storage FUSE (Vertex AI's mount of a gs:// workdir), which
   # cannot rename a directory: a snapshot is complete once TensorFlow has
   # written its saved_model.pb, last.
-  from agents import snapshots  # pylint: disable=g-import-not-at-top
+  from agents.runs import snapshots  # pylint: disable=g-import-not-at-top
   renamed = []
   for name in ('rename', 'replace'):
     original = getattr(os, name)

@@ -35,7 +35,7 @@ from acme import specs
 from acme.utils import counting
 from dm_env import specs as dm_specs
 
-from agents import environments
+from agents.envs import environments
 from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig
 from agents.distributed import nodes

@@ -16,11 +16,11 @@ import reverb
 from scipy import stats
 
 import helpers
-from agents import eviction
-from agents import replay
+from agents.replay import eviction
+from agents.replay import tables
 from agents.apex_dpg import ApeXDPGBuilder, ApeXDPGConfig
 from agents.config import ApeXConfig
-from agents.environments import resolve_continuous
+from agents.envs.environments import resolve_continuous
 
 PRIORITIES = np.array([0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0])
 EXPONENT = -0.4
@@ -159,14 +159,14 @@ def test_min_heap_removes_the_lowest_priority_first():
   assert builder.make_eviction() is None
   server = reverb.Server([table])
   client = server.localhost_client()
-  spec = replay.transition_signature(builder.environment.spec)
+  spec = tables.transition_signature(builder.environment.spec)
   try:
     for priority in (3.0, 1.0, 4.0, 1.5, 9.0, 2.0, 6.0):
       data = {name: np.zeros(s.shape, s.dtype.as_numpy_dtype)
               for name, s in spec.items()}
-      client.insert(data, {replay.TABLE: priority})
+      client.insert(data, {tables.TABLE: priority})
     kept = {float(sample[0].info.priority) for sample in
-            client.sample(replay.TABLE, num_samples=200)}
+            client.sample(tables.TABLE, num_samples=200)}
   finally:
     server.stop()
   # 1.0 and then 1.5 were the lowest when the sixth and seventh came.
@@ -213,7 +213,7 @@ def test_a_program_keeps_its_replay_at_capacity_by_eviction(tmp_path):
   directory = os.path.join(tmp_path, 'checkpoints', 'replay')
   (newest,) = os.listdir(directory)  # Reverb keeps the newest only.
   keys, priorities = eviction.read_table_items(
-      os.path.join(directory, newest), replay.TABLE)
+      os.path.join(directory, newest), tables.TABLE)
   # At least limit - 2 * n_step transitions were inserted (each actor's
   # last n steps may wait for their episode's end).
   assert capacity <= keys.size < limit // 2, keys.size

@@ -25,14 +25,14 @@ import reverb
 import tensorflow as tf
 from acme.utils import counting
 
-from agents import adders
-from agents import checkpointing
+from agents.replay import adders
+from agents.runs import checkpointing
 from agents.distributed import local
 from agents.distributed import nodes
 from agents.distributed.options import RunOptions
-from agents import environments
-from agents import replay
-from agents import run_manifest
+from agents.envs import environments
+from agents.replay import tables
+from agents.runs import run_manifest
 from agents.apex_dqn import ApeXDQNBuilder
 from agents.apex_dqn import ApeXDQNConfig
 from agents.apex_dqn.presets import PRESETS
@@ -159,7 +159,7 @@ class _ReplayCheckpoint:
     self.client = reverb.Client(f'localhost:{self._server.port}')
 
   def size(self) -> int:
-    return self.client.server_info()[replay.TABLE].current_size
+    return self.client.server_info()[tables.TABLE].current_size
 
   def read_all_items(self, max_rounds: int = 2000):
     """key -> transition, for every item. Each item read gets priority 0,
@@ -172,7 +172,7 @@ class _ReplayCheckpoint:
       if len(items) == size:
         break
       new = {}
-      for sample in self.client.sample(replay.TABLE, 500,
+      for sample in self.client.sample(tables.TABLE, 500,
                                        emit_timesteps=False,
                                        unpack_as_table_signature=True):
         key = int(sample.info.key)
@@ -181,7 +181,7 @@ class _ReplayCheckpoint:
                       for name, value in sample.data.items()}
       items.update(new)
       if new:
-        self.client.mutate_priorities(replay.TABLE,
+        self.client.mutate_priorities(tables.TABLE,
                                       updates={key: 0.0 for key in new})
     assert len(items) == size, (len(items), size)
     return items
@@ -434,7 +434,7 @@ def test_kill_9_then_relaunch_resumes_from_the_checkpoints(tmp_path, launch):
       r'Learner starts at step (\d+) \(parameters checksum (\w+)\)', output)
   assert starts == [(str(steps), checksum)], (starts, steps, checksum)
   sizes = _parse_dict(r'Replay starts with (\{[^}]*\}) items', output)
-  assert sizes == {replay.TABLE: replay_size}, (sizes, replay_size)
+  assert sizes == {tables.TABLE: replay_size}, (sizes, replay_size)
   # The counts start from the counter's checkpoint: nothing newer than the
   # checkpoints, nothing newer than what the killed run had logged.
   started = _parse_dict(r'Counter starts from (\{[^}]*\})', output)

@@ -15,10 +15,10 @@ import pytest
 import reverb
 import tensorflow as tf
 
-from agents import adders
-from agents import environments
-from agents import replay
-from agents import shards
+from agents.replay import adders
+from agents.envs import environments
+from agents.replay import tables
+from agents.replay import shards
 from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig
 from replay_items import read_all_items, table_size
 
@@ -32,7 +32,7 @@ def pong():
 
 def make_server(pong, stacked_frames):
   config = ApeXDQNConfig(replay_capacity=10_000, min_replay_size=1)
-  return reverb.Server([replay.make_replay_table(
+  return reverb.Server([tables.make_replay_table(
       config, pong.spec, stacked_frames=stacked_frames)])
 
 
@@ -75,7 +75,7 @@ def test_frame_items_equal_whole_observation_items(pong, flush_size):
     frames = reverb.Client(f'localhost:{frame_server.port}')
     builder = ApeXDQNBuilder(ApeXDQNConfig(), pong)
     make = lambda client, stacked: adders.NStepPrioritizedAdder(
-        client, replay.TABLE, n_step=3, discount=0.99,
+        client, tables.TABLE, n_step=3, discount=0.99,
         priority_fn=builder.priority_fn, flush_size=flush_size,
         max_abs_reward=1.0, stacked_frames=stacked)
     run_episodes(pong, [make(whole, 0),
@@ -83,7 +83,7 @@ def test_frame_items_equal_whole_observation_items(pong, flush_size):
     assert table_size(frames) == table_size(whole) == sum(STEPS)
 
     # The learner's dataset: frames back on the last axis, as actors saw them.
-    dataset = replay.make_dataset(
+    dataset = tables.make_dataset(
         f'localhost:{frame_server.port}', batch_size=sum(STEPS),
         prefetch_size=1, stacked_frames=environments.ATARI_FRAME_STACK)
     batch = next(iter(dataset))
@@ -127,7 +127,7 @@ def test_shards_give_the_frames_back_as_actors_saw_them(pong):
   try:
     builder = ApeXDQNBuilder(ApeXDQNConfig(), pong)
     make = lambda server, stacked: adders.NStepPrioritizedAdder(
-        reverb.Client(f'localhost:{server.port}'), replay.TABLE, n_step=3,
+        reverb.Client(f'localhost:{server.port}'), tables.TABLE, n_step=3,
         discount=0.99, priority_fn=builder.priority_fn, flush_size=50,
         max_abs_reward=1.0, stacked_frames=stacked)
     run_episodes(pong, [make(whole_server, 0)] + [
@@ -170,7 +170,7 @@ def test_observations_that_are_not_frame_stacks_are_refused(pong):
   try:
     client = reverb.Client(f'localhost:{server.port}')
     adder = adders.NStepPrioritizedAdder(
-        client, replay.TABLE, n_step=3, discount=0.99,
+        client, tables.TABLE, n_step=3, discount=0.99,
         priority_fn=lambda **kw: np.ones(len(kw['actions'])),
         stacked_frames=4)
     frames = np.random.default_rng(0).integers(0, 255, (84, 84, 5), np.uint8)
@@ -188,5 +188,5 @@ def test_observations_that_are_not_frame_stacks_are_refused(pong):
 
 def test_stacked_frames_of_one_is_refused():
   with pytest.raises(ValueError, match='stacked_frames must be 0'):
-    adders.NStepPrioritizedAdder(None, replay.TABLE, n_step=3, discount=0.99,
+    adders.NStepPrioritizedAdder(None, tables.TABLE, n_step=3, discount=0.99,
                                  priority_fn=None, stacked_frames=1)

@@ -19,14 +19,14 @@ import tensorflow as tf
 from acme.utils import counting
 from acme.utils import loggers as acme_loggers
 
-from agents import adders
-from agents import replay
+from agents.replay import adders
+from agents.replay import tables
 from agents import torsos
 from agents.apex_dqn import networks
 from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig
 from agents.apex_dqn.learning import ApeXDQNLearner
-from agents.environments import resolve_discrete
+from agents.envs.environments import resolve_discrete
 import replay_items
 
 OBS_DIM = 4
@@ -129,7 +129,7 @@ def reference(online: Dict[str, Layers], target: Dict[str, Layers],
 
 
 def make_sample(seed: int, batch: int = BATCH) -> reverb.ReplaySample:
-  """A hand-made prioritised batch, as `replay.make_dataset` yields it."""
+  """A hand-made prioritised batch, as `tables.make_dataset` yields it."""
   return replay_items.hand_made_batch(
       seed, batch, OBS_DIM, TABLE_SIZE, DISCOUNT_3,
       actions=lambda rng, size: rng.integers(
@@ -214,7 +214,7 @@ def finite_difference_gradient(online, target, sample, beta,
 def test_importance_sampling_weights_hand_computed(probabilities, table_size,
                                                    beta, expected):
   # Types as reverb delivers them: float64 probabilities, int64 table sizes.
-  weights = replay.importance_sampling_weights(
+  weights = tables.importance_sampling_weights(
       tf.constant(probabilities, tf.float64),
       tf.constant([table_size] * len(probabilities), tf.int64), beta)
   assert weights.dtype == tf.float32
@@ -223,7 +223,7 @@ def test_importance_sampling_weights_hand_computed(probabilities, table_size,
 
 def test_importance_sampling_weights_max_is_one_and_rare_samples_weigh_most():
   probabilities = np.array([0.001, 0.3, 0.02, 0.1])
-  weights = replay.importance_sampling_weights(
+  weights = tables.importance_sampling_weights(
       tf.constant(probabilities), tf.constant([50] * 4, tf.int64), 0.6).numpy()
   assert weights.max() == pytest.approx(1.0)
   assert np.argmax(weights) == np.argmin(probabilities)
@@ -472,7 +472,7 @@ def test_end_to_end_priorities_written_back_to_reverb():
   server, client = replay_items.write_random_steps(
       builder, env_spec, lambda rng: np.int32(rng.integers(2)))
   try:
-    size = client.server_info()[replay.TABLE].current_size
+    size = client.server_info()[tables.TABLE].current_size
     assert size >= 30
 
     initial = replay_items.sample_priorities(client,

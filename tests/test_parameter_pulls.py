@@ -4,7 +4,7 @@ that it copies them only when the learner's have changed.
 The parts are the program's own: the builder's actor (its period in actor
 steps from `--variable_update_period` in frames, its
 `agents.variables.NewestVariableClient`), the actors' loop
-(`agents.vector_loop.VectorEnvironmentLoop`, one `update` per batch of K
+(`agents.envs.vector_loop.VectorEnvironmentLoop`, one `update` per batch of K
 environment steps) and a real `ApeXDQNLearner`, trained on hand-made
 batches, whose `get_variables_if_newer` answers with the parameters only
 when its step differs from the version the actor holds. The learner is
@@ -35,8 +35,8 @@ import sonnet as snt
 from acme import specs
 from dm_env import specs as dm_specs
 
-from agents import environments
-from agents import vector_loop
+from agents.envs import environments
+from agents.envs import vector_loop
 from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig
 from agents.apex_dqn.learning import ApeXDQNLearner

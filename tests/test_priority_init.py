@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import reverb
 
-from agents import environments
+from agents.envs import environments
 from agents import learning
-from agents import replay
+from agents.replay import tables
 from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig
 import helpers
 import replay_items
@@ -33,7 +33,7 @@ def _parts(initial_priority):
   # Learning could start at once (the learner samples only when told to
   # here); a minimum size of 1 lets the test read the table back item by
   # item (replay_items.read_all_items) without blocking.
-  server = reverb.Server([replay.make_replay_table(
+  server = reverb.Server([tables.make_replay_table(
       dataclasses.replace(config, min_replay_size=1), builder.environment.spec,
       stacked_frames=builder.environment.stacked_frames)])
   client = reverb.Client(f'localhost:{server.port}')

@@ -21,12 +21,12 @@ import reverb
 import tensorflow as tf
 from scipy import stats
 
-from agents import adders
-from agents import replay
-from agents import shards as shards_lib
+from agents.replay import adders
+from agents.replay import tables
+from agents.replay import shards as shards_lib
 from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig
-from agents.environments import resolve_discrete
+from agents.envs.environments import resolve_discrete
 import helpers
 import replay_items
 
@@ -57,7 +57,7 @@ def _append(writer, item_id: int, priority: float):
       adders.DISCOUNT: np.float32(1.0),
       adders.NEXT_OBSERVATION: np.zeros(4, np.float32),
   })
-  writer.create_item(replay.TABLE, priority, {
+  writer.create_item(tables.TABLE, priority, {
       name: column[-1] for name, column in writer.history.items()})
 
 
@@ -90,7 +90,7 @@ def shards():
   item_id = 0
   for shard, size in enumerate(SHARD_SIZES):
     server = reverb.Server(
-        [replay.make_replay_table(replay.shard_config(config), spec)],
+        [tables.make_replay_table(tables.shard_config(config), spec)],
         port=None)
     items = []
     for _ in range(size):
@@ -101,7 +101,7 @@ def shards():
     _write(reverb.Client(f'localhost:{server.port}'), items)
     servers.append(server)
   single = reverb.Server(
-      [replay.make_replay_table(_config(replay_shards=1, min_replay_size=1),
+      [tables.make_replay_table(_config(replay_shards=1, min_replay_size=1),
                                 spec)], port=None)
   _write(reverb.Client(f'localhost:{single.port}'), priorities.items())
   yield servers, single, priorities, homes
@@ -151,10 +151,10 @@ def _sharded_batches(servers, num_batches: int):
 def test_the_shard_config_splits_capacity_and_minimum_size():
   config = _config(replay_capacity=1001, min_replay_size=100,
                    samples_per_insert=8.0)
-  shard = replay.shard_config(config)
+  shard = tables.shard_config(config)
   assert (shard.replay_capacity, shard.min_replay_size) == (334, 34)
   assert shard.samples_per_insert == 8.0 and shard.replay_shards == 1
-  assert replay.shard_config(_config(replay_shards=1)) == _config(
+  assert tables.shard_config(_config(replay_shards=1)) == _config(
       replay_shards=1)
 
 
@@ -164,7 +164,7 @@ def test_the_single_table_reference_is_reverbs_own(shards):
   _, single, priorities, _ = shards
   reference = _reference(priorities)
   client = reverb.Client(f'localhost:{single.port}')
-  for sample in client.sample(replay.TABLE, num_samples=200,
+  for sample in client.sample(tables.TABLE, num_samples=200,
                               emit_timesteps=False,
                               unpack_as_table_signature=True):
     item_id = int(sample.data[adders.N_STEP_RETURN])
@@ -195,7 +195,7 @@ def test_shards_are_sampled_as_one_table(shards):
     total = sum(SHARD_SIZES)
     assert set(batch.info.table_size) == {total}
     np.testing.assert_allclose(
-        replay.importance_sampling_weights(
+        tables.importance_sampling_weights(
             batch.info.probability, batch.info.table_size, BETA).numpy(),
         _is_weights([reference[i] for i in ids], total), rtol=1e-6)
   # The masses learnt are the shards' sums of p^alpha.
@@ -291,8 +291,8 @@ def test_a_rate_limited_shard_whose_actors_stopped_is_left_out(monkeypatch):
   spec = resolve_discrete('gym:CartPole-v1').spec
   config = _config(min_replay_size=2 * BATCH, samples_per_insert=2.0,
                    replay_shards=2, replay_capacity=4000)
-  servers = [reverb.Server([replay.make_replay_table(
-      replay.shard_config(config), spec)], port=None) for _ in range(2)]
+  servers = [reverb.Server([tables.make_replay_table(
+      tables.shard_config(config), spec)], port=None) for _ in range(2)]
   clients = [reverb.Client(f'localhost:{server.port}') for server in servers]
   # Both shards past their minimum size; then only shard 1 is written to.
   for shard, client in enumerate(clients):

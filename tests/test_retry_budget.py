@@ -12,7 +12,7 @@ failures so far that lie within the window.
 import numpy as np
 import pytest
 
-from agents import resilience
+from agents.envs import resilience
 
 
 class Clock:

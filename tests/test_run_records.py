@@ -1,4 +1,4 @@
-"""A run's records (`agents/run_manifest.py`) that are there but bad: a
+"""A run's records (`agents/runs/run_manifest.py`) that are there but bad: a
 `run.json`, `stop.json` or `stop_request.json` cut short, not JSON, not an
 object, without a key its readers need, or of another kind or program.
 
@@ -21,7 +21,7 @@ import sys
 import pytest
 
 import helpers
-from agents import run_manifest
+from agents.runs import run_manifest
 
 # A run.json as a launch writes it (the values do not matter here).
 RUN = {'program': 'apex_dqn', 'env': 'gym:CartPole-v1', 'frames_per_step': 1,

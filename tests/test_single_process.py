@@ -11,8 +11,8 @@ import acme
 import numpy as np
 import pytest
 
-from agents import adders
-from agents import replay
+from agents.replay import adders
+from agents.replay import tables
 from agents.apex_dqn import priorities
 from examples import single_process
 
@@ -35,7 +35,7 @@ def result():
     out = single_process.run('gym:CartPole-v1', NUM_STEPS, seed=0)
   out['initial_priorities'] = initial
   out['samples'] = list(out['client'].sample(
-      replay.TABLE, num_samples=NUM_SAMPLES, emit_timesteps=False))
+      tables.TABLE, num_samples=NUM_SAMPLES, emit_timesteps=False))
   yield out
   out['server'].stop()
 

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from agents import environments
+from agents.envs import environments
 from agents import torsos
 from agents.a3c import networks as a3c_networks
 

@@ -32,9 +32,9 @@ from acme.utils import counting
 from acme.utils import loggers
 from dm_env import specs as dm_specs
 
-from agents import environments
-from agents import resilience
-from agents import vector_loop
+from agents.envs import environments
+from agents.envs import resilience
+from agents.envs import vector_loop
 from agents.apex_dpg import priorities as dpg_priorities
 from agents.apex_dpg.actor import ApeXDPGActor
 from agents.apex_dpg.builder import ApeXDPGBuilder
@@ -501,7 +501,7 @@ def test_vector_loop_writes_each_environments_transitions(client):
 
 
 class LoopClock:
-  """Stands in for the `time` module in agents/vector_loop.py: the real
+  """Stands in for the `time` module in agents/envs/vector_loop.py: the real
   clock, keeping every reading the loop takes."""
 
   def __init__(self):

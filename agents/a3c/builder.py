@@ -17,13 +17,13 @@ from acme.tf import utils as tf2_utils
 from acme.utils import counting
 from acme.utils import loggers
 
-from agents import snapshots
+from agents.runs import snapshots
 from agents import variables as variables_lib
 from agents.a3c import actor as actor_lib
 from agents.a3c import learning
 from agents.a3c import networks
 from agents.a3c.config import A3CConfig
-from agents.environments import EnvironmentSpec
+from agents.envs.environments import EnvironmentSpec
 
 
 class A3CBuilder:

@@ -9,7 +9,7 @@ import tensorflow as tf
 from acme.tf import variable_utils
 
 from agents import actors
-from agents import adders as adders_lib
+from agents.replay import adders as adders_lib
 
 
 class ApeXDPGActor(actors.ApeXActor):

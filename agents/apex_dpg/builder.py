@@ -12,7 +12,7 @@ from acme.utils import counting
 from acme.utils import loggers
 
 from agents import builders
-from agents import snapshots
+from agents.runs import snapshots
 from agents import variables as variables_lib
 from agents.apex_dpg import actor as actor_lib
 from agents.apex_dpg import learning

@@ -5,7 +5,7 @@ from typing import Dict, Tuple
 import sonnet as snt
 import tensorflow as tf
 
-from agents import adders
+from agents.replay import adders
 from agents import learning
 from agents.apex_dpg import losses
 

@@ -8,7 +8,7 @@ import tensorflow as tf
 from acme.tf import variable_utils
 
 from agents import actors
-from agents import adders as adders_lib
+from agents.replay import adders as adders_lib
 
 
 def apex_epsilons(num_actors: int, base: float = 0.4,

@@ -27,9 +27,9 @@ from typing import Any, Dict, Mapping, Optional
 
 from absl import flags
 
-from agents import replay
-from agents import run_manifest
-from agents import storage
+from agents.replay import tables
+from agents.runs import run_manifest
+from agents.runs import storage
 from agents.config import Preset
 from agents.distributed import cloud
 from agents.distributed import private_network
@@ -151,7 +151,7 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[cloud.Plan]:
   cloud.check_cloud_dependencies()
   replay_capacity = None  # A3C: no replay.
   if hasattr(config, 'replay_capacity'):  # Each replay replica: one shard.
-    replay_capacity = replay.shard_config(config).replay_capacity
+    replay_capacity = tables.shard_config(config).replay_capacity
   env_kind = options.env.split(':')[0]
   requests = cloud.requests(cloud_flags, env_kind, replay_capacity)
   groups = ['coordinator', 'counter', 'learner', 'actor']

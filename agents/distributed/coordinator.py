@@ -30,8 +30,8 @@ from absl import logging
 from acme.utils import counting
 from acme.utils import signals
 
-from agents import run_manifest
-from agents import storage
+from agents.runs import run_manifest
+from agents.runs import storage
 from agents.distributed import heartbeat
 from agents.distributed.options import replay_label
 

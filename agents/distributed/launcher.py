@@ -27,7 +27,7 @@ from typing import Optional
 import launchpad as lp
 
 import agents
-from agents import run_manifest
+from agents.runs import run_manifest
 from agents.distributed import heartbeat
 from agents.distributed import local
 from agents.distributed.options import RunOptions

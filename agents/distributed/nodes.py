@@ -28,12 +28,12 @@ from acme.utils import signals
 from launchpad import address as lp_address
 from launchpad.launch import worker_manager
 
-from agents import checkpointing
-from agents import eviction as eviction_lib
-from agents import loggers as loggers_lib
-from agents import resilience
-from agents import storage
-from agents import vector_loop
+from agents.runs import checkpointing
+from agents.replay import eviction as eviction_lib
+from agents.runs import loggers as loggers_lib
+from agents.envs import resilience
+from agents.runs import storage
+from agents.envs import vector_loop
 from agents.distributed.options import RunOptions
 from agents.distributed.options import actor_label
 
@@ -101,7 +101,7 @@ class LearnerNode(acme.Learner, acme.VariableSource):
     self._checkpointer = checkpointing.make_checkpointer(
         self._learner.state, options.node_workdir, 'learner',
         options.checkpoint_every)
-    # Next to each checkpoint: the policy as a SavedModel (agents/snapshots).
+    # Next to each checkpoint: the policy as a SavedModel (agents/runs/snapshots).
     self._snapshot = builder.policy_snapshot(self._learner.state)
     self._options = options
     self._stop = _Stop()
@@ -455,7 +455,7 @@ class ReplayNode(lp.ReverbNode):
   `start_server`) that checkpoints its tables through Reverb's own
   checkpointer every `checkpoint_every` seconds and at stop, loads the
   newest checkpoint when it starts, and runs the table's rounds of eviction
-  (`eviction`, an `agents.eviction.InversePriorityEviction`) if it has
+  (`eviction`, an `agents.replay.eviction.InversePriorityEviction`) if it has
   any."""
 
   def __init__(self, tables_fn, workdir: str, checkpoint_every: float,

@@ -9,7 +9,7 @@ check of every run option.
 import dataclasses
 from typing import Optional
 
-from agents import storage
+from agents.runs import storage
 from agents.config import check_flag
 
 

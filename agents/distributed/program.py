@@ -8,7 +8,7 @@
     coordinator: stops the program (agents/distributed/coordinator.py)
 
 Replay may be several Reverb servers (`--replay_shards`): each actor
-writes to one, and the learner samples them as one table (`agents.shards`).
+writes to one, and the learner samples them as one table (`agents.replay.shards`).
 
 A3C's program is the same graph without replay: its learner is the
 parameter server (`nodes.ParameterServerNode`), to which its actors (A3C's
@@ -22,7 +22,7 @@ where they run.
 
 import launchpad as lp
 
-from agents import checkpointing
+from agents.runs import checkpointing
 from agents.distributed import local
 from agents.distributed import nodes
 from agents.distributed import platforms

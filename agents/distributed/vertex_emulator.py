@@ -62,7 +62,7 @@ from absl import app
 from absl import flags
 import portpicker
 
-from agents import storage
+from agents.runs import storage
 from agents.distributed.cloud import JOB_FILE
 
 flags.DEFINE_string('package_dir', None, 'A packaged job (--dry_run\'s '

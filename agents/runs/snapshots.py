@@ -13,7 +13,7 @@ loads without this project's code.
 `act` is the greedy policy (Ape-X DQN: the argmax of the Q-values), the
 noiseless one (Ape-X DPG: pi(s), inside the action bounds) or the policy's
 mode (A3C: its most likely action, or its Gaussian's mean inside the bounds). Observations are
-what the project's environment gives (`agents.environments`; Atari: the last
+what the project's environment gives (`agents.envs.environments`; Atari: the last
 4 preprocessed 84x84 frames, uint8, frames on the last axis).
 
 The learner writes a snapshot next to each of its checkpoints. A snapshot

@@ -19,7 +19,7 @@ Stacked frames (Atari: each observation is the last 4 frames, on its last
 axis): a row holds only the step's newest frame, and an episode's first
 observation takes one row per frame. An item's observation references the
 rows of its 4 frames and comes out of replay as [4, H, W];
-`agents.replay.make_dataset` puts the frames back on the last axis. Each frame
+`agents.replay.tables.make_dataset` puts the frames back on the last axis. Each frame
 is compressed, sent and stored once instead of 4 times.
 
 n-step targets (Ape-X §3.1, n = 3):

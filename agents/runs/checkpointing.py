@@ -31,8 +31,8 @@ from absl import logging
 from acme.tf import savers
 from acme.utils import counting
 
-from agents import run_manifest
-from agents import storage
+from agents.runs import run_manifest
+from agents.runs import storage
 
 CHECKPOINTS = run_manifest.CHECKPOINTS
 

@@ -24,7 +24,7 @@ from acme.utils import counting
 from acme.utils import loggers
 
 from agents import actors as actors_lib
-from agents import resilience
+from agents.envs import resilience
 
 FailureHandler = Callable[[int, Exception], Optional[dm_env.Environment]]
 

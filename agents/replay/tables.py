@@ -3,7 +3,7 @@
 Replay may be split over several Reverb servers ("shards", `--replay_shards`),
 each with a table of its own, for more inserts and samples than one server's
 lock lets through (a Reverb table serialises them). The learner still
-samples them as one table (`agents.shards`).
+samples them as one table (`agents.replay.shards`).
 """
 
 import dataclasses
@@ -14,8 +14,8 @@ import reverb
 import tensorflow as tf
 from acme import specs
 
-from agents import adders
-from agents import eviction
+from agents.replay import adders
+from agents.replay import eviction
 from agents.config import ApeXConfig
 
 TABLE = 'priority_table'
@@ -60,7 +60,7 @@ def make_replay_table(config: ApeXConfig, spec: specs.EnvironmentSpec,
                       stacked_frames: int = 0) -> reverb.Table:
   """Ape-X replay: proportional prioritised sampling; removal of the oldest
   items, of the lowest priorities, or (App. D) in rounds of victims sampled
-  by inverse priority (`config.replay_remover`, `agents.eviction`), for
+  by inverse priority (`config.replay_remover`, `agents.replay.eviction`), for
   which the table may hold a backstop of items over its capacity between
   rounds."""
   max_size = config.replay_capacity

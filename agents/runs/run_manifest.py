@@ -2,7 +2,7 @@
 environment, frames per agent step, the config values its checkpoints
 depend on, and every flag value and the preset it last launched with), and
 why its latest launch stopped, `<workdir>/stop.json`. The workdir may be
-local or on Cloud Storage (`agents.storage`).
+local or on Cloud Storage (`agents.runs.storage`).
 
 Every record is read through `read_record`, which checks it is what its
 readers take it for: a record that is there but is not (cut short, not
@@ -22,7 +22,7 @@ import re
 import sys
 from typing import Any, Dict, NamedTuple, Optional, Sequence
 
-from agents import storage
+from agents.runs import storage
 
 MANIFEST = 'run.json'
 # Why the program's latest launch stopped, when it stopped itself (a limit

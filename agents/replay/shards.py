@@ -1,7 +1,7 @@
 """Replay past one server: the learner's side of several replay shards.
 
 Each shard is a Reverb server with a prioritised table of its own (an equal
-part of the capacity: `replay.shard_config`); each actor writes to one
+part of the capacity: `tables.shard_config`); each actor writes to one
 (`distributed.program`). The learner samples them as one table:
 `ShardedBatches` gives batches in which a transition's probability is
 p^alpha over the sum of p^alpha over every shard, with that probability in
@@ -54,7 +54,7 @@ import reverb
 import tensorflow as tf
 from absl import logging
 
-from agents import replay
+from agents.replay import tables
 
 # How long a batch waits for a shard's samples before the shard is asked
 # for its status, and how long that status call may take.
@@ -107,7 +107,7 @@ class _Shard:
     while not self._stopping.is_set():
       try:
         # Chunks kept ready in the queue, not by the dataset.
-        for chunk in replay.make_dataset(
+        for chunk in tables.make_dataset(
             self.address, self._chunk_size, prefetch_size=0,
             table=self._table, stacked_frames=self._stacked_frames,
             signature_timeout_secs=int(PROBE_SECONDS)):
@@ -248,7 +248,7 @@ class ShardedBatches:
   lets nothing through."""
 
   def __init__(self, addresses: Sequence[str], batch_size: int,
-               priority_exponent: float, table: str = replay.TABLE,
+               priority_exponent: float, table: str = tables.TABLE,
                stacked_frames: int = 0, seed: Optional[int] = None):
     self._batch_size = batch_size
     self._stopping = threading.Event()
@@ -303,11 +303,11 @@ class ShardedBatches:
 
   def _wait_for(self, shard: _Shard, count: int) -> bool:
     """Waits until `shard` has `count` samples received. Returns False if
-    it has not after `replay.RATE_LIMITER_TIMEOUT_MS` (so that the learner
+    it has not after `tables.RATE_LIMITER_TIMEOUT_MS` (so that the learner
     can check for a stop in between), or has given none for
     `PROBE_SECONDS` and does not answer, or has given none for twice that
     and took no insert in between: it is then left out."""
-    deadline = time.monotonic() + replay.RATE_LIMITER_TIMEOUT_MS / 1e3
+    deadline = time.monotonic() + tables.RATE_LIMITER_TIMEOUT_MS / 1e3
     while shard.available < count:
       if shard.receive(timeout=0.1):
         shard.end_wait()
@@ -354,7 +354,7 @@ class ShardedBatches:
         # Nothing to draw from: end this call, as a Reverb dataset ends when
         # replay lets nothing through; the learner checks for a stop and
         # calls again.
-        self._stopping.wait(replay.RATE_LIMITER_TIMEOUT_MS / 1e3)
+        self._stopping.wait(tables.RATE_LIMITER_TIMEOUT_MS / 1e3)
         self._readmit()
         raise tf.errors.OutOfRangeError(None, None,
                                         'No replay shard gives samples.')

@@ -1,0 +1,1 @@
+"""The shared prioritised replay: its Reverb tables, the actors' adders, shards and eviction."""

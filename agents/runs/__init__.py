@@ -1,0 +1,1 @@
+"""A run's records and files: storage (local or Cloud Storage), the run manifest, checkpoints, policy snapshots and loggers."""
