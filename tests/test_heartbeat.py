@@ -7,8 +7,10 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import types
+from typing import List, Tuple
 
 import portpicker
 import pytest
@@ -51,33 +53,110 @@ def _pings(address) -> int:
   return courier_client.Client(address, call_timeout=30).count()
 
 
-def test_a_live_node_is_never_gone(server):
+class _Seen:
+  """A watch's heartbeats as the test sees them, through the watch's Courier
+  calls (`heartbeat._courier_call`) and its clock (`heartbeat.time`).
+
+  Every call sent to a watched node is kept, in order (`sent`, one list per
+  node); a call sent while the node's previous call had not ended (answered,
+  failed or timed out) is noted in `overlapping`. The watch's thread reads
+  the clock once a round of heartbeats: `rounds` counts them.
+
+  The clock is the real one, unless `live_clock`: it then starts at 0 and
+  moves on by one period at each round that finds every node's latest call
+  answered, and stands still otherwise (a round that finds a call still
+  waiting, held up by a loaded machine; the test thread's reads). Time on
+  it is time during which the node answered every heartbeat, however long
+  that took.
+  """
+
+  def __init__(self, monkeypatch, period: float, live_clock: bool = False):
+    self._period = period
+    self._live_clock = live_clock
+    self.ticks = 0  # Periods the live clock has moved on.
+    self.rounds = 0
+    self.sent: List[List] = []
+    self.overlapping: List[Tuple[int, int]] = []
+    monkeypatch.setattr(heartbeat, '_courier_call',
+                        self._counted(heartbeat._courier_call))  # pylint: disable=protected-access
+    monkeypatch.setattr(heartbeat, 'time', self)
+
+  def _counted(self, courier_call):
+    def make(address, timeout):
+      call = courier_call(address, timeout)
+      node, calls = len(self.sent), []
+      self.sent.append(calls)
+
+      def send():
+        if calls and not calls[-1].done():
+          self.overlapping.append((node, len(calls)))
+        answer = call()
+        calls.append(answer)
+        return answer
+      return send
+    return make
+
+  def _all_answered(self) -> bool:
+    return all(calls and calls[-1].done() and calls[-1].exception() is None
+               for calls in self.sent)
+
+  def time(self) -> float:
+    in_round = threading.current_thread().name == 'heartbeats'
+    if in_round:
+      self.rounds += 1
+    if not self._live_clock:
+      return time.time()
+    if in_round and self.sent and self._all_answered():
+      self.ticks += 1
+    return self.ticks * self._period
+
+
+def test_a_live_node_is_never_gone(server, monkeypatch):
+  # Gone means silent for `timeout` on the watch's clock, which here runs
+  # only while the node answers (`_Seen`'s live clock): a server or a watch
+  # held up by a loaded machine stops it instead of looking silent. Ten
+  # timeouts on it are ten timeouts' worth of rounds of heartbeats, all
+  # answered, and at every check the node must not be gone: a watch that
+  # measured silence from anything but each node's latest answer would see
+  # it gone after one timeout.
+  seen = _Seen(monkeypatch, period=0.2, live_clock=True)
   watch = _watch(server.address, timeout=3.0, period=0.2)
-  # Ten timeouts' worth of heartbeats, all answered.
-  _wait_for(lambda: _pings(server.address) >= 4 * 150, 120, 'pings')
-  assert watch.dead() is None
-  assert watch.dead_actors() == []
+
+  def ten_timeouts_never_gone():
+    assert watch.dead() is None
+    assert watch.dead_actors() == []
+    return seen.ticks * 0.2 >= 10 * 3.0
+  _wait_for(ten_timeouts_never_gone, 600, 'ten timeouts of answered beats')
+  # Each period the clock moved on, every node's call of the period before
+  # had been answered: so the server says too.
+  assert _pings(server.address) >= 4 * 150
   watch.close()
 
 
 def test_a_frozen_node_is_gone_after_the_timeout_and_back_if_continued(
-    server):
+    server, monkeypatch):
+  seen = _Seen(monkeypatch, period=0.2)
   watch = _watch(server.address, timeout=4.0, period=0.2)
-  _wait_for(lambda: _pings(server.address) >= 8, 60, 'first answers')
-  before = _pings(server.address)
+  # Every watched node answered before the stop (a node that never has is
+  # still starting, not gone).
+  _wait_for(watch.all_answered.is_set, 60, 'first answers')
   server.process.send_signal(signal.SIGSTOP)
-  gone = _wait_for(watch.dead, 60, 'the frozen node to be gone')
+  # All four are gone (in turn: their last answers may have been seen a
+  # round apart); the learner is named first.
+  _wait_for(lambda: len(watch.gone_labels()) == 4, 60,
+            'the frozen node to be gone')
+  gone = watch.dead()
   silent = float(re.search(r'for (\d+) s', gone).group(1))
   assert gone.startswith('the learner has not answered its heartbeats')
   assert silent >= 4.0
   assert watch.dead_actors() == [0, 1]
-  # Frozen for a while longer: at most one call per watched node waited.
-  time.sleep(3.0)
+  # Frozen for a while longer, 15 more rounds of heartbeats (3 s), at each
+  # of which a watch that did not wait for a node's call to end would have
+  # sent it another: at most one call per watched node waited.
+  rounds = seen.rounds
+  _wait_for(lambda: seen.rounds >= rounds + 15, 60, '15 more rounds')
   server.process.send_signal(signal.SIGCONT)
-  served = _pings(server.address) - before
-  # 4 beats each with one call outstanding (and the calls answered before
-  # the stop), where 5 periods a second for 7 s would have queued ~140.
-  assert served <= 4 * 3, served
+  assert seen.overlapping == [], seen.overlapping
   _wait_for(lambda: watch.dead() is None, 60, 'the node to be back')
   watch.close()
 

@@ -454,8 +454,16 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
 
 
 @pytest.mark.slow
-def test_four_shards_under_local_mp_each_feed_the_learner(tmp_path):
-  # Four actors, one per shard.
+def test_four_shards_under_local_mp_each_feed_the_learner(tmp_path,
+                                                          monkeypatch):
+  # Four actors, one per shard. The learner leaves out a shard that has
+  # given no samples for shards.PROBE_SECONDS (5 s) and taken no insert in
+  # as long again; a loaded machine holds a healthy shard's actor up that
+  # long (or starts it that much after the learner, or has it stop that
+  # long before the learner does), and its shard is then rightly left out.
+  # Here that wait is the bound of a stuck program instead, far above any
+  # hold-up: a shard left out is one that gave nothing for minutes.
+  monkeypatch.setenv(shards_lib.PROBE_VARIABLE, str(helpers.START_TIMEOUT))
   workdir = tmp_path / 'run'
   result = helpers.run_program(
       'apex_dqn', f'--workdir={workdir}', '--preset=cartpole_smoke',
@@ -463,10 +471,14 @@ def test_four_shards_under_local_mp_each_feed_the_learner(tmp_path):
       '--max_actor_steps=3000', timeout=900)
   assert result.returncode == 0, result.stdout[-5000:]
   helpers.check_stopped_in_order(result.stdout)
+  assert (f'Batches from 4 replay shards; a shard that gives none of its '
+          f'samples for {helpers.START_TIMEOUT} s') in result.stdout
   # Every shard's node started its server, empty.
   assert sorted((int(shard), int(size)) for shard, size in
                 SHARD_STARTS.findall(result.stdout)) == [
                     (0, 0), (1, 0), (2, 0), (3, 0)]
+  # No shard was left out: the learner drew from all four throughout.
+  assert 'gave no samples and' not in result.stdout, result.stdout[-5000:]
   rows = _learner_rows(workdir)
   assert rows and all(int(row['live_shards']) == 4 for row in rows), rows
   for shard in range(4):

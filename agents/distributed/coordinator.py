@@ -188,9 +188,11 @@ class Coordinator:
       if initial is None:
         initial = counts
       elif start is None and actor_steps > initial.get('actor_steps', 0):
-        start = time.time()
+        # Said before the budget's clock starts: the line's own time is
+        # never later than the budget's start.
         logging.info('The actors have started: the wall-clock budget '
                      'counts from now.')
+        start = time.time()
       # Actors that gave up in an earlier launch act again in this one.
       given_up = (counts.get(ACTORS_GIVEN_UP, 0) -
                   initial.get(ACTORS_GIVEN_UP, 0))
@@ -215,6 +217,7 @@ class Coordinator:
     answers = {node.futures.stop(timeout): actor_id
                for node, actor_id in zip(nodes, ids)}
     pending = set(answers)
+    dropped = set()  # Actors seen dead while their answer was awaited.
     deadline = time.time() + timeout + 5.0
     while pending and time.time() < deadline:
       _, pending = futures.wait(pending, timeout=self._poll_seconds)
@@ -222,17 +225,21 @@ class Coordinator:
         dead = set(self._watch.dead_actors())
         for answer in [answer for answer in pending
                        if answers[answer] in dead]:
+          logging.warning('Actor %d has died since it was asked to stop; its '
+                          'answer is not waited for.', answers[answer])
           heartbeat.end_call(answer)
           pending.discard(answer)
+          dropped.add(answer)
     for answer in pending:
       heartbeat.end_call(answer)
     # An answer that came as its call was ended counts.
     futures.wait(answers, timeout=heartbeat.CLOSE_WAIT_SECONDS)
-    stopped = sum(1 for answer in answers if answer.done() and
-                  answer.exception() is None and answer.result())
-    if stopped < len(nodes):
+    unconfirmed = [answer for answer in answers if answer not in dropped and
+                   not (answer.done() and answer.exception() is None and
+                        answer.result())]
+    if unconfirmed:
       logging.warning('%d of %d %s did not confirm their stop within %.0f s; '
-                      'the program\'s stop ends them.', len(nodes) - stopped,
+                      'the program\'s stop ends them.', len(unconfirmed),
                       len(nodes), what, timeout)
 
   def run(self):
@@ -254,6 +261,9 @@ class Coordinator:
         return
       # A dead actor would never answer: it is not asked.
       dead = set(self._watch.dead_actors()) if self._watch else set()
+      if dead:
+        logging.warning('Actors %s have died: they are not asked to stop.',
+                        sorted(dead))
       living = [actor_id for actor_id in range(len(self._actors))
                 if actor_id not in dead]
       self._stop_nodes([self._actors[i] for i in living] + self._evaluators,

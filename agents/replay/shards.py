@@ -44,6 +44,7 @@ they had).
 
 import collections
 import math
+import os
 import queue
 import threading
 import time
@@ -57,8 +58,14 @@ from absl import logging
 from agents.replay import tables
 
 # How long a batch waits for a shard's samples before the shard is asked
-# for its status, and how long that status call may take.
-PROBE_SECONDS = 5.0
+# for its status, and how long that status call may take. This variable, in
+# the environment a program is launched from (local_mp's nodes inherit it),
+# sets it otherwise: longer for a machine so loaded that a shard's actors
+# can write nothing for that long while they are only slow. Each shard left
+# out skews the sample until it streams again; a longer wait holds the
+# learner that much longer on a shard whose actors have stopped.
+PROBE_VARIABLE = 'APEX_SHARD_PROBE_SECONDS'
+PROBE_SECONDS = float(os.environ.get(PROBE_VARIABLE, 5.0))
 # Chunks a shard's stream keeps ready (each about B / N samples).
 CHUNKS_AHEAD = 3
 
@@ -265,6 +272,9 @@ class ShardedBatches:
     self._writers = [_PriorityWriter(index, address, table)
                      for index, address in enumerate(addresses)]
     self._rng = np.random.default_rng(seed)
+    logging.info('Batches from %d replay shards; a shard that gives none of '
+                 'its samples for %.0f s is asked for its status (%s).',
+                 len(addresses), PROBE_SECONDS, PROBE_VARIABLE)
     # (shards, counts, shares) of the batch being gathered.
     self._draw: Optional[Tuple[List[int], np.ndarray, Dict[int, float]]] = None
 
