@@ -22,23 +22,14 @@ reads its rate over the windows in which it ran.
 """
 
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app
+from absl import flags
+import numpy as np
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-import numpy as np  # pylint: disable=wrong-import-position
-# Before TensorFlow starts: the oneDNN setting of the program's nodes.
-import agents  # pylint: disable=wrong-import-position
-agents.use_onednn()
-# Imported before absl runs `main`: a Sonnet optimizer whose state is created
-# inside the learner's tf.function fails ("defined in a graph which is out of
-# scope") when TensorFlow is first imported from inside `app.run`.
-import tensorflow as tf  # pylint: disable=wrong-import-position
-
-from benchmarks import common  # pylint: disable=wrong-import-position
+import agents
+from benchmarks import common
 
 flags.DEFINE_string('env', 'atari:Pong', 'Environment.')
 flags.DEFINE_integer('envs', 1, 'actor: environments stepped per batch.')
@@ -159,4 +150,11 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  # Before TensorFlow starts: the oneDNN setting of the program's nodes. And
+  # before absl runs `main`: a Sonnet optimizer whose state is created inside
+  # the learner's tf.function fails ("defined in a graph which is out of
+  # scope") when TensorFlow is first imported from inside `app.run`. The
+  # functions above use this module-level `tf`.
+  agents.use_onednn()
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   app.run(main)

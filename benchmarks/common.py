@@ -18,9 +18,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, 'benchmarks', 'results')
 PYTHON = sys.executable
 
-if ROOT not in sys.path:
-  sys.path.insert(0, ROOT)
-
 
 def machine() -> Dict[str, Any]:
   """Cores, CPU model, memory and software of this machine."""

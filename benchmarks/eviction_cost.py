@@ -15,17 +15,14 @@ benchmarks/results/eviction_cost.json.
 """
 
 import os
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app
+from absl import flags
+import numpy as np
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-import numpy as np  # pylint: disable=wrong-import-position
-
-from benchmarks import common  # pylint: disable=wrong-import-position
+from benchmarks import common
 
 flags.DEFINE_string('env', 'control:manipulator:bring_ball',
                     'Environment whose transitions fill the table (the '

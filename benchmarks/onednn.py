@@ -15,15 +15,12 @@ benchmarks/results/onednn.json.
 """
 
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app
+from absl import flags
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-
-from benchmarks import common  # pylint: disable=wrong-import-position
+from benchmarks import common
 
 flags.DEFINE_string('env', 'atari:Pong', 'Environment.')
 flags.DEFINE_integer('batch_size', 64,

@@ -33,16 +33,13 @@ seconds) are read for `--seconds`.
 import os
 import signal
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app
+from absl import flags
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-
-from benchmarks import common  # pylint: disable=wrong-import-position
-from benchmarks import runs  # pylint: disable=wrong-import-position
+from benchmarks import common
+from benchmarks import runs
 
 flags.DEFINE_string('env', 'atari:Pong', 'Environment.')
 flags.DEFINE_list('envs_per_actor', ['1', '16'], 'Values of K to measure.')

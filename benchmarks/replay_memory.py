@@ -11,17 +11,14 @@ capacity that fits a memory budget.
 import json
 import multiprocessing
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app
+from absl import flags
+import numpy as np
+import psutil
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-import numpy as np  # pylint: disable=wrong-import-position
-import psutil  # pylint: disable=wrong-import-position
-
-from benchmarks import common  # pylint: disable=wrong-import-position
+from benchmarks import common
 
 flags.DEFINE_string('env', 'atari:Pong', 'Environment.')
 flags.DEFINE_integer('transitions', 50_000, 'Transitions to insert.')

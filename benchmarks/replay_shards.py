@@ -46,18 +46,15 @@ import math
 import multiprocessing
 import os
 import shutil
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app
+from absl import flags
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-
-from agents.distributed import cloud  # pylint: disable=wrong-import-position
-from benchmarks import common  # pylint: disable=wrong-import-position
-from benchmarks import replay_load  # pylint: disable=wrong-import-position
+from agents.distributed import cloud
+from benchmarks import common
+from benchmarks import replay_load
 
 flags.DEFINE_string('env', 'atari:Pong', 'Environment whose frames are stored.')
 flags.DEFINE_list('shards', ['1', '2'], 'Shard counts to measure.')

@@ -18,16 +18,13 @@ collapse) as more processes share the cores.
 """
 
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app
+from absl import flags
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-
-from benchmarks import common  # pylint: disable=wrong-import-position
-from benchmarks import runs  # pylint: disable=wrong-import-position
+from benchmarks import common
+from benchmarks import runs
 
 flags.DEFINE_string('env', 'atari:Pong', 'Environment.')
 flags.DEFINE_list('num_actors', ['1', '2', '4', '8'], 'Actor counts.')

@@ -24,16 +24,13 @@ Reverb's cost per step).
 import multiprocessing
 import os
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app
+from absl import flags
+import numpy as np
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-import numpy as np  # pylint: disable=wrong-import-position
-
-from benchmarks import common  # pylint: disable=wrong-import-position
+from benchmarks import common
 
 flags.DEFINE_string('env', 'atari:Pong', 'Environment whose frames are written.')
 flags.DEFINE_integer('envs', 16, 'Writers (environments of one actor).')

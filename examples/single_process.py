@@ -12,13 +12,8 @@ learner samples.
 """
 
 import dataclasses
-import os
-import sys
 from typing import Callable
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 import acme
 import reverb
 import tensorflow as tf

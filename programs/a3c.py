@@ -9,26 +9,22 @@ Every hyper-parameter of `A3CConfig` and every run option is a flag of the
 same name; `--preset=<name>` selects a named configuration (`--list_presets`).
 """
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
-# First of all, while this process has one thread: a launch on this machine
-# moves into a network of its own (or refuses to start exposed).
-from agents.distributed import private_network
-private_network.isolate_launch(sys.argv)
-
-from agents.envs import environments
-from agents.a3c.builder import A3CBuilder
-from agents.a3c.config import A3CConfig
-from agents.a3c.presets import PRESETS
 from agents.distributed import entry
 
-ENTRY = entry.ProgramEntry('a3c', 'A3C', A3CConfig, A3CBuilder,
-                           environments.resolve_any, PRESETS,
-                           default_env='atari:Pong', members='workers')
+
+def agent() -> entry.Agent:
+  """A3C, imported once a local launch has its own network (`entry`)."""
+  # pylint: disable=g-import-not-at-top
+  from agents.a3c.builder import A3CBuilder
+  from agents.a3c.config import A3CConfig
+  from agents.a3c.presets import PRESETS
+  from agents.envs import environments
+  return entry.Agent(A3CConfig, A3CBuilder, environments.resolve_any,
+                     PRESETS)
+
+
+ENTRY = entry.ProgramEntry('a3c', 'A3C', agent, default_env='atari:Pong',
+                           members='workers')
 build = ENTRY.build  # (program, run options, environment, plan)
 
 if __name__ == '__main__':

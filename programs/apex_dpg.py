@@ -7,26 +7,21 @@ Every hyper-parameter of `ApeXDPGConfig` and every run option is a flag of the
 same name; `--preset=<name>` selects a named configuration (`--list_presets`).
 """
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
-# First of all, while this process has one thread: a launch on this machine
-# moves into a network of its own (or refuses to start exposed).
-from agents.distributed import private_network
-private_network.isolate_launch(sys.argv)
-
-from agents.envs import environments
-from agents.apex_dpg import ApeXDPGBuilder
-from agents.apex_dpg import ApeXDPGConfig
-from agents.apex_dpg.presets import PRESETS
 from agents.distributed import entry
 
-ENTRY = entry.ProgramEntry('apex_dpg', 'Ape-X DPG', ApeXDPGConfig,
-                           ApeXDPGBuilder, environments.resolve_continuous,
-                           PRESETS,
+
+def agent() -> entry.Agent:
+  """Ape-X DPG, imported once a local launch has its own network (`entry`)."""
+  # pylint: disable=g-import-not-at-top
+  from agents.apex_dpg import ApeXDPGBuilder
+  from agents.apex_dpg import ApeXDPGConfig
+  from agents.apex_dpg.presets import PRESETS
+  from agents.envs import environments
+  return entry.Agent(ApeXDPGConfig, ApeXDPGBuilder,
+                     environments.resolve_continuous, PRESETS)
+
+
+ENTRY = entry.ProgramEntry('apex_dpg', 'Ape-X DPG', agent,
                            default_env='control:manipulator:bring_ball')
 build = ENTRY.build  # (program, run options, environment, plan)
 

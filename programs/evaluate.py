@@ -17,11 +17,9 @@ import os
 import sys
 from typing import Optional
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-import numpy as np  # pylint: disable=wrong-import-position
+from absl import app
+from absl import flags
+import numpy as np
 
 flags.DEFINE_string('workdir', None, 'A run directory: its newest learner '
                     'checkpoint is evaluated.')

@@ -23,13 +23,11 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app
+from absl import flags
+import numpy as np
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-import numpy as np  # pylint: disable=wrong-import-position
-
-from agents.runs import run_manifest  # pylint: disable=wrong-import-position
+from agents.runs import run_manifest
 
 flags.DEFINE_string('out', 'curves.png', 'The PNG file to write.')
 flags.DEFINE_list('labels', [], 'One label per run (default: the run '

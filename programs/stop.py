@@ -21,13 +21,11 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app
+from absl import flags
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-
-from agents.runs import run_manifest  # pylint: disable=wrong-import-position
-from agents.runs import storage  # pylint: disable=wrong-import-position
+from agents.runs import run_manifest
+from agents.runs import storage
 
 flags.DEFINE_string('workdir', None, 'The run to stop: its directory, or '
                     'gs://<bucket>/<path> for a Vertex AI job.')

@@ -28,15 +28,13 @@ import os
 import sys
 from typing import Dict, List, Optional
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app
+from absl import flags
+import numpy as np
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-import numpy as np  # pylint: disable=wrong-import-position
+from agents.runs import run_manifest
 
-from agents.runs import run_manifest  # pylint: disable=wrong-import-position
-
-from programs import plot  # pylint: disable=wrong-import-position
+from programs import plot
 
 flags.DEFINE_string('name', None, 'The page: results/<name>.{csv,png,md}.')
 flags.DEFINE_string('title', None, 'The page\'s title (default: the run\'s '

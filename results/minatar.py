@@ -14,20 +14,17 @@ A run already finished is not run again; a final policy already evaluated
 import json
 import os
 import subprocess
-import sys
 from typing import Dict, List
+
+from absl import app
+from absl import flags
+import numpy as np
+
+import long_run
+import run
 
 RESULTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(RESULTS)
-sys.path.insert(0, ROOT)
-sys.path.insert(0, RESULTS)
-
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-import numpy as np  # pylint: disable=wrong-import-position
-
-import long_run  # pylint: disable=wrong-import-position
-import run  # pylint: disable=wrong-import-position
 
 # --notes (results/long_run.py's flag): a sentence the page adds after its
 # set-up, e.g. what else ran on the machine.

@@ -25,15 +25,13 @@ import sys
 import time
 from typing import Dict, List, Tuple
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app
+from absl import flags
+import numpy as np
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=wrong-import-position
-import numpy as np  # pylint: disable=wrong-import-position
+from agents.runs import run_manifest
 
-from agents.runs import run_manifest  # pylint: disable=wrong-import-position
-
-from programs import plot  # pylint: disable=wrong-import-position
+from programs import plot
 
 flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds per setting.')
 flags.DEFINE_bool('report_only', False, 'Only write the report from the runs '

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Creates .venv with Python 3.10 and installs the pinned requirements.
-# Re-runs the install only when requirements.txt changed.
+# Creates .venv with Python 3.10, installs the pinned requirements, and the
+# project itself, editable (pyproject.toml: `agents` importable from anywhere).
+# Re-runs an install only when what it installs changed.
 #   scripts/setup_venv.sh          the local set (requirements.txt)
 #   scripts/setup_venv.sh --cloud  also what launching on Google Cloud needs
 #                                  (requirements-cloud.txt)
@@ -39,13 +40,27 @@ install_cloud() {
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
     return
   fi
-  .venv/bin/python -m pip install --quiet -r requirements-cloud.txt
+  .venv/bin/python -m pip install --quiet -r requirements-cloud.txt -c requirements.txt
+  echo "$wanted" > "$stamp"
+}
+
+# The project, editable, against this checkout (its dependencies are the ones
+# just installed: --no-deps). Again when pyproject.toml changes or the
+# checkout moved.
+install_project() {
+  local stamp=.venv/.project.sha256 wanted
+  wanted=$( (cat pyproject.toml; pwd) | sha256sum | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+    return
+  fi
+  .venv/bin/python -m pip install --quiet --no-deps -e .
   echo "$wanted" > "$stamp"
 }
 
 stamp=.venv/.requirements.sha256
 wanted=$(sha256sum requirements.txt | cut -d' ' -f1)
 if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+  install_project
   if [ "$cloud" = yes ]; then
     install_cloud
   fi
@@ -70,6 +85,7 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade "pip<25"
 .venv/bin/python -m pip install --quiet -r requirements.txt
 echo "$wanted" > "$stamp"
+install_project
 if [ "$cloud" = yes ]; then
   install_cloud
 fi

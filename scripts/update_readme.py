@@ -6,12 +6,10 @@ that the README holds what this would write.
 """
 
 import os
-import sys
+
+from agents.distributed import command_line
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from agents.distributed import command_line  # pylint: disable=wrong-import-position
 
 README = os.path.join(ROOT, 'README.md')
 BEGIN = '<!-- run options: made by scripts/update_readme.py -->'

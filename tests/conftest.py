@@ -1,7 +1,8 @@
 """Fixtures shared by the tests (helpers.py holds the plain functions).
 
-The repository root is on sys.path through pytest.ini (`pythonpath = .`),
-tests/ through pytest's own rootdir handling. The second tier of the suite
+`agents` (and `programs`, `examples`, `benchmarks`) import as the installed
+project (`pip install -e .`, which `make` does); tests/ is on the import
+path through pytest's own rootdir handling. The second tier of the suite
 (`make test-all`) is marked `slow` (pytest.ini says what belongs there);
 `make test` deselects it.
 """

@@ -1,7 +1,7 @@
 """What the tests share: the repository, its programs run as users run them,
 a run's records, and process groups that must end with the test.
 
-Imported by the test modules as `helpers` (pytest puts tests/ on sys.path),
+Imported by the test modules as `helpers` (pytest puts tests/ on the import path),
 by tests/conftest.py, and as `tests.helpers` by the probes that tests run with
 `python -m tests.<probe>` from the repository root.
 """

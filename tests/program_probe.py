@@ -23,6 +23,9 @@ import sys
 import threading
 import time
 
+from absl import app
+from absl import flags
+
 PROGRAMS = ('apex_dqn', 'apex_dpg')
 
 
@@ -42,17 +45,6 @@ def _program_name(argv) -> str:
   return name
 
 
-program_module = importlib.import_module(
-    f'programs.{_program_name(sys.argv)}')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
-import launchpad as lp
-from absl import app
-from absl import flags
-
-from agents.replay import tables
-from tests import helpers
-
 flags.DEFINE_enum('program', PROGRAMS[0], PROGRAMS, 'Which Ape-X program to '
                   'run: programs/<program>.py.')
 flags.DEFINE_integer('probe_learner_steps', 30, 'Learner steps between the '
@@ -60,10 +52,10 @@ flags.DEFINE_integer('probe_learner_steps', 30, 'Learner steps between the '
 FLAGS = flags.FLAGS
 
 
-def _priorities(client, num_samples):
+def _priorities(client, table, num_samples):
   """key -> priority for a sample of the table's items."""
   seen = {}
-  for sample in client.sample(tables.TABLE, num_samples=num_samples,
+  for sample in client.sample(table, num_samples=num_samples,
                               emit_timesteps=False):
     info = sample.info
     seen[int(info.key)] = float(info.priority)
@@ -71,7 +63,11 @@ def _priorities(client, num_samples):
 
 
 def main(_):
-  program, options, *_ = program_module.build()
+  # pylint: disable=g-import-not-at-top
+  import launchpad as lp
+  from agents.replay import tables
+  from tests import helpers
+  program, options, *_ = PROGRAM.build()
   replay_handle = program.groups['replay'][0].create_handle()
   counter_handle = program.groups['counter'][0].create_handle()
   report = {'program': FLAGS.program}
@@ -83,12 +79,12 @@ def main(_):
     learner_steps = lambda: counter.get_counts().get('learner_steps', 0)
     while learner_steps() < 5:
       time.sleep(0.2)
-    first = _priorities(replay_client, 300)
+    first = _priorities(replay_client, tables.TABLE, 300)
     first_learner_steps = learner_steps()
     target = first_learner_steps + FLAGS.probe_learner_steps
     while learner_steps() < target:
       time.sleep(0.2)
-    second = _priorities(replay_client, 300)
+    second = _priorities(replay_client, tables.TABLE, 300)
     common = set(first) & set(second)
     report.update(
         distinct_priorities=len(set(second.values())),
@@ -112,4 +108,8 @@ def main(_):
 
 
 if __name__ == '__main__':
+  # Before anything else is imported: the program's module moves a local
+  # launch into a network of its own while this process has one thread, and
+  # defines the program's flags.
+  PROGRAM = importlib.import_module(f'programs.{_program_name(sys.argv)}')
   app.run(main)
