@@ -46,7 +46,12 @@ def _finite(value) -> bool:
 
 
 class GuardedEnvironment(dm_env.Environment):
-  """Raises `EnvironmentFailure` / `NonFiniteStep` for a failing step."""
+  """Raises `EnvironmentFailure` / `NonFiniteStep` for a failing step.
+
+  It hands the specs on itself rather than subclass Acme's
+  `EnvironmentWrapper`: importing `acme.wrappers` imports the old `gym`
+  package (its gym adapters), which this project does not install.
+  """
 
   def __init__(self, environment: dm_env.Environment):
     self._environment = environment
