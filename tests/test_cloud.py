@@ -29,7 +29,7 @@ import psutil
 import pytest
 
 from agents.runs import storage
-from agents.distributed import cloud
+from agents.distributed.cloud import capacity
 from tests import helpers
 from tests.conftest import BUCKET
 
@@ -104,7 +104,7 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
   assert 'FROM python:3.10' in out and 'process_entry' in out
   # The replay's load: 256 K=1 actors' inserts and the paper's learner, and
   # the shards that takes (README "Replay in shards") against the one given.
-  load = cloud.replay_load(256, 1)
+  load = capacity.replay_load(256, 1)
   assert f'256 actors x 1 environments write about ' \
          f'{load.inserts_per_second:,.0f} transitions/s' in out, out
   assert (f'raise --replay_shards to {load.shards}.' if load.shards > 1 else

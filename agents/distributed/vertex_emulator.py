@@ -63,7 +63,7 @@ from absl import flags
 import portpicker
 
 from agents.runs import storage
-from agents.distributed.cloud import JOB_FILE
+from agents.distributed.cloud.dry_run import JOB_FILE
 
 flags.DEFINE_string('package_dir', None, 'A packaged job (--dry_run\'s '
                     '--package_dir).')
