@@ -9,7 +9,7 @@
   `cloud_storage` fixture): the launcher keeps the run's records there and
   a relaunch naming only the workdir resumes with them.
 * The packaged job runs on this machine as Vertex AI would run it
-  (`agents.distributed.vertex_emulator`: every replica a process with its
+  (`tests/vertex_emulator.py`: every replica a process with its
   own loopback address, from CLUSTER_SPEC, and the bucket mounted): it
   trains to its step limit, ends with its primary replica, leaves its files
   in the bucket, resumes from them, and stops in order when asked
@@ -297,7 +297,7 @@ def _package(tmp_path, name, workdir, *flags, **extra):
 
 
 def _emulator_command(package_dir, *flags):
-  return [sys.executable, '-m', 'agents.distributed.vertex_emulator',
+  return [sys.executable, '-m', 'tests.vertex_emulator',
           f'--package_dir={package_dir}', *flags]
 
 
@@ -485,8 +485,7 @@ def test_replicas_on_hosts_of_their_own_reach_each_other_only_there(
 
 
 def test_the_emulator_refuses_a_directory_without_a_job(tmp_path):
-  result = helpers.run([sys.executable, '-m',
-                        'agents.distributed.vertex_emulator',
+  result = helpers.run([sys.executable, '-m', 'tests.vertex_emulator',
                         f'--package_dir={tmp_path}'], 60)
   assert result.returncode == 2
   assert 'must name a packaged job' in result.stdout

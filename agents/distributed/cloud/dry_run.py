@@ -5,8 +5,8 @@ Cloud (building and pushing the images, submitting the job), where
 `_KeptExperiment` stands for xmanager's experiment: the containers it
 packaged are kept in `--package_dir`, one directory per worker pool, with a
 description of the job (`JOB_FILE`), and the plan is printed.
-`agents.distributed.vertex_emulator` runs such a package on this machine as
-Vertex AI would.
+The Vertex AI emulator among the tests runs such a package on this machine
+as Vertex AI would (README: "Try the job on this machine first").
 """
 
 import contextlib

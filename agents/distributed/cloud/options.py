@@ -54,7 +54,7 @@ class CloudOptions:
   submitting anything; needs no credentials."""
   package_dir: Optional[str] = None
   """With --dry_run: where the packaged containers and job.json are kept
-  (agents/distributed/vertex_emulator.py runs them on this machine);
+  (the Vertex AI emulator in tests/ runs them on this machine);
   default: a new temporary directory."""
   learner_machine: str = 'n1-standard-8'
   """The learner's Vertex AI machine type (N1; an A100 brings its own a2
