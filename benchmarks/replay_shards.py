@@ -26,9 +26,9 @@ reach a full core: the capacity per core is the measured cost per transition
 extrapolated to a whole core, and the highest rate a shard took here is
 printed beside it.
 
-The plan (`agents.distributed.cloud.replay_load`, which `--dry_run` uses
-with the figures this writes): for N actor cores at K environments each, the
-actors' inserts are N x (agent steps/s per actor core at K, from
+The plan (`agents.distributed.cloud.capacity.replay_load`, which `--dry_run`
+uses with the figures this writes): for N actor cores at K environments each,
+the actors' inserts are N x (agent steps/s per actor core at K, from
 `program_throughput.json`), the learner's samples are the paper's 19 batches
 of 512 per second (§4.1), each sampled transition's priority updated once.
 The shards needed keep every shard at `--shard_load` of its core; each
@@ -52,7 +52,7 @@ import time
 from absl import app
 from absl import flags
 
-from agents.distributed import cloud
+from agents.distributed.cloud import capacity
 from benchmarks import common
 from benchmarks import replay_load
 
@@ -69,7 +69,7 @@ flags.DEFINE_integer('replay_capacity', 200_000,
                      'Capacity of all shards together.')
 flags.DEFINE_integer('min_table_size', 20_000,
                      'Items all shards together hold before sampling.')
-flags.DEFINE_float('shard_load', cloud.SHARD_LOAD,
+flags.DEFINE_float('shard_load', capacity.SHARD_LOAD,
                    'Share of its core a shard may use in the plan (as '
                    '--dry_run plans it).')
 flags.DEFINE_integer('plan_capacity', 2_000_000,
@@ -187,14 +187,15 @@ def _cost(result):
 
 
 def _plan(costs, per_actor):
-  """Rows of the plan (`agents.distributed.cloud.replay_load`, with the
-  costs just measured): actors, K, inserts/s, samples/s, server cores,
+  """Rows of the plan (`agents.distributed.cloud.capacity.replay_load`, with
+  the costs just measured): actors, K, inserts/s, samples/s, server cores,
   shards, and the memory of each shard's machine, as a plan asks for it."""
   rows = []
   for actors in [int(value) for value in FLAGS.plan_actors]:
     for k in sorted(per_actor):
-      load = cloud.replay_load(actors, k, costs, per_actor, FLAGS.shard_load)
-      memory = cloud.replay_memory_bytes(
+      load = capacity.replay_load(actors, k, costs, per_actor,
+                                  FLAGS.shard_load)
+      memory = capacity.replay_memory_bytes(
           'atari', math.ceil(FLAGS.plan_capacity / load.shards))
       rows.append(dict(actors=actors, envs_per_actor=k,
                        inserts_per_second=load.inserts_per_second,

@@ -9,7 +9,7 @@
   `cloud_storage` fixture): the launcher keeps the run's records there and
   a relaunch naming only the workdir resumes with them.
 * The packaged job runs on this machine as Vertex AI would run it
-  (`agents.distributed.vertex_emulator`: every replica a process with its
+  (`tests/vertex_emulator.py`: every replica a process with its
   own loopback address, from CLUSTER_SPEC, and the bucket mounted): it
   trains to its step limit, ends with its primary replica, leaves its files
   in the bucket, resumes from them, and stops in order when asked
@@ -29,7 +29,7 @@ import psutil
 import pytest
 
 from agents.runs import storage
-from agents.distributed import cloud
+from agents.distributed.cloud import capacity
 from tests import helpers
 from tests.conftest import BUCKET
 
@@ -104,7 +104,7 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
   assert 'FROM python:3.10' in out and 'process_entry' in out
   # The replay's load: 256 K=1 actors' inserts and the paper's learner, and
   # the shards that takes (README "Replay in shards") against the one given.
-  load = cloud.replay_load(256, 1)
+  load = capacity.replay_load(256, 1)
   assert f'256 actors x 1 environments write about ' \
          f'{load.inserts_per_second:,.0f} transitions/s' in out, out
   assert (f'raise --replay_shards to {load.shards}.' if load.shards > 1 else
@@ -297,7 +297,7 @@ def _package(tmp_path, name, workdir, *flags, **extra):
 
 
 def _emulator_command(package_dir, *flags):
-  return [sys.executable, '-m', 'agents.distributed.vertex_emulator',
+  return [sys.executable, '-m', 'tests.vertex_emulator',
           f'--package_dir={package_dir}', *flags]
 
 
@@ -485,8 +485,7 @@ def test_replicas_on_hosts_of_their_own_reach_each_other_only_there(
 
 
 def test_the_emulator_refuses_a_directory_without_a_job(tmp_path):
-  result = helpers.run([sys.executable, '-m',
-                        'agents.distributed.vertex_emulator',
+  result = helpers.run([sys.executable, '-m', 'tests.vertex_emulator',
                         f'--package_dir={tmp_path}'], 60)
   assert result.returncode == 2
   assert 'must name a packaged job' in result.stdout

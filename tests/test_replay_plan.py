@@ -1,13 +1,13 @@
-"""The replay plan (`agents.distributed.cloud.replay_load`, which `--dry_run`
-prints and README "Replay in shards" tabulates) against hand-worked figures,
-the benchmarks' results and the README's table."""
+"""The replay plan (`agents.distributed.cloud.capacity.replay_load`, which
+`--dry_run` prints and README "Replay in shards" tabulates) against
+hand-worked figures, the benchmarks' results and the README's table."""
 
 import os
 import re
 
 import pytest
 
-from agents.distributed import cloud
+from agents.distributed.cloud import capacity
 from benchmarks.common import read_result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -15,12 +15,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_actor_steps_are_interpolated_between_the_measured_k():
   measured = {1: 100.0, 16: 400.0}
-  assert cloud.actor_steps_per_second(1, measured) == 100.0
+  assert capacity.actor_steps_per_second(1, measured) == 100.0
   # A third of the way from K=1 to K=16: 100 + 300 x 5/15.
-  assert cloud.actor_steps_per_second(6, measured) == pytest.approx(200.0)
-  assert cloud.actor_steps_per_second(16, measured) == 400.0
+  assert capacity.actor_steps_per_second(6, measured) == pytest.approx(200.0)
+  assert capacity.actor_steps_per_second(16, measured) == 400.0
   # Past the largest K measured, no faster (the emulators take the core).
-  assert cloud.actor_steps_per_second(64, measured) == 400.0
+  assert capacity.actor_steps_per_second(64, measured) == 400.0
 
 
 def test_the_shards_needed_worked_by_hand():
@@ -29,13 +29,14 @@ def test_the_shards_needed_worked_by_hand():
   # 10 actors x 100 steps/s = 1,000 inserts/s x 100 us = 0.1 core; the
   # learner's 19 x 512 = 9,728 samples/s x (20 + 30) us = 0.4864 core: 0.5864
   # cores, 2.35 quarter-cores: 3 shards at a quarter of a core each.
-  load = cloud.replay_load(10, 1, costs, measured, shard_load=0.25)
+  load = capacity.replay_load(10, 1, costs, measured, shard_load=0.25)
   assert load.inserts_per_second == pytest.approx(1000.0)
   assert load.samples_per_second == 9728
   assert load.server_cores == pytest.approx(0.5864)
   assert load.shards == 3
   # At a whole core each, one shard does.
-  assert cloud.replay_load(10, 1, costs, measured, shard_load=1.0).shards == 1
+  assert capacity.replay_load(10, 1, costs, measured,
+                              shard_load=1.0).shards == 1
 
 
 def test_the_plans_figures_are_the_benchmarks():
@@ -43,13 +44,13 @@ def test_the_plans_figures_are_the_benchmarks():
   most = str(max(shards['settings']['shards']))
   for operation, microseconds in shards['server_us_per_transition'][
       most].items():
-    assert cloud.REPLAY_SHARD_MICROSECONDS[operation] == pytest.approx(
+    assert capacity.REPLAY_SHARD_MICROSECONDS[operation] == pytest.approx(
         microseconds, abs=0.05), operation
   for actors in read_result('program_throughput')['actors']:
-    assert cloud.ACTOR_STEPS_PER_SECOND[
+    assert capacity.ACTOR_STEPS_PER_SECOND[
         actors['envs_per_actor']] == pytest.approx(
             actors['median_program_steps_per_second'], abs=0.5)
-  assert cloud.SHARD_LOAD == shards['settings']['shard_load']
+  assert capacity.SHARD_LOAD == shards['settings']['shard_load']
 
 
 def _readme_plan():
@@ -74,5 +75,5 @@ def test_the_readme_plan_table_is_the_benchmarks_and_the_dry_runs():
     assert shards == row['shards']
     assert gib == pytest.approx(row['memory_gib_per_shard'], abs=0.05)
     # What --dry_run proposes, from the figures the code keeps.
-    assert cloud.replay_load(row['actors'],
-                             row['envs_per_actor']).shards == shards
+    assert capacity.replay_load(row['actors'],
+                                row['envs_per_actor']).shards == shards

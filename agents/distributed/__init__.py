@@ -13,4 +13,6 @@
   launcher.py      launching, Ctrl-C, the exit status
   private_network.py a local launch's own network namespace (loopback only),
                    made before anything starts
+  cloud/           launching on Google Cloud (Vertex AI), one module per
+                   role (its __init__ says which)
 """

@@ -31,9 +31,12 @@ from agents.replay import tables
 from agents.runs import run_manifest
 from agents.runs import storage
 from agents.config import Preset
-from agents.distributed import cloud
+from agents.distributed.cloud import capacity
+from agents.distributed.cloud import machines
+from agents.distributed.cloud import packaging
 from agents.distributed import private_network
 from agents.distributed import program as program_lib
+from agents.distributed.cloud.options import CloudOptions
 from agents.distributed.options import RunOptions
 from agents.distributed.options import WORKDIR_UMASKS
 
@@ -127,20 +130,20 @@ def define_flags(config_class, presets: Mapping[str, Preset],
                     'JSON, and exit without creating anything.')
   _define_flags(RunOptions, {'env': default_env})
   _define_flags(config_class, {})
-  _define_flags(cloud.CloudOptions, {})
+  _define_flags(CloudOptions, {})
 
 
-def cloud_options() -> cloud.CloudOptions:
+def cloud_options() -> CloudOptions:
   """The launch's `CloudOptions`, from their flags (per launch: a run's
   record does not keep them)."""
-  return cloud.CloudOptions(**{name: FLAGS[name].value
-                               for name in _flag_names(cloud.CloudOptions)})
+  return CloudOptions(**{name: FLAGS[name].value
+                         for name in _flag_names(CloudOptions)})
 
 
-def _check_cloud_plan(options: RunOptions, config) -> Optional[cloud.Plan]:
+def _check_cloud_plan(options: RunOptions, config) -> Optional[machines.Plan]:
   """Under vertex_ai: the launch's plan, every node group's request checked
-  (see `agents.distributed.cloud`); None for other launch types, which
-  refuse --dry_run. Raises ValueError naming the flag and the fix."""
+  (see `agents.distributed.cloud.machines`); None for other launch types,
+  which refuse --dry_run. Raises ValueError naming the flag and the fix."""
   cloud_flags = cloud_options()
   if options.launch_type != 'vertex_ai':
     if cloud_flags.dry_run:
@@ -148,23 +151,24 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[cloud.Plan]:
                        'with --lp_launch_type=vertex_ai.')
     return None
   cloud_flags.validate()
-  cloud.check_cloud_dependencies()
+  packaging.check_cloud_dependencies()
   replay_capacity = None  # A3C: no replay.
   if hasattr(config, 'replay_capacity'):  # Each replay replica: one shard.
     replay_capacity = tables.shard_config(config).replay_capacity
   env_kind = options.env.split(':')[0]
-  requests = cloud.requests(cloud_flags, env_kind, replay_capacity)
+  requests = machines.requests(cloud_flags, env_kind, replay_capacity)
   groups = ['coordinator', 'counter', 'learner', 'actor']
   if replay_capacity is not None:
     groups.insert(1, 'replay')
   if options.num_evaluators:
     groups.append('evaluator')
-  cloud.check_plan(requests, groups)
+  machines.check_plan(requests, groups)
   advice = ''
   if replay_capacity is not None:
-    advice = cloud.replay_advice(env_kind, options.num_actors,
-                                 options.envs_per_actor, config.replay_shards)
-  return cloud.Plan(requests, cloud_flags, advice)
+    advice = capacity.replay_advice(env_kind, options.num_actors,
+                                    options.envs_per_actor,
+                                    config.replay_shards)
+  return machines.Plan(requests, cloud_flags, advice)
 
 
 def _check_field_names(config_class, presets: Mapping[str, Preset]):

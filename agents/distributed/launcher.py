@@ -132,11 +132,12 @@ def _on_vertex_ai(program: lp.Program, options: RunOptions, plan):
   """Prints the plan (--dry_run), or submits the program to Vertex AI and
   returns: the job runs there (the launcher has nothing to wait for; the
   job's console page, its logs and `<workdir>/stop.json` say how it goes)."""
-  from agents.distributed import cloud  # pylint: disable=g-import-not-at-top
+  from agents.distributed.cloud import dry_run  # pylint: disable=g-import-not-at-top
+  from agents.distributed.cloud import submission  # pylint: disable=g-import-not-at-top
   if plan.options.dry_run:
     try:
-      cloud.dry_run(program, plan.requests, options.workdir, plan.options,
-                    plan.replay)
+      dry_run.dry_run(program, plan.requests, options.workdir, plan.options,
+                      plan.replay)
     except ValueError as error:
       sys.stderr.write(f'error: {error}\n')
       sys.exit(2)
@@ -145,7 +146,7 @@ def _on_vertex_ai(program: lp.Program, options: RunOptions, plan):
     print(plan.replay, flush=True)
   try:
     run_manifest.remove_earlier_launch_records(options.workdir)
-    cloud.submit(program, plan.requests, plan.options)
+    submission.submit(program, plan.requests, plan.options)
   except ValueError as error:
     sys.stderr.write(f'error: {error}\n')
     sys.exit(1)
@@ -160,7 +161,7 @@ def launch(program: lp.Program, options: RunOptions,
            program_name: Optional[str] = None, plan=None):
   """Launches `program` and waits until it stops; exits with status 1 if
   the program's coordinator stopped it as failed. Under vertex_ai, `plan`
-  (`cloud.Plan`, from `command_line.build_program`) is planned or
+  (`cloud.machines.Plan`, from `command_line.build_program`) is planned or
   submitted."""
   if options.launch_type == 'vertex_ai':
     _on_vertex_ai(program, options, plan)

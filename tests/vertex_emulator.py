@@ -43,7 +43,10 @@ exits: the others are sent SIGTERM, then SIGKILL after `--grace_seconds`, and
 the job's state is the primary's (exit 0: succeeded). The emulator exits
 with 0 for a succeeded job, 1 for a failed one.
 
-  python -m agents.distributed.vertex_emulator --package_dir=DIR
+  python -m tests.vertex_emulator --package_dir=DIR
+
+(from the repository root). A test tool: it is not part of the `agents`
+package, and does not go into the containers.
 
 What it cannot show: Vertex AI's machines, image builds, network, and
 Cloud Storage FUSE's own behaviour (caching, when a write is uploaded).
@@ -63,7 +66,7 @@ from absl import flags
 import portpicker
 
 from agents.runs import storage
-from agents.distributed.cloud import JOB_FILE
+from agents.distributed.cloud.dry_run import JOB_FILE
 
 flags.DEFINE_string('package_dir', None, 'A packaged job (--dry_run\'s '
                     '--package_dir).')

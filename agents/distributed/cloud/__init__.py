@@ -1,0 +1,13 @@
+"""Launching a program on Google Cloud (Vertex AI), one module per role:
+
+  options.py     what each node group asks for (`CloudOptions`, one flag
+                 each) and who can reach the job
+  capacity.py    the replay's memory and load, from this project's
+                 measurements
+  machines.py    each node group's machine request, and the plan's checks
+  packaging.py   the containers: requirements, staged code, Launchpad's
+                 launcher run with them
+  dry_run.py     --dry_run: the packaged job kept with its job.json
+  printing.py    the plan --dry_run prints
+  submission.py  submitting the job through xmanager, as `CloudOptions` says
+"""
