@@ -1,5 +1,7 @@
 """The distributed Ape-X program, one file per role:
 
+  interfaces.py    what the launch layer needs of a builder: a builder of a
+                   program with replay, or of workers
   program.py       the program graph: which nodes, wired how
   nodes.py         what runs in each node: replay, learner, actors, evaluator
   coordinator.py   the stop policy: when the program stops, and in which order

@@ -17,31 +17,36 @@ imports this module (which imports TensorFlow): see that module.
 """
 
 import dataclasses
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Type
 
 from absl import app
 
 from agents.config import Preset
 from agents.distributed import command_line
+from agents.distributed import interfaces
 from agents.distributed import launcher
 
 
 @dataclasses.dataclass(frozen=True)
 class ProgramEntry:
   """One program: its name (`programs/<name>.py`, its runs' default
-  workdir), its title for the terminal, its agent, and what its nodes
-  that act are called (`members`: actors, or A3C's workers)."""
+  workdir), its title for the terminal, its agent (its builder a subclass
+  of `interfaces.ReplayBuilder` or `interfaces.WorkerBuilder`), and what
+  its nodes that act are called (`members`: actors, or workers)."""
 
   name: str
   title: str
   config_class: type
-  builder_class: type
+  builder_class: Type[interfaces.Builder]
   resolve_environment: Callable[[str], Any]
   presets: Mapping[str, Preset]
   default_env: str
   members: str = 'actors'
 
   def __post_init__(self):
+    if not issubclass(self.builder_class, interfaces.Builder):
+      raise TypeError(f'{self.builder_class.__name__} is not an '
+                      'agents.distributed.interfaces.Builder.')
     command_line.define_flags(self.config_class, self.presets,
                               default_env=self.default_env)
 

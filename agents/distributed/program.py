@@ -15,7 +15,8 @@ parameter server (`nodes.ParameterServerNode`), to which its actors (A3C's
 workers, `nodes.WorkerNode`) send gradients and from which they take
 parameters.
 
-An agent supplies a builder (see `agents/builders.py`); the platform
+An agent supplies a builder (`agents.distributed.interfaces`): its class
+gives the program's shape, with replay or of workers; the platform
 (`agents/distributed/platforms.py`, `local.py`) sets up the nodes' processes
 where they run.
 """
@@ -23,6 +24,7 @@ where they run.
 import launchpad as lp
 
 from agents.runs import checkpointing
+from agents.distributed import interfaces
 from agents.distributed import local
 from agents.distributed import nodes
 from agents.distributed import platforms
@@ -53,8 +55,8 @@ def make_program(builder, options: RunOptions) -> lp.Program:
   platform = platform_for(options)
   node = platform.courier_node
   replay_nodes, replays = [], []
-  if getattr(builder, 'uses_replay', True):
-    shards = getattr(builder, 'replay_shards', 1)
+  if isinstance(builder, interfaces.ReplayBuilder):
+    shards = builder.replay_shards
     for shard in range(shards):
       label = replay_label(shard, shards)
       replay_nodes.append(nodes.ReplayNode(
@@ -71,7 +73,8 @@ def make_program(builder, options: RunOptions) -> lp.Program:
   if replays:
     learner_node = node('learner', nodes.LearnerNode, builder, replay,
                         counter, options)
-  else:  # A3C: the parameter server learns from the workers' gradients.
+  else:  # A builder of workers: the node in the learner's place learns
+    # from the workers' calls.
     learner_node = node('learner', nodes.ParameterServerNode, builder,
                         counter, options)
   learner = learner_node.create_handle()
