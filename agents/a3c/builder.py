@@ -6,10 +6,11 @@ The program's learner is A3C's parameter server (`make_learner`); its
 actors are A3C's workers (`make_worker`), each an actor-learner with one
 environment; the evaluator is an `A3CActor` without a server
 (`make_actor`). There is no replay: to the program graph A3C's builder is a
-builder of workers (`agents.distributed.interfaces.WorkerBuilder`).
+builder of workers (`agents.distributed.interfaces.WorkerBuilder`), whose
+nodes (`agents.a3c.nodes`) it makes.
 """
 
-from typing import Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 import acme
 import numpy as np
@@ -23,6 +24,7 @@ from agents import variables as variables_lib
 from agents.a3c import actor as actor_lib
 from agents.a3c import learning
 from agents.a3c import networks
+from agents.a3c import nodes
 from agents.a3c.config import A3CConfig
 from agents.distributed import interfaces
 from agents.distributed.options import RunOptions
@@ -57,6 +59,16 @@ class A3CBuilder(interfaces.WorkerBuilder):
     """This builder for a run with `options`: the learning rate anneals over
     its --max_actor_steps."""
     return A3CBuilder(self.config, self.environment, options.max_actor_steps)
+
+  def make_learner_node(self, node: interfaces.NodeFactory, counter,
+                        options: RunOptions):
+    """The parameter server in the learner's place (`nodes`)."""
+    return nodes.make_learner_node(self, node, counter, options)
+
+  def make_worker_nodes(self, node: interfaces.NodeFactory, learner, counter,
+                        options: RunOptions) -> List:
+    """The workers in the actors' places (`nodes`)."""
+    return nodes.make_worker_nodes(self, node, learner, counter, options)
 
   @property
   def continuous(self) -> bool:

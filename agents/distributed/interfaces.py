@@ -11,9 +11,9 @@ builder is:
   ReplayBuilder   a program with replay (Ape-X's): replay shards, a learner
                   sampling them, actors writing to them; the graph is the
                   launch layer's own (`agents.distributed.program`)
-  WorkerBuilder   a program of workers without replay: a node in the
-                  learner's place that the workers update, and workers in
-                  the actors' places
+  WorkerBuilder   a program of workers without replay: the builder makes
+                  the node in the learner's place and the workers in the
+                  actors' places, of nodes of its own
 
 An agent's builder subclasses one of the last two. They are abstract base
 classes, not structural protocols: a builder says what it is by the class
@@ -25,19 +25,23 @@ what the launch layer declares, not the launch layer on them.
 """
 
 import abc
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from agents.distributed.options import RunOptions
+
+# `node(label, constructor, *args)`: a Courier node of the program, set up
+# for the platform it runs on (`platforms.SharedProcess.courier_node`).
+NodeFactory = Callable[..., Any]
 
 
 class Builder(abc.ABC):
   """What the launch layer needs of every builder.
 
   `name`: the agent's name (the program's); `environment`: its
-  `agents.envs.environments.EnvironmentSpec`. The node in the learner's
-  place (`agents.distributed.nodes`) calls `make_learner(...,
-  counter=, logger=, log_every=)` and `policy_snapshot`; the evaluator
-  (`agents.distributed.nodes.EvaluatorNode`) `make_actor` and
+  `agents.envs.environments.EnvironmentSpec`. A node in the learner's
+  place that is a `agents.distributed.nodes.LearningNode` calls
+  `make_learner(..., counter=, logger=, log_every=)` and `policy_snapshot`;
+  the evaluator (`agents.distributed.nodes.EvaluatorNode`) `make_actor` and
   `evaluation_exploration`; restoring a policy (`agents.restore`)
   `policy_state` and `policy_snapshot`.
   """
@@ -111,16 +115,23 @@ class ReplayBuilder(Builder):
 
 
 class WorkerBuilder(Builder):
-  """A builder of a program of workers without replay: `make_learner(None,
-  counter=, logger=, log_every=)` is the node in the learner's place, which
-  the workers update; `make_worker(parameter_server, seed)` a worker."""
+  """A builder of a program of workers without replay: the builder makes,
+  of nodes of its own, the node in the learner's place and the workers
+  (`make_learner_node`, `make_worker_nodes`); the program graph adds the
+  counter, the evaluator and the coordinator."""
 
   @abc.abstractmethod
-  def make_learner(self, replay_client=None, counter=None, logger=None,
-                   log_every: float = 0.0):
-    """The learner the workers update (`replay_client`: None)."""
+  def make_learner_node(self, node: NodeFactory, counter,
+                        options: RunOptions):
+    """The node in the learner's place, labelled 'learner', made with
+    `node`; `counter` is a handle to the counter. The evaluator pulls
+    parameters from it and the coordinator stops it as the learner: an
+    `acme.VariableSource` with `ping()` and `stop(timeout)`."""
 
   @abc.abstractmethod
-  def make_worker(self, parameter_server, seed: Optional[int] = None):
-    """A worker: an actor that sends what it learns to
-    `parameter_server`."""
+  def make_worker_nodes(self, node: NodeFactory, learner, counter,
+                        options: RunOptions) -> List[Any]:
+    """`options.num_actors` workers in the actors' places, labelled
+    `agents.distributed.options.actor_label(i)`, made with `node`;
+    `learner` is a handle to the node in the learner's place. The coordinator stops them as the
+    actors: each with `ping()` and `stop(timeout)`."""
