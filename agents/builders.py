@@ -1,23 +1,20 @@
 """What every Ape-X builder shares: the replay table, the learner's dataset,
 the actors' n-step adder and their parameter-pull period.
 
-`agents.distributed` expects of a builder: `name`, `environment`,
-`make_replay_tables()` (of one replay server: of one shard, with several),
-`make_eviction(seed)`, `make_learner(replay_client, counter, logger,
-log_every)`, `make_actor(variable_source, exploration, replay_client, seed)`
-(`exploration`: one value per environment of the actor; the learner's
-`replay_client` is a sequence of clients, one per shard, with several, and
-an actor's the one shard it writes to), `actor_exploration(actor_id, num_actors,
-envs_per_actor)`, `evaluation_exploration`, and for policy snapshots and
-restoring a policy (`agents.runs.snapshots`, `agents.restore`) `policy_state()`
-and `policy_snapshot(learner_state)`. It may have `replay_shards` (default
-1) and refuse run options before anything starts
-(`check_options(config, options)`, a class method).
-
-A builder with `uses_replay = False` (A3C's, `agents.a3c.builder`) has no
-replay: `make_learner(None, ...)` is its parameter server and
-`make_worker(parameter_server, seed)` its actors; it may also take the
-run's options (`with_options(options)`).
+To the launch layer an Ape-X builder is a builder of a program with replay
+(`agents.distributed.interfaces.ReplayBuilder`, which says what it must
+give): `name`, `environment`, `make_replay_tables()` (of one replay server:
+of one shard, with several), `make_eviction(seed)`, `make_learner(
+replay_client, counter, logger, log_every)`, `make_actor(variable_source,
+exploration, replay_client, seed)` (`exploration`: one value per
+environment of the actor; the learner's `replay_client` is a sequence of
+clients, one per shard, with several, and an actor's the one shard it
+writes to), `actor_exploration(actor_id, num_actors, envs_per_actor)`,
+`evaluation_exploration`, and for policy snapshots and restoring a policy
+(`agents.runs.snapshots`, `agents.restore`) `policy_state()` and
+`policy_snapshot(learner_state)`; `replay_shards`, and the run options it
+refuses before anything starts (`check_options(config, options)`, a class
+method), are this base's.
 """
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -30,6 +27,8 @@ from agents import learning
 from agents.replay import tables
 from agents.replay import shards
 from agents.config import ApeXConfig
+from agents.distributed import interfaces
+from agents.distributed.options import RunOptions
 from agents.envs.environments import EnvironmentSpec
 
 
@@ -42,8 +41,8 @@ def _clients(replay_client: ReplayClients) -> List[reverb.Client]:
   return [replay_client]
 
 
-class ApeXBuilder:
-  """Base of the agents' builders; see the module docstring."""
+class ApeXBuilder(interfaces.ReplayBuilder):
+  """Base of the Ape-X agents' builders; see the module docstring."""
 
   name = 'apex'
 
@@ -52,7 +51,7 @@ class ApeXBuilder:
     self.environment = environment
 
   @classmethod
-  def check_options(cls, config: ApeXConfig, options):
+  def check_options(cls, config: ApeXConfig, options: RunOptions):
     """Raises ValueError, before anything starts, for a run in which a
     replay shard would have no actor writing to it: it would never reach
     its part of --min_replay_size, and the learner would wait for it

@@ -68,7 +68,7 @@ def actor_loop():
   from agents.distributed import nodes  # pylint: disable=g-import-not-at-top
   from agents.distributed import platforms  # pylint: disable=g-import-not-at-top
   # The same threads as the program's actor.
-  platforms.use_tf_threads(nodes.ActorNode.tf_threads_per_process)
+  platforms.use_tf_threads(nodes.ActingNode.tf_threads_per_process)
   builder = _builder()
   network = builder.make_network()
   spec = builder.environment.spec.observations

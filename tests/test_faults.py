@@ -30,7 +30,7 @@ from agents.distributed import coordinator
 from agents.replay import adders
 from agents.runs import checkpointing
 from agents.distributed import local
-from agents.distributed import nodes
+from agents.distributed import replay_nodes as nodes
 from agents.distributed.options import RunOptions
 from agents.envs import environments
 from agents.replay import tables

@@ -5,10 +5,12 @@ code that runs A3C in one process (threads, `acme.EnvironmentLoop`).
 The program's learner is A3C's parameter server (`make_learner`); its
 actors are A3C's workers (`make_worker`), each an actor-learner with one
 environment; the evaluator is an `A3CActor` without a server
-(`make_actor`). There is no replay.
+(`make_actor`). There is no replay: to the program graph A3C's builder is a
+builder of workers (`agents.distributed.interfaces.WorkerBuilder`), whose
+nodes (`agents.a3c.nodes`) it makes.
 """
 
-from typing import Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 import acme
 import numpy as np
@@ -22,16 +24,17 @@ from agents import variables as variables_lib
 from agents.a3c import actor as actor_lib
 from agents.a3c import learning
 from agents.a3c import networks
+from agents.a3c import nodes
 from agents.a3c.config import A3CConfig
+from agents.distributed import interfaces
+from agents.distributed.options import RunOptions
 from agents.envs.environments import EnvironmentSpec
 
 
-class A3CBuilder:
+class A3CBuilder(interfaces.WorkerBuilder):
   """Makes the parts of A3C for one environment and config."""
 
   name = 'a3c'
-  # The program graph has no replay node for it.
-  uses_replay = False
 
   def __init__(self, config: A3CConfig, environment: EnvironmentSpec,
                max_actor_steps: Optional[int] = None):
@@ -42,7 +45,7 @@ class A3CBuilder:
     self.max_actor_steps = max_actor_steps
 
   @classmethod
-  def check_options(cls, config, options):
+  def check_options(cls, config, options: RunOptions):
     """Raises ValueError for run options A3C cannot take (before anything
     starts)."""
     del config
@@ -52,10 +55,20 @@ class A3CBuilder:
           'actor-learner acting in one environment (Algorithm S3); for more '
           'environments give more workers with --num_actors.')
 
-  def with_options(self, options) -> 'A3CBuilder':
+  def with_options(self, options: RunOptions) -> 'A3CBuilder':
     """This builder for a run with `options`: the learning rate anneals over
     its --max_actor_steps."""
     return A3CBuilder(self.config, self.environment, options.max_actor_steps)
+
+  def make_learner_node(self, node: interfaces.NodeFactory, counter,
+                        options: RunOptions):
+    """The parameter server in the learner's place (`nodes`)."""
+    return nodes.make_learner_node(self, node, counter, options)
+
+  def make_worker_nodes(self, node: interfaces.NodeFactory, learner, counter,
+                        options: RunOptions) -> List:
+    """The workers in the actors' places (`nodes`)."""
+    return nodes.make_worker_nodes(self, node, learner, counter, options)
 
   @property
   def continuous(self) -> bool:

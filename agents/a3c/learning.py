@@ -118,7 +118,7 @@ class A3CParameterServer(acme.VariableSource):
                                   lambda: self.get_variables(names))
 
   def try_step(self, timeout: float = 1.0) -> bool:
-    """The learner loop's step (`agents.distributed.nodes.LearnerNode`): the
+    """The learner loop's step (`agents.distributed.nodes.LearningNode`): the
     updates come from the workers' calls, so this only waits up to
     `timeout` seconds for one; True if any arrived since the last call."""
     updated = self._updated.wait(timeout)

@@ -1,7 +1,12 @@
-"""The distributed Ape-X program, one file per role:
+"""The distributed programs, one file per role; it knows no agent:
 
+  interfaces.py    what the launch layer needs of a builder: a builder of a
+                   program with replay, or of workers
   program.py       the program graph: which nodes, wired how
-  nodes.py         what runs in each node: replay, learner, actors, evaluator
+  nodes.py         what every program's nodes are made of (the stop, the
+                   learner's and the actors' loops), and the evaluator
+  replay_nodes.py  the nodes of a program with replay: replay, learner,
+                   actors
   coordinator.py   the stop policy: when the program stops, and in which order
   platforms.py     where the nodes run, and what their processes need there
   local.py         this machine's processes (local_mp): pid files, node

@@ -23,7 +23,7 @@ import json
 import os
 import sys
 import typing
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Type
 
 from absl import flags
 
@@ -34,6 +34,7 @@ from agents.config import Preset
 from agents.distributed.cloud import capacity
 from agents.distributed.cloud import machines
 from agents.distributed.cloud import packaging
+from agents.distributed import interfaces
 from agents.distributed import private_network
 from agents.distributed import program as program_lib
 from agents.distributed.cloud.options import CloudOptions
@@ -140,7 +141,9 @@ def cloud_options() -> CloudOptions:
                          for name in _flag_names(CloudOptions)})
 
 
-def _check_cloud_plan(options: RunOptions, config) -> Optional[machines.Plan]:
+def _check_cloud_plan(options: RunOptions, config,
+                      builder_class: Type[interfaces.Builder]
+                      ) -> Optional[machines.Plan]:
   """Under vertex_ai: the launch's plan, every node group's request checked
   (see `agents.distributed.cloud.machines`); None for other launch types,
   which refuse --dry_run. Raises ValueError naming the flag and the fix."""
@@ -152,8 +155,9 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[machines.Plan]:
     return None
   cloud_flags.validate()
   packaging.check_cloud_dependencies()
-  replay_capacity = None  # A3C: no replay.
-  if hasattr(config, 'replay_capacity'):  # Each replay replica: one shard.
+  replay_capacity = None  # A program of workers: no replay.
+  if issubclass(builder_class, interfaces.ReplayBuilder):
+    # Each replay replica: one shard.
     replay_capacity = tables.shard_config(config).replay_capacity
   env_kind = options.env.split(':')[0]
   requests = machines.requests(cloud_flags, env_kind, replay_capacity)
@@ -296,7 +300,8 @@ def resolve_flags(program_name: str, config_class,
   return values
 
 
-def build_program(program_name: str, config_class, builder_class,
+def build_program(program_name: str, config_class,
+                  builder_class: Type[interfaces.Builder],
                   resolve_environment, presets: Mapping[str, Preset]):
   """Validates the flags and returns (program, run options, environment,
   the Vertex AI plan or None), for `launcher.launch`.
@@ -326,11 +331,10 @@ def build_program(program_name: str, config_class, builder_class,
                             'workdir': None,
                             'launch_type': FLAGS.lp_launch_type})
     options.validate()
-    # What an agent cannot run with (A3C: one environment per worker; Ape-X:
-    # a replay shard that no environment writes to).
-    getattr(builder_class, 'check_options',
-            lambda config, options: None)(config, options)
-    plan = _check_cloud_plan(options, config)
+    # What an agent cannot run with (for one, a replay shard that no
+    # environment writes to).
+    builder_class.check_options(config, options)
+    plan = _check_cloud_plan(options, config, builder_class)
     environment = resolve_environment(options.env)
     recorded = {name: value for name, value in values.items()
                 if name not in RunOptions.PER_LAUNCH}
@@ -380,9 +384,7 @@ def build_program(program_name: str, config_class, builder_class,
           'the values it last ran with (run.json)' +
           (f' but {", ".join(f"--{name}" for name in given)} as given now'
            if given else '') + '.')
-  builder = builder_class(config, environment)
-  if hasattr(builder, 'with_options'):  # A3C: anneals over the step budget.
-    builder = builder.with_options(options)
+  builder = builder_class(config, environment).with_options(options)
   program = program_lib.make_program(builder, options)
   return program, options, environment, plan
 

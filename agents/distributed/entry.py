@@ -26,20 +26,22 @@ imports neither at its top.
 
 import dataclasses
 import sys
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Type
 
 from agents.config import Preset
+from agents.distributed import interfaces
 from agents.distributed import private_network
 
 
 @dataclasses.dataclass(frozen=True)
 class Agent:
-  """What a program runs: its config and builder, the environments it takes
+  """What a program runs: its config and builder (a subclass of
+  `interfaces.ReplayBuilder` or `interfaces.WorkerBuilder`), the environments it takes
   (`resolve_environment`: a name -> the environment's spec) and its
   named configurations."""
 
   config_class: type
-  builder_class: type
+  builder_class: Type[interfaces.Builder]
   resolve_environment: Callable[[str], Any]
   presets: Mapping[str, Preset]
 
@@ -48,7 +50,7 @@ class ProgramEntry:
   """One program: its name (`programs/<name>.py`, its runs' default
   workdir), its title for the terminal, its agent (a function that imports
   and returns it), its default environment, and what its nodes that act are
-  called (`members`: actors, or A3C's workers)."""
+  called (`members`: actors, or workers)."""
 
   def __init__(self, name: str, title: str, agent: Callable[[], Agent],
                default_env: str, members: str = 'actors'):
@@ -59,6 +61,9 @@ class ProgramEntry:
     self.name = name
     self.title = title
     self.agent = agent()
+    if not issubclass(self.agent.builder_class, interfaces.Builder):
+      raise TypeError(f'{self.agent.builder_class.__name__} is not an '
+                      'agents.distributed.interfaces.Builder.')
     self.default_env = default_env
     self.members = members
     command_line.define_flags(self.agent.config_class, self.agent.presets,

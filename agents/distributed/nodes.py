@@ -1,8 +1,17 @@
-"""The nodes of the programs: replay, learner, actors, evaluator; and for
-A3C, which has no replay, the parameter server in the learner's place and
-the workers in the actors'.
+"""What every program's nodes are made of, and the evaluator.
 
-Each is what runs in one node's process (or thread); the program graph
+A program's nodes compose these: a node's stop (`Stop`), its seeds
+(`node_seed`), the counter an acting node sends its counts through
+(`FlushableCounter`), the loop of the node in the learner's place
+(`LearningNode`: updates, parameters served, checkpoints) and of a node in
+an actor's place (`ActingNode`: guarded environments, failures, counts,
+logs), whatever either learns from or writes to; and the evaluator
+(`EvaluatorNode`), which every program has. The nodes of a program with
+replay (replay, learner, actors) are in `agents.distributed.replay_nodes`;
+a program of workers has nodes of its own, made of these (see
+`agents.distributed.interfaces.WorkerBuilder`).
+
+Each node is what runs in one node's process (or thread); the program graph
 (`agents.distributed.program`) wires them, the platform
 (`agents.distributed.platforms`) sets up their processes, and the
 coordinator (`agents.distributed.coordinator`) stops them in order: the
@@ -14,35 +23,32 @@ idle, making no more calls to other nodes, until the program stops.
 
 import collections
 import threading
-import time
 from typing import Any, List, Sequence
 
 import acme
 import dm_env
 import launchpad as lp
 import numpy as np
-import reverb
 from absl import logging
 from acme.utils import counting
 from acme.utils import signals
-from launchpad import address as lp_address
 from launchpad.launch import worker_manager
 
 from agents.runs import checkpointing
-from agents.replay import eviction as eviction_lib
 from agents.runs import loggers as loggers_lib
 from agents.envs import resilience
-from agents.runs import storage
 from agents.envs import vector_loop
 from agents.distributed.options import RunOptions
 from agents.distributed.options import actor_label
 
 
-def _seed(options: RunOptions, offset: int) -> int:
+def node_seed(options: RunOptions, offset: int) -> int:
+  """The seed of a node's part number `offset` (an actor, an environment):
+  one of the run's `--seed`, the same in every launch of it."""
   return int(np.random.SeedSequence([options.seed, offset]).generate_state(1)[0])
 
 
-class _Stop:
+class Stop:
   """A node's stop: asked by the coordinator (`stop`, the ordered stop) or
   by Launchpad (the whole program's stop, at once)."""
 
@@ -78,21 +84,24 @@ class _Stop:
     self._program_stopping.wait()
 
 
-class LearnerNode(acme.Learner, acme.VariableSource):
-  """Runs the agent's learner, serves its parameters to actors, and saves
-  its checkpoints (then asks the counter to save its own)."""
+class LearningNode(acme.Learner, acme.VariableSource):
+  """The node in the learner's place: runs the learner that
+  `builder.make_learner(**learner_args, counter=, logger=, log_every=)`
+  makes, serves its parameters, and saves its checkpoints (then asks the
+  counter to save its own). What the learner learns from is its own: a
+  replay (`replay_nodes.LearnerNode`), or calls of other nodes."""
 
-  def __init__(self, builder, replay_client: reverb.Client,
-               counter: counting.Counter, options: RunOptions):
+  def __init__(self, builder, counter: counting.Counter, options: RunOptions,
+               **learner_args):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    tf.random.set_seed(_seed(options, 0))
+    tf.random.set_seed(node_seed(options, 0))
     self._counter = counter
     # Synced at every step, so that the counter's learner_steps is the
     # learner's own count whenever either is saved.
     self._learner_counter = counting.Counter(counter, prefix='learner',
                                              time_delta=0.0)
     self._learner = builder.make_learner(
-        replay_client,
+        **learner_args,
         counter=self._learner_counter,
         logger=loggers_lib.make_logger(
             options.node_workdir, 'learner', steps_key='learner_steps',
@@ -104,7 +113,7 @@ class LearnerNode(acme.Learner, acme.VariableSource):
     # Next to each checkpoint: the policy as a SavedModel (agents/runs/snapshots).
     self._snapshot = builder.policy_snapshot(self._learner.state)
     self._options = options
-    self._stop = _Stop()
+    self._stop = Stop()
 
   def step(self):
     self._learner.step()
@@ -149,8 +158,9 @@ class LearnerNode(acme.Learner, acme.VariableSource):
                      self._learner.get_variables(self.variable_names)))
     self._align_counter()
     # A program stop (not an ordered one) ends an update in the middle. An
-    # ordered one is seen between updates, or between two waits for replay
-    # (rate-limited once the actors have stopped).
+    # ordered one is seen between updates, or between two waits for what
+    # the learner learns from (replay: rate-limited once the actors have
+    # stopped).
     with signals.runtime_terminator():
       while not self._stop.requested.is_set():
         if self._learner.try_step() and self._save():
@@ -166,7 +176,7 @@ class LearnerNode(acme.Learner, acme.VariableSource):
     self._stop.finish()
 
 
-class _FlushableCounter(counting.Counter):
+class FlushableCounter(counting.Counter):
   """Acme's counter, which sends its counts to its parent at most once per
   `time_delta`, with a way to send them at once (before a node leaves), and
   a tally of this node's own counts (`own_counts`)."""
@@ -184,16 +194,17 @@ class _FlushableCounter(counting.Counter):
     return self.get_counts()
 
 
-class ActorNode:
-  """One actor: K environments (`envs_per_actor`) acted in by one batched
-  policy, each with its own exploration, n-step window and replay writer.
+class ActingNode:
+  """A node in an actor's place: K environments (`envs_per_actor`) acted in
+  by one batched `actor`, which the node's own kind makes, writing where
+  that kind says (to replay, to another node).
 
   A failing environment (an exception, or a NaN/inf observation or reward)
-  costs its current episode, not the actor: the failure is logged and
+  costs its current episode, not the node: the failure is logged and
   counted (`actor_environment_errors`, `actor_nonfinite_steps`), the
   environment is rebuilt after a back-off (a non-finite step only restarts
   the episode), and acting goes on. After `actor_max_failures` environment
-  errors within a minute the actor stops and says why; the rest of the
+  errors within a minute the node stops and says why; the rest of the
   program keeps training.
   """
 
@@ -204,55 +215,44 @@ class ActorNode:
   # and leaves the other cores to the learner.
   tf_threads_per_process = 1
 
-  def __init__(self, builder, replay_client: reverb.Client,
-               variable_source: acme.VariableSource,
-               counter: counting.Counter, actor_id: int, options: RunOptions):
+  def __init__(self, builder, actor: acme.Actor, counter: counting.Counter,
+               actor_id: int, options: RunOptions):
     self._label = actor_label(actor_id)
     self._builder = builder
     self._actor_id = actor_id
     self._options = options
     self._num_built = 0
-    self._actor = self._make_actor(replay_client, variable_source,
-                                   _seed(options, 100_000 + actor_id))
+    self._actor = actor
     self._logger = loggers_lib.make_logger(
         options.node_workdir, self._label, steps_key='actor_steps',
         max_actor_steps=options.max_actor_steps)
-    self._counter = _FlushableCounter(counter, prefix='actor')
-    self._stop = _Stop()
+    self._counter = FlushableCounter(counter, prefix='actor')
+    self._stop = Stop()
     self._budget = resilience.RetryBudget(options.actor_max_failures)
     self._loop = vector_loop.VectorEnvironmentLoop(
         [self._make_environment() for _ in range(options.envs_per_actor)],
         self._actor, counter=self._counter, logger=self._logger,
         log_every=options.log_every, on_failure=self._on_failure)
 
-  def _make_actor(self, replay_client: reverb.Client,
-                  variable_source: acme.VariableSource, seed: int):
-    return self._builder.make_actor(
-        variable_source,
-        exploration=self._builder.actor_exploration(
-            self._actor_id, self._options.num_actors,
-            self._options.envs_per_actor),
-        replay_client=replay_client, seed=seed)
+  @staticmethod
+  def actor_seed(options: RunOptions, actor_id: int) -> int:
+    """The seed of the actor of node `actor_id`."""
+    return node_seed(options, 100_000 + actor_id)
 
   def ping(self) -> bool:
     """The coordinator's heartbeat (`agents.distributed.heartbeat`)."""
     return True
 
   def stop(self, timeout: float) -> bool:
-    """Ends acting after the current step, with this actor's counts sent;
-    True once done within `timeout` seconds. Its writes that replay holds
-    back are not waited for: the learner, which would let them through,
-    may itself wait for a replay shard whose actors have already stopped."""
-    self._stop_waiting_for_replay()
+    """Ends acting after the current step, with this node's counts sent;
+    True once done within `timeout` seconds."""
     return self._stop.stop(timeout)
-
-  def _stop_waiting_for_replay(self):
-    self._actor.stop_waiting_for_replay()
 
   def _make_environment(self) -> resilience.GuardedEnvironment:
     # Every environment ever built by this actor gets its own seed: a rebuilt
     # one must not lead back into the state that broke its predecessor.
-    seed = _seed(self._options, 1 + self._actor_id + 1_000 * self._num_built)
+    seed = node_seed(self._options,
+                     1 + self._actor_id + 1_000 * self._num_built)
     self._num_built += 1
     return resilience.GuardedEnvironment(
         self._builder.environment.make_environment(seed=seed))
@@ -293,41 +293,6 @@ class ActorNode:
     logging.info('Actor %d stops after %d environment steps.',
                  self._actor_id, self._counter.own_counts['steps'])
     self._stop.finish()
-
-
-class ParameterServerNode(LearnerNode):
-  """A3C's shared parameters in the learner's place (`builder.make_learner`
-  is an `agents.a3c.learning.A3CParameterServer`): the workers'
-  `apply_gradients` calls update them, each in a thread of the node's
-  server, none waiting for another (Hogwild); its loop only checkpoints, as
-  the learner's does, and ends in the learner's way at a stop."""
-
-  def __init__(self, builder, counter: counting.Counter,
-               options: RunOptions):
-    super().__init__(builder, None, counter, options)
-
-  def apply_gradients(self, gradients, steps: int, statistics=None):
-    """A worker's update (`A3CParameterServer.apply_gradients`); returns the
-    newest parameters."""
-    return self._learner.apply_gradients(gradients, steps, statistics)
-
-
-class WorkerNode(ActorNode):
-  """An A3C worker (an actor-learner, Algorithm S3) in an actor's place: one
-  environment, the actor's loop, failure handling, counts, logs and stop;
-  its rollouts' gradients go to the parameter server (`variable_source`)."""
-
-  def __init__(self, builder, parameter_server, counter: counting.Counter,
-               actor_id: int, options: RunOptions):
-    super().__init__(builder, None, parameter_server, counter, actor_id,
-                     options)
-
-  def _stop_waiting_for_replay(self):
-    pass  # A worker writes to no replay.
-
-  def _make_actor(self, replay_client, variable_source, seed: int):
-    del replay_client  # None: A3C has no replay.
-    return self._builder.make_worker(variable_source, seed=seed)
 
 
 class _Stopped(Exception):
@@ -376,14 +341,14 @@ class EvaluatorNode:
     self._actor = builder.make_actor(
         variable_source,
         exploration=np.full(count, builder.evaluation_exploration),
-        seed=_seed(options, 300_000))
+        seed=node_seed(options, 300_000))
     self._logger = loggers_lib.make_logger(
         options.node_workdir, 'evaluator', steps_key='actor_steps',
         max_actor_steps=options.max_actor_steps)
     self._counter = counter
     self._evaluator_counter = counting.Counter(counter, prefix='evaluator')
     self._options = options
-    self._stop = _Stop()
+    self._stop = Stop()
     self._environments = [self._make_environment() for _ in range(count)]
 
   def ping(self) -> bool:
@@ -397,7 +362,7 @@ class EvaluatorNode:
 
   def _make_environment(self) -> _StoppableEnvironment:
     # Every environment ever built here gets its own seed (no-op starts).
-    seed = _seed(self._options, 200_000 + 1_000 * self._num_environments)
+    seed = node_seed(self._options, 200_000 + 1_000 * self._num_environments)
     self._num_environments += 1
     return _StoppableEnvironment(
         self._builder.environment.make_environment(seed=seed,
@@ -440,88 +405,3 @@ class EvaluatorNode:
       self._evaluate()
       next_round = self._learner_steps() + self._options.evaluation_period
     self._stop.finish()
-
-
-# Seconds the replay server keeps serving after its final checkpoint, so that
-# in a program stopped at once (not in order) a learner step in flight can
-# finish, and the learner write its final checkpoint, before the server goes.
-REPLAY_LINGER_SECONDS = 2.0
-# How often the replay node checks whether a round of eviction is due.
-EVICTION_POLL_SECONDS = 0.25
-
-
-class ReplayNode(lp.ReverbNode):
-  """The replay node: a Reverb server (started by the platform's
-  `start_server`) that checkpoints its tables through Reverb's own
-  checkpointer every `checkpoint_every` seconds and at stop, loads the
-  newest checkpoint when it starts, and runs the table's rounds of eviction
-  (`eviction`, an `agents.replay.eviction.InversePriorityEviction`) if it has
-  any."""
-
-  def __init__(self, tables_fn, workdir: str, checkpoint_every: float,
-               process_setup, start_server, eviction=None,
-               label: str = 'replay'):
-    super().__init__(tables_fn)
-    self._label = label  # Its checkpoints' directory: one per shard.
-    # Made in the launcher: the checkpoints' directory is named in `run`,
-    # under the mount of the replica the node runs in.
-    self._workdir = workdir if checkpoint_every > 0 else None
-    self._checkpoint_every = checkpoint_every
-    self._process_setup = process_setup
-    self._start_server = start_server
-    self._eviction = eviction
-
-  @staticmethod
-  def _checkpoint(client: reverb.Client, final: bool = False):
-    try:
-      path = client.checkpoint()
-    except RuntimeError as error:  # The server is down (being restarted).
-      logging.warning('Replay checkpoint failed (%s); the previous one '
-                      'stays the newest.', error)
-      return
-    logging.info('%s replay checkpoint: %s', 'Final' if final else 'Periodic',
-                 path)
-
-  def _evict(self, client: reverb.Client) -> bool:
-    """A round of eviction if one is due; True if it ran (its snapshot is
-    then the newest checkpoint)."""
-    try:
-      if not self._eviction.due(client):
-        return False
-      evicted = self._eviction.evict(client)
-    except RuntimeError as error:  # The server is down (being restarted).
-      logging.warning('Replay eviction skipped (%s).', error)
-      return False
-    logging.log_every_n_seconds(
-        logging.INFO, 'Replay eviction: %d items in this round, %d in %d '
-        'rounds so far.', 60, evicted, self._eviction.evicted,
-        self._eviction.rounds)
-    return True
-
-  def run(self):
-    self._process_setup()
-    port = lp_address.get_port_from_address(self._address.resolve())
-    directory = None
-    if self._workdir:
-      directory = checkpointing.checkpoint_directory(
-          storage.node_path(self._workdir), self._label)
-    if self._eviction is not None:
-      directory = eviction_lib.checkpoint_directory(directory)
-    server = self._start_server(self._priority_tables_fn, port, directory)
-    client = reverb.Client(f'localhost:{port}')
-    period = self._checkpoint_every if self._workdir else None
-    if self._eviction is None:
-      while not worker_manager.wait_for_stop(period):
-        self._checkpoint(client)
-    else:
-      next_checkpoint = time.monotonic() + (period or float('inf'))
-      while not worker_manager.wait_for_stop(EVICTION_POLL_SECONDS):
-        if self._evict(client):
-          next_checkpoint = time.monotonic() + (period or float('inf'))
-        elif time.monotonic() >= next_checkpoint:
-          self._checkpoint(client)
-          next_checkpoint = time.monotonic() + period
-    if self._workdir:
-      self._checkpoint(client, final=True)
-    time.sleep(REPLAY_LINGER_SECONDS)
-    server.stop()

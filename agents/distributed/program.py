@@ -1,4 +1,9 @@
-"""The Ape-X program graph, shared by every Ape-X agent.
+"""The program graph: the counter, the evaluator and the coordinator of
+every program, around the nodes of the builder's shape
+(`agents.distributed.interfaces`).
+
+A program with replay (`ReplayBuilder`, Ape-X's), shared by every Ape-X
+agent:
 
     actors ──(n-step transitions + initial priorities)──▶ replay (Reverb)
       ▲                                                     │  ▲
@@ -10,23 +15,27 @@
 Replay may be several Reverb servers (`--replay_shards`): each actor
 writes to one, and the learner samples them as one table (`agents.replay.shards`).
 
-A3C's program is the same graph without replay: its learner is the
-parameter server (`nodes.ParameterServerNode`), to which its actors (A3C's
-workers, `nodes.WorkerNode`) send gradients and from which they take
-parameters.
+A program of workers (`WorkerBuilder`) has no replay: the builder makes
+the node in the learner's place and the workers in the actors' places, of
+nodes of its own; the evaluator and the coordinator take them for the
+learner and the actors.
 
-An agent supplies a builder (see `agents/builders.py`); the platform
-(`agents/distributed/platforms.py`, `local.py`) sets up the nodes' processes
-where they run.
+The platform (`agents/distributed/platforms.py`, `local.py`) sets up the
+nodes' processes where they run.
 """
+
+import dataclasses
+from typing import Any, List
 
 import launchpad as lp
 
 from agents.runs import checkpointing
+from agents.distributed import interfaces
 from agents.distributed import local
-from agents.distributed import nodes
 from agents.distributed import platforms
+from agents.distributed import replay_nodes as replay_nodes_lib
 from agents.distributed.coordinator import Coordinator
+from agents.distributed.nodes import EvaluatorNode
 from agents.distributed.options import RunOptions
 from agents.distributed.options import actor_label
 from agents.distributed.options import replay_label
@@ -43,72 +52,124 @@ def platform_for(options: RunOptions) -> platforms.SharedProcess:
   return platforms.SharedProcess()
 
 
-def make_program(builder, options: RunOptions) -> lp.Program:
-  """The Ape-X program: replay, counter, learner, actors, evaluator, and
-  the coordinator that stops them.
+@dataclasses.dataclass
+class _Nodes:
+  """The nodes a program's shape gives, and the handles the rest of the
+  program takes (to the counter, to the node in the learner's place, to
+  each replay server)."""
+
+  counter_node: Any
+  counter: Any
+  learner_node: Any
+  learner: Any
+  actor_nodes: List[Any]
+  replay_nodes: List[Any] = dataclasses.field(default_factory=list)
+  replays: List[Any] = dataclasses.field(default_factory=list)
+
+
+def _counter_node(platform: platforms.SharedProcess, options: RunOptions):
+  """The counter's node and a handle to it."""
+  counter_node = platform.courier_node(
+      'counter', checkpointing.CheckpointedCounter, options.workdir,
+      options.checkpoint_every > 0)
+  return counter_node, counter_node.create_handle()
+
+
+def _replay_program_nodes(builder: interfaces.ReplayBuilder,
+                          platform: platforms.SharedProcess,
+                          options: RunOptions) -> _Nodes:
+  """Replay (one node per shard), the counter, the learner sampling replay,
+  and the actors writing to it."""
+  node = platform.courier_node
+  shards = builder.replay_shards
+  replay_nodes = []
+  for shard in range(shards):
+    label = replay_label(shard, shards)
+    replay_nodes.append(replay_nodes_lib.ReplayNode(
+        builder.make_replay_tables, options.workdir,
+        options.replay_checkpoint_every, platform.process_setup(label),
+        platform.replay_server(label),
+        builder.make_eviction(options.seed + 7_919 * shard), label))
+  replays = [replay_node.create_handle() for replay_node in replay_nodes]
+  # What the learner samples: the replay server, or every shard.
+  replay = replays[0] if len(replays) == 1 else replays
+  counter_node, counter = _counter_node(platform, options)
+  learner_node = node('learner', replay_nodes_lib.LearnerNode, builder,
+                      replay, counter, options)
+  learner = learner_node.create_handle()
+  # Each actor writes to one shard, all its environments included, the
+  # actors dealt to the shards in turn. Not one shard per environment: a
+  # shard's rate limiter holds an actor's writes back whenever the learner
+  # has drawn too little from it, and an actor held back in its writes to
+  # one shard stops writing to all; the learner draws from each shard by
+  # its priority mass, which differs between environments of different
+  # epsilons, so an actor writing to several shards could be held back by
+  # one while the learner waits for its writes to another.
+  actor_nodes = [node(actor_label(actor_id), replay_nodes_lib.ActorNode,
+                      builder, replays[actor_id % len(replays)], learner,
+                      counter, actor_id, options)
+                 for actor_id in range(options.num_actors)]
+  return _Nodes(counter_node, counter, learner_node, learner, actor_nodes,
+                replay_nodes, replays)
+
+
+def _worker_program_nodes(builder: interfaces.WorkerBuilder,
+                          platform: platforms.SharedProcess,
+                          options: RunOptions) -> _Nodes:
+  """The counter, and the builder's node in the learner's place and its
+  workers in the actors'."""
+  node = platform.courier_node
+  counter_node, counter = _counter_node(platform, options)
+  learner_node = builder.make_learner_node(node, counter, options)
+  learner = learner_node.create_handle()
+  actor_nodes = builder.make_worker_nodes(node, learner, counter, options)
+  return _Nodes(counter_node, counter, learner_node, learner, actor_nodes)
+
+
+def _program_nodes(builder: interfaces.Builder,
+                   platform: platforms.SharedProcess,
+                   options: RunOptions) -> _Nodes:
+  """The nodes of the builder's shape."""
+  if isinstance(builder, interfaces.ReplayBuilder):
+    return _replay_program_nodes(builder, platform, options)
+  if isinstance(builder, interfaces.WorkerBuilder):
+    return _worker_program_nodes(builder, platform, options)
+  raise TypeError(
+      f'{type(builder).__name__} is neither a ReplayBuilder nor a '
+      'WorkerBuilder (agents.distributed.interfaces): the program has no '
+      'shape for it.')
+
+
+def make_program(builder: interfaces.Builder,
+                 options: RunOptions) -> lp.Program:
+  """The program: the nodes of the builder's shape (replay, learner and
+  actors; or a node in the learner's place and workers), the counter, the
+  evaluator, and the coordinator that stops them.
 
   The coordinator's group comes first: on Vertex AI that makes it the job's
   primary replica (the first pool of one replica), whose exit ends the job.
   """
   platform = platform_for(options)
   node = platform.courier_node
-  replay_nodes, replays = [], []
-  if getattr(builder, 'uses_replay', True):
-    shards = getattr(builder, 'replay_shards', 1)
-    for shard in range(shards):
-      label = replay_label(shard, shards)
-      replay_nodes.append(nodes.ReplayNode(
-          builder.make_replay_tables, options.workdir,
-          options.replay_checkpoint_every, platform.process_setup(label),
-          platform.replay_server(label),
-          builder.make_eviction(options.seed + 7_919 * shard), label))
-    replays = [replay_node.create_handle() for replay_node in replay_nodes]
-  # What the learner samples: the replay server, or every shard.
-  replay = replays[0] if len(replays) == 1 else replays
-  counter_node = node('counter', checkpointing.CheckpointedCounter,
-                      options.workdir, options.checkpoint_every > 0)
-  counter = counter_node.create_handle()
-  if replays:
-    learner_node = node('learner', nodes.LearnerNode, builder, replay,
-                        counter, options)
-  else:  # A3C: the parameter server learns from the workers' gradients.
-    learner_node = node('learner', nodes.ParameterServerNode, builder,
-                        counter, options)
-  learner = learner_node.create_handle()
-  if replays:
-    # Each actor writes to one shard, all its environments included, the
-    # actors dealt to the shards in turn. Not one shard per environment: a
-    # shard's rate limiter holds an actor's writes back whenever the learner
-    # has drawn too little from it, and an actor held back in its writes to
-    # one shard stops writing to all; the learner draws from each shard by
-    # its priority mass, which differs between environments of different
-    # epsilons, so an actor writing to several shards could be held back by
-    # one while the learner waits for its writes to another.
-    actor_nodes = [node(actor_label(actor_id), nodes.ActorNode, builder,
-                        replays[actor_id % len(replays)], learner, counter,
-                        actor_id, options)
-                   for actor_id in range(options.num_actors)]
-  else:
-    actor_nodes = [node(actor_label(actor_id), nodes.WorkerNode, builder,
-                        learner, counter, actor_id, options)
-                   for actor_id in range(options.num_actors)]
+  shape = _program_nodes(builder, platform, options)
   evaluator_nodes = [
-      node('evaluator', nodes.EvaluatorNode, builder, learner, counter,
+      node('evaluator', EvaluatorNode, builder, shape.learner, shape.counter,
            options) for _ in range(options.num_evaluators)]
   coordinator_node = node(
-      'coordinator', Coordinator, counter, learner,
-      [actor.create_handle() for actor in actor_nodes],
+      'coordinator', Coordinator, shape.counter, shape.learner,
+      [actor.create_handle() for actor in shape.actor_nodes],
       [evaluator.create_handle() for evaluator in evaluator_nodes],
       options.max_actor_steps, options.max_seconds, options.workdir,
       platform.node_watch([actor_label(i) for i in range(options.num_actors)]),
-      replays, platform.end_program,
+      shape.replays, platform.end_program,
       options.heartbeat_timeout if platform.heartbeats else None)
 
   program = lp.Program(name=builder.name)
   groups = [('coordinator', [coordinator_node]),
-            ('replay', replay_nodes),
-            ('counter', [counter_node]), ('learner', [learner_node]),
-            ('actor', actor_nodes), ('evaluator', evaluator_nodes)]
+            ('replay', shape.replay_nodes),
+            ('counter', [shape.counter_node]),
+            ('learner', [shape.learner_node]),
+            ('actor', shape.actor_nodes), ('evaluator', evaluator_nodes)]
   for label, group in groups:
     if group:
       with program.group(label):

@@ -95,8 +95,8 @@ def _bytes(value_gb: float) -> int:
 
 def requests(cloud: CloudOptions, env_kind: str,
              replay_capacity: Optional[int]) -> Dict[str, Request]:
-  """Every node group's request (no replay for a program without one:
-  `replay_capacity` None, A3C); raises ValueError for a plan no machine
+  """Every node group's request (no replay for a program without one, a
+  program of workers: `replay_capacity` None); raises ValueError for a plan no machine
   fits (a replay the machine asked for cannot hold, an unknown machine),
   naming the flags and the fix."""
   small = _request(cloud.small_node_cpus, _bytes(cloud.small_node_memory_gb),
