@@ -12,9 +12,9 @@ clients, one per shard, with several, and an actor's the one shard it
 writes to), `actor_exploration(actor_id, num_actors, envs_per_actor)`,
 `evaluation_exploration`, and for policy snapshots and restoring a policy
 (`agents.runs.snapshots`, `agents.restore`) `policy_state()` and
-`policy_snapshot(learner_state)`; `replay_shards`, and the run options it
-refuses before anything starts (`check_options(config, options)`, a class
-method), are this base's.
+`policy_snapshot(learner_state)`; `replay_shards` is this base's. The run
+options an Ape-X agent refuses before anything starts are its config's
+(`ApeXConfig.check_options`).
 """
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -27,8 +27,8 @@ from agents import learning
 from agents.replay import tables
 from agents.replay import shards
 from agents.config import ApeXConfig
+from agents.config import shard_config
 from agents.distributed import interfaces
-from agents.distributed.options import RunOptions
 from agents.envs.environments import EnvironmentSpec
 
 
@@ -50,20 +50,6 @@ class ApeXBuilder(interfaces.ReplayBuilder):
     self.config = config
     self.environment = environment
 
-  @classmethod
-  def check_options(cls, config: ApeXConfig, options: RunOptions):
-    """Raises ValueError, before anything starts, for a run in which a
-    replay shard would have no actor writing to it: it would never reach
-    its part of --min_replay_size, and the learner would wait for it
-    forever."""
-    del cls
-    if config.replay_shards > options.num_actors:
-      raise ValueError(
-          f'--replay_shards={config.replay_shards} with --num_actors='
-          f'{options.num_actors}: each actor writes (all its environments) '
-          'to one shard, so a shard would get no data. Give at most as many '
-          'shards as actors.')
-
   @property
   def replay_shards(self) -> int:
     """Replay servers (`ApeXConfig.replay_shards`)."""
@@ -72,13 +58,13 @@ class ApeXBuilder(interfaces.ReplayBuilder):
   def make_replay_tables(self) -> List[reverb.Table]:
     """The tables of one replay server (of one shard, with several)."""
     return [tables.make_replay_table(
-        tables.shard_config(self.config), self.environment.spec,
+        shard_config(self.config), self.environment.spec,
         stacked_frames=self.environment.stacked_frames)]
 
   def make_eviction(self, seed: Optional[int] = None):
     """The replay node's rounds of eviction (`agents.replay.eviction`), or None
     when Reverb's own remover keeps the table at its capacity."""
-    return tables.make_eviction(tables.shard_config(self.config), seed)
+    return tables.make_eviction(shard_config(self.config), seed)
 
   def make_iterator(self, replay_client: reverb.Client):
     """A new iterator over prefetched batches of the replay table."""

@@ -1,6 +1,12 @@
-"""Hyper-parameters shared by every Ape-X agent (replay, n-step, actors)."""
+"""Hyper-parameters shared by every Ape-X agent (replay, n-step, actors),
+and what every agent's config answers before anything starts.
+
+Nothing here imports TensorFlow: a program checks its flags, presets and
+run options with these before it loads its agent's builder.
+"""
 
 import dataclasses
+import math
 from typing import Any, List, Mapping, Optional
 
 
@@ -17,8 +23,26 @@ REPLAY_REMOVERS = ('fifo', 'min_heap', 'inverse_priority')
 INITIAL_PRIORITIES = ('actor', 'max')
 
 
+class AgentConfig:
+  """What the launch layer asks of every agent's config (a dataclass whose
+  fields are the program's flags)."""
+
+  # Fields that a run's checkpoints depend on: a run cannot be resumed with
+  # other values.
+  CHECKPOINT_FIELDS = ()
+
+  def validate(self):
+    """Raises ValueError naming the first flag whose value is out of
+    range."""
+
+  def check_options(self, options):
+    """Raises ValueError for run options (`RunOptions`) the agent cannot
+    run with, before anything starts. By default none is refused."""
+    del options
+
+
 @dataclasses.dataclass
-class ApeXConfig:
+class ApeXConfig(AgentConfig):
   """The Ape-X machinery's hyper-parameters; agents extend this dataclass."""
 
   # Targets.
@@ -124,6 +148,30 @@ class ApeXConfig:
     if self.samples_per_insert is not None:
       check_flag('samples_per_insert', self.samples_per_insert > 0,
              self.samples_per_insert, '> 0 (or unset for no rate limit)')
+
+  def check_options(self, options):
+    """Refuses a run in which a replay shard would have no actor writing
+    to it: it would never reach its part of --min_replay_size, and the
+    learner would wait for it forever."""
+    if self.replay_shards > options.num_actors:
+      raise ValueError(
+          f'--replay_shards={self.replay_shards} with --num_actors='
+          f'{options.num_actors}: each actor writes (all its environments) '
+          'to one shard, so a shard would get no data. Give at most as many '
+          'shards as actors.')
+
+
+def shard_config(config: ApeXConfig) -> ApeXConfig:
+  """The config of one of `config.replay_shards` shards: an equal part of
+  the capacity and of the size before sampling starts (rounded up), the
+  same samples per insert."""
+  shards = config.replay_shards
+  if shards == 1:
+    return config
+  return dataclasses.replace(
+      config, replay_shards=1,
+      replay_capacity=math.ceil(config.replay_capacity / shards),
+      min_replay_size=math.ceil(config.min_replay_size / shards))
 
 
 def parse_layer_sizes(sizes: str) -> List[int]:

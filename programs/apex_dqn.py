@@ -10,15 +10,19 @@ same name; `--preset=<name>` selects a named configuration (`--list_presets`).
 from agents.distributed import entry
 
 
+def builder():
+  """Ape-X DQN's builder: TensorFlow, loaded once the flags are checked."""
+  from agents.apex_dqn.builder import ApeXDQNBuilder  # pylint: disable=g-import-not-at-top
+  return ApeXDQNBuilder
+
+
 def agent() -> entry.Agent:
   """Ape-X DQN, imported once a local launch has its own network (`entry`)."""
   # pylint: disable=g-import-not-at-top
-  from agents.apex_dqn import ApeXDQNBuilder
-  from agents.apex_dqn import ApeXDQNConfig
+  from agents.apex_dqn.config import ApeXDQNConfig
   from agents.apex_dqn.presets import PRESETS
   from agents.envs import environments
-  return entry.Agent(ApeXDQNConfig, ApeXDQNBuilder,
-                     environments.resolve_discrete, PRESETS)
+  return entry.Agent(ApeXDQNConfig, builder, environments.resolve_discrete, PRESETS)
 
 
 ENTRY = entry.ProgramEntry('apex_dqn', 'Ape-X DQN', agent,

@@ -8,6 +8,8 @@ print the values a launch would use and exit before anything starts.
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -133,3 +135,50 @@ def test_a_relaunch_naming_only_the_workdir_resumes_with_its_values(tmp_path):
     recorded = json.load(f)
   assert recorded['flags'] == {**launched, 'max_actor_steps': limit}
   assert recorded['preset'] is None  # This launch named none.
+
+
+def _imports(*command):
+  """Runs `python -X importtime <command>`: (the process, the names of the
+  modules it imported, from the interpreter's own import log)."""
+  result = subprocess.run([sys.executable, '-X', 'importtime', *command],
+                          cwd=helpers.ROOT, capture_output=True, text=True,
+                          timeout=120)
+  imported = {line.split('|')[-1].strip()
+              for line in result.stderr.splitlines()
+              if line.startswith('import time:')}
+  return result, imported
+
+
+def test_the_import_log_sees_tensorflow_where_it_is_imported():
+  # What the next test's check rests on.
+  result, imported = _imports('-c', 'from agents.replay import tables')
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'tensorflow' in imported and 'reverb' in imported
+
+
+@pytest.mark.parametrize('name, flags, said', [
+    ('apex_dqn', ['--num_actors=0'],
+     '--num_actors=0 is out of range: it must be >= 1.'),
+    ('apex_dqn', ['--replay_shards=3', '--num_actors=2'],
+     '--replay_shards=3 with --num_actors=2: each actor writes'),
+    ('apex_dpg', ['--batch_size=0'], '--batch_size=0 is out of range'),
+    ('a3c', ['--envs_per_actor=2'], '--envs_per_actor=2: an A3C worker'),
+    ('a3c', ['--t_max=0'], '--t_max=0 is out of range'),
+])
+def test_a_refused_launch_answers_before_tensorflow_loads(tmp_path, name,
+                                                          flags, said):
+  program = helpers.program_path(name)
+  workdir = tmp_path / 'run'
+  result, imported = _imports(program, *flags, f'--workdir={workdir}')
+  assert result.returncode == 2, result.stderr[-3000:]
+  errors = [line for line in result.stderr.splitlines()
+            if not line.startswith('import time:')]
+  assert errors[0].startswith('error: '), errors
+  assert said in errors[0]
+  assert 'tensorflow' not in imported and 'reverb' not in imported
+  assert not workdir.exists()
+  # The presets and a launch's values are printed without it too.
+  for flag in ('--list_presets', '--print_config'):
+    result, imported = _imports(program, flag)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert 'tensorflow' not in imported

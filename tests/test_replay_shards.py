@@ -21,6 +21,7 @@ import reverb
 import tensorflow as tf
 from scipy import stats
 
+from agents.config import shard_config
 from agents.replay import adders
 from agents.replay import tables
 from agents.replay import shards as shards_lib
@@ -90,7 +91,7 @@ def shards():
   item_id = 0
   for shard, size in enumerate(SHARD_SIZES):
     server = reverb.Server(
-        [tables.make_replay_table(tables.shard_config(config), spec)],
+        [tables.make_replay_table(shard_config(config), spec)],
         port=None)
     items = []
     for _ in range(size):
@@ -151,10 +152,10 @@ def _sharded_batches(servers, num_batches: int):
 def test_the_shard_config_splits_capacity_and_minimum_size():
   config = _config(replay_capacity=1001, min_replay_size=100,
                    samples_per_insert=8.0)
-  shard = tables.shard_config(config)
+  shard = shard_config(config)
   assert (shard.replay_capacity, shard.min_replay_size) == (334, 34)
   assert shard.samples_per_insert == 8.0 and shard.replay_shards == 1
-  assert tables.shard_config(_config(replay_shards=1)) == _config(
+  assert shard_config(_config(replay_shards=1)) == _config(
       replay_shards=1)
 
 
@@ -292,7 +293,7 @@ def test_a_rate_limited_shard_whose_actors_stopped_is_left_out(monkeypatch):
   config = _config(min_replay_size=2 * BATCH, samples_per_insert=2.0,
                    replay_shards=2, replay_capacity=4000)
   servers = [reverb.Server([tables.make_replay_table(
-      tables.shard_config(config), spec)], port=None) for _ in range(2)]
+      shard_config(config), spec)], port=None) for _ in range(2)]
   clients = [reverb.Client(f'localhost:{server.port}') for server in servers]
   # Both shards past their minimum size; then only shard 1 is written to.
   for shard, client in enumerate(clients):

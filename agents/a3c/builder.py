@@ -44,17 +44,6 @@ class A3CBuilder(interfaces.WorkerBuilder):
     self.environment = environment
     self.max_actor_steps = max_actor_steps
 
-  @classmethod
-  def check_options(cls, config, options: RunOptions):
-    """Raises ValueError for run options A3C cannot take (before anything
-    starts)."""
-    del config
-    if options.envs_per_actor != 1:
-      raise ValueError(
-          f'--envs_per_actor={options.envs_per_actor}: an A3C worker is one '
-          'actor-learner acting in one environment (Algorithm S3); for more '
-          'environments give more workers with --num_actors.')
-
   def with_options(self, options: RunOptions) -> 'A3CBuilder':
     """This builder for a run with `options`: the learning rate anneals over
     its --max_actor_steps."""

@@ -4,13 +4,14 @@
 import dataclasses
 from typing import Optional
 
+from agents.config import AgentConfig
 from agents.config import check_flag
 from agents.config import check_layer_sizes
 from agents.config import parse_layer_sizes
 
 
 @dataclasses.dataclass
-class A3CConfig:
+class A3CConfig(AgentConfig):
   """A3C's hyper-parameters."""
 
   t_max: int = 5
@@ -76,6 +77,14 @@ class A3CConfig:
                self.entropy_cost, '>= 0 (or unset for the paper\'s)')
     check_layer_sizes('mlp_hidden_sizes', self.mlp_hidden_sizes,
                       '200 or 64,64')
+
+  def check_options(self, options):
+    """Refuses run options A3C cannot take."""
+    if options.envs_per_actor != 1:
+      raise ValueError(
+          f'--envs_per_actor={options.envs_per_actor}: an A3C worker is one '
+          'actor-learner acting in one environment (Algorithm S3); for more '
+          'environments give more workers with --num_actors.')
 
   @property
   def hidden_sizes(self):

@@ -1,6 +1,19 @@
-"""Ape-X DQN (Horgan et al. 2018, §3.1): distributed prioritised double DQN."""
+"""Ape-X DQN (Horgan et al. 2018, §3.1): distributed prioritised double DQN.
 
-from agents.apex_dqn.actor import ApeXDQNActor
-from agents.apex_dqn.builder import ApeXDQNBuilder
-from agents.apex_dqn.config import ApeXDQNConfig
-from agents.apex_dqn.learning import ApeXDQNLearner
+Its parts are imported when first named (`from agents.apex_dqn import ...`), so
+that importing `agents.apex_dqn.config` (as a program does to check its flags)
+does not import TensorFlow with the builder.
+"""
+
+import agents
+
+# Each name this package gives -> its module.
+_EXPORTS = {
+    'ApeXDQNActor': 'actor',
+    'ApeXDQNBuilder': 'builder',
+    'ApeXDQNConfig': 'config',
+    'ApeXDQNLearner': 'learning',
+}
+__all__ = list(_EXPORTS)
+
+__getattr__ = agents.lazy_exports(__name__, _EXPORTS)

@@ -8,6 +8,7 @@
   replay_nodes.py  the nodes of a program with replay: replay, learner,
                    actors
   coordinator.py   the stop policy: when the program stops, and in which order
+  heartbeat.py     liveness over the program's RPC: the coordinator's heartbeats
   platforms.py     where the nodes run, and what their processes need there
   local.py         this machine's processes (local_mp): pid files, node
                    watching, the stop watchdog, the supervised replay server
@@ -16,6 +17,7 @@
   command_line.py  flags, presets and resuming; the program built before
                    anything starts
   launcher.py      launching, Ctrl-C, the exit status
+  entry.py         what every program of programs/ is: an agent behind one main
   private_network.py a local launch's own network namespace (loopback only),
                    made before anything starts
   cloud/           launching on Google Cloud (Vertex AI), one module per

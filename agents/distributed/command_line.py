@@ -23,20 +23,20 @@ import json
 import os
 import sys
 import typing
-from typing import Any, Dict, Mapping, Optional, Type
+from typing import Any, Callable, Dict, Mapping, Optional, Type
 
 from absl import flags
 
-from agents.replay import tables
 from agents.runs import run_manifest
 from agents.runs import storage
+from agents.config import ApeXConfig
 from agents.config import Preset
+from agents.config import shard_config
 from agents.distributed.cloud import capacity
 from agents.distributed.cloud import machines
 from agents.distributed.cloud import packaging
 from agents.distributed import interfaces
 from agents.distributed import private_network
-from agents.distributed import program as program_lib
 from agents.distributed.cloud.options import CloudOptions
 from agents.distributed.options import RunOptions
 from agents.distributed.options import WORKDIR_UMASKS
@@ -141,9 +141,7 @@ def cloud_options() -> CloudOptions:
                          for name in _flag_names(CloudOptions)})
 
 
-def _check_cloud_plan(options: RunOptions, config,
-                      builder_class: Type[interfaces.Builder]
-                      ) -> Optional[machines.Plan]:
+def _check_cloud_plan(options: RunOptions, config) -> Optional[machines.Plan]:
   """Under vertex_ai: the launch's plan, every node group's request checked
   (see `agents.distributed.cloud.machines`); None for other launch types,
   which refuse --dry_run. Raises ValueError naming the flag and the fix."""
@@ -156,9 +154,8 @@ def _check_cloud_plan(options: RunOptions, config,
   cloud_flags.validate()
   packaging.check_cloud_dependencies()
   replay_capacity = None  # A program of workers: no replay.
-  if issubclass(builder_class, interfaces.ReplayBuilder):
-    # Each replay replica: one shard.
-    replay_capacity = tables.shard_config(config).replay_capacity
+  if isinstance(config, ApeXConfig):  # Each replay replica: one shard.
+    replay_capacity = shard_config(config).replay_capacity
   env_kind = options.env.split(':')[0]
   requests = machines.requests(cloud_flags, env_kind, replay_capacity)
   groups = ['coordinator', 'counter', 'learner', 'actor']
@@ -301,13 +298,15 @@ def resolve_flags(program_name: str, config_class,
 
 
 def build_program(program_name: str, config_class,
-                  builder_class: Type[interfaces.Builder],
+                  load_builder: Callable[[], Type[interfaces.Builder]],
                   resolve_environment, presets: Mapping[str, Preset]):
   """Validates the flags and returns (program, run options, environment,
   the Vertex AI plan or None), for `launcher.launch`.
 
   Every bad flag or environment is reported here, before any process starts
-  (exit status 2, no traceback).
+  (exit status 2, no traceback), and before the agent's builder, and with it
+  TensorFlow, is loaded (`load_builder`): the checks use the config class
+  (`agents.config.AgentConfig`), the run options and the environment's spec.
   """
   if FLAGS.list_presets:
     print(format_presets(presets))
@@ -333,8 +332,8 @@ def build_program(program_name: str, config_class,
     options.validate()
     # What an agent cannot run with (for one, a replay shard that no
     # environment writes to).
-    builder_class.check_options(config, options)
-    plan = _check_cloud_plan(options, config, builder_class)
+    config.check_options(options)
+    plan = _check_cloud_plan(options, config)
     environment = resolve_environment(options.env)
     recorded = {name: value for name, value in values.items()
                 if name not in RunOptions.PER_LAUNCH}
@@ -384,6 +383,11 @@ def build_program(program_name: str, config_class,
           'the values it last ran with (run.json)' +
           (f' but {", ".join(f"--{name}" for name in given)} as given now'
            if given else '') + '.')
+  from agents.distributed import program as program_lib  # pylint: disable=g-import-not-at-top
+  builder_class = load_builder()
+  if not issubclass(builder_class, interfaces.Builder):
+    raise TypeError(f'{builder_class.__name__} is not an '
+                    'agents.distributed.interfaces.Builder.')
   builder = builder_class(config, environment).with_options(options)
   program = program_lib.make_program(builder, options)
   return program, options, environment, plan

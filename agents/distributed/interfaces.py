@@ -6,8 +6,8 @@ classes declare, and takes the program's shape from which of them the
 builder is:
 
   Builder         what every builder gives: its name, its environment, the
-                  evaluator's actor, the policy's snapshot, and two hooks
-                  with defaults (`check_options`, `with_options`)
+                  evaluator's actor, the policy's snapshot, and a hook with
+                  a default (`with_options`)
   ReplayBuilder   a program with replay (Ape-X's): replay shards, a learner
                   sampling them, actors writing to them; the graph is the
                   launch layer's own (`agents.distributed.program`)
@@ -21,7 +21,9 @@ it names, and the launch layer chooses by `isinstance`, never by which
 attributes a builder happens to have.
 
 They live in the launch layer, which imports no agent: the agents depend on
-what the launch layer declares, not the launch layer on them.
+what the launch layer declares, not the launch layer on them. What the
+launch layer asks of an agent before it loads the builder (and TensorFlow)
+is its config's: `agents.config.AgentConfig`.
 """
 
 import abc
@@ -47,12 +49,6 @@ class Builder(abc.ABC):
   """
 
   name: str
-
-  @classmethod
-  def check_options(cls, config, options: RunOptions):
-    """Raises ValueError for run options the agent cannot run with, before
-    anything starts. By default none is refused."""
-    del cls, config, options
 
   def with_options(self, options: RunOptions) -> 'Builder':
     """This builder for a run with `options`. By default: itself, as the

@@ -96,19 +96,6 @@ def make_eviction(config: ApeXConfig, seed: Optional[int] = None,
 RATE_LIMITER_TIMEOUT_MS = 1000
 
 
-def shard_config(config: ApeXConfig) -> ApeXConfig:
-  """The config of one of `config.replay_shards` shards: an equal part of
-  the capacity and of the size before sampling starts (rounded up), the
-  same samples per insert."""
-  shards = config.replay_shards
-  if shards == 1:
-    return config
-  return dataclasses.replace(
-      config, replay_shards=1,
-      replay_capacity=math.ceil(config.replay_capacity / shards),
-      min_replay_size=math.ceil(config.min_replay_size / shards))
-
-
 def make_dataset(server_address: str, batch_size: int, prefetch_size: int,
                  table: str = TABLE, stacked_frames: int = 0,
                  signature_timeout_secs: Optional[int] = None
