@@ -44,10 +44,10 @@ def _server_checkpoint(workdir):
   return updates, steps, values
 
 
-@pytest.mark.parametrize('launch_type', [
-    'local_mp',
-    pytest.param('local_mt', marks=pytest.mark.slow),
-])
+# Both whole programs are the second tier's: the quick tier's one local_mp
+# run is Ape-X DQN's (test_program.py).
+@pytest.mark.slow
+@pytest.mark.parametrize('launch_type', ['local_mp', 'local_mt'])
 def test_a3c_runs_to_its_step_limit_and_checkpoints_what_it_did(
     tmp_path, launch_type):
   limit = 3000

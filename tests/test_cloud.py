@@ -228,6 +228,7 @@ def test_the_real_launch_fails_only_where_it_reaches_google_cloud(
   assert 'Traceback' not in result.stderr
 
 
+@pytest.mark.slow  # Runs the program on an emulated Vertex AI job, twice.
 def test_a_workdir_on_cloud_storage_keeps_its_record_and_resumes_with_it(
     tmp_path, cloud_storage):
   workdir = f'gs://{BUCKET}/runs/a'
@@ -341,6 +342,7 @@ def _replica_log(package_dir, node: str) -> str:
   return _log_of(package_dir, replica)
 
 
+@pytest.mark.slow  # Runs the packaged job on this machine, twice.
 def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(
     tmp_path, cloud_storage):
   # With two replay shards (--replay_shards=2), each on a host of its own
@@ -436,6 +438,7 @@ def _connects(address: str, namespace=None) -> bool:
                         timeout=60).returncode == 0
 
 
+@pytest.mark.slow  # Runs the packaged job, its replicas on hosts of their own.
 @pytest.mark.skipif(os.geteuid() != 0, reason='network namespaces need root')
 def test_replicas_on_hosts_of_their_own_reach_each_other_only_there(
     tmp_path):
