@@ -147,6 +147,11 @@ def test_snapshot_and_checkpoint_of_one_step_act_alike(runs, tmp_path, name):
 
 LOADER = """
 import json, sys
+# As for someone who has not installed this project: -I keeps the working
+# directory off the path, and this drops the finder of the venv's editable
+# install of it (pyproject.toml).
+sys.meta_path = [finder for finder in sys.meta_path
+                 if not finder.__module__.startswith('__editable__')]
 import numpy as np
 try:
   import agents
