@@ -30,6 +30,8 @@ import pytest
 
 from agents.runs import storage
 from agents.distributed.cloud import capacity
+from agents.distributed.cloud import machines
+from agents.distributed.cloud.options import CloudOptions
 from tests import helpers
 from tests.conftest import BUCKET
 
@@ -78,6 +80,22 @@ def _failed_at_google_cloud(result) -> bool:
       'error: Google Cloud refused or could not be reached')
 
 
+@pytest.mark.parametrize('replay_capacity, machine', [
+    # By hand: transitions x 2,390 bytes (an Atari transition, README
+    # "Replay memory") x 1.5 + 2 GiB, against Google's 4-CPU N1 machines:
+    # n1-highcpu-4 3.6 GiB, n1-standard-4 15 GiB, n1-highmem-4 26 GiB.
+    (1_000_000, 'n1-standard-4'),  # 5.34 GiB
+    (2_000_000, 'n1-standard-4'),  # 8.68 GiB
+    (3_890_000, 'n1-standard-4'),  # 14.99 GiB
+    (3_900_000, 'n1-highmem-4'),   # 15.02 GiB
+    (6_900_000, 'n1-highmem-4'),   # 25.04 GiB
+])
+def test_the_replay_gets_the_smallest_machine_that_holds_it(replay_capacity,
+                                                            machine):
+  requests = machines.requests(CloudOptions(), 'atari', replay_capacity)
+  assert requests['replay'].machine == machine
+
+
 def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
   (tmp_path / 'home').mkdir()
   result, package_dir, workdir = _dry_run(
@@ -95,9 +113,8 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
                    out), out
   assert re.search(r'n1-standard-8 \(8 CPUs, 30 GiB\) \+ 1 x T4: learner',
                    out), out
-  # Replay: 2,000,000 Atari transitions x 2,390 bytes x 1.5 + 2 GiB =
-  # 8.68 GiB, on the smallest N1 machine with 4 CPUs and that memory.
-  assert 2e6 * 2390 * 1.5 / 2**30 + 2 == pytest.approx(8.68, abs=0.01)
+  # Replay: 2,000,000 Atari transitions, about 8.7 GiB, on the smallest N1
+  # machine with 4 CPUs and that memory (the next test draws the line).
   assert re.search(r'n1-standard-4 \(4 CPUs, 15 GiB\): replay', out), out
   assert 'Machine-hours per hour of running: 259 x n1-highmem-2, ' \
          '1 x n1-standard-4, 1 x n1-standard-8.' in out

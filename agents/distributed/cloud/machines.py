@@ -26,7 +26,11 @@ COORDINATOR_MEMORY_GB = 2.0
 def machine_types() -> Dict[str, Tuple[int, int]]:
   """Vertex AI's N1 machines that xmanager can ask for: name -> (CPUs,
   memory in bytes)."""
-  from xmanager.cloud import vertex  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top,unused-import
+  # xmanager 0.3.0's vertex module, imported first, fails on a circular
+  # import of its own; through xm_local it imports (as a launch does).
+  from xmanager import xm_local
+  from xmanager.cloud import vertex
   return dict(vertex._MACHINE_TYPE_TO_CPU_RAM)  # pylint: disable=protected-access
 
 
