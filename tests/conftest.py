@@ -23,8 +23,8 @@ def launch(tmp_path):
   ends, however it ends."""
   started = []
 
-  def start(name: str, command) -> helpers.Program:
-    program = helpers.Program(command, tmp_path / f'{name}.out')
+  def start(name: str, command, environment=None) -> helpers.Program:
+    program = helpers.Program(command, tmp_path / f'{name}.out', environment)
     started.append(program)
     return program
 

@@ -176,13 +176,17 @@ class Program:
   can be signalled, as a terminal does on Ctrl-C), its output in a file,
   line by line as in a terminal. `close` kills whatever is left of it."""
 
-  def __init__(self, command: Sequence[str], output_path):
+  def __init__(self, command: Sequence[str], output_path,
+               environment: Optional[Dict[str, str]] = None):
+    """`environment`: variables set for the command, beside this
+    process's own."""
     self.command = list(command)
     self.output_path = str(output_path)
     self._output = open(self.output_path, 'w')  # pylint: disable=consider-using-with
     self.process = subprocess.Popen(  # pylint: disable=consider-using-with
         _LINE_BUFFERED + self.command, stdout=self._output,
-        stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+        stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True,
+        env={**os.environ, **(environment or {})})
     self.pgid = self.process.pid
     self.seen: Dict[int, psutil.Process] = {}
 

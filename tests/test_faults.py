@@ -71,8 +71,13 @@ def _command(workdir, env=ENV, extra=(), config=None):
 
 def _launch(launch, name: str, workdir, env=ENV, extra=()) -> helpers.Program:
   """The small run in `workdir`, started by conftest's `launch` fixture
-  (killed, whatever is left of it, when the test ends)."""
-  return launch(name, _command(workdir, env, extra))
+  (killed, whatever is left of it, when the test ends). The faulty
+  environments are test code, not part of the installed project: their
+  runs have the repository on the path (PYTHONPATH), as a user's own
+  environment module would be."""
+  environment = ({'PYTHONPATH': helpers.ROOT}
+                 if env.startswith('gym:tests.') else None)
+  return launch(name, _command(workdir, env, extra), environment)
 def _max_logged(workdir) -> Dict[str, int]:
   """The largest count any node has logged, per count."""
   logged = {key: 0 for key in COUNT_KEYS}
