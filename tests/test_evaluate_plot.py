@@ -21,6 +21,10 @@ import pytest
 
 import helpers
 
+# The module's tests read the runs of one module fixture: under pytest-xdist
+# they share a worker, which makes the runs once.
+pytestmark = pytest.mark.xdist_group('evaluate_plot_runs')
+
 RUNS = {
     'dqn': ['apex_dqn', '--env=minatar:breakout',
             '--num_actors=1', '--batch_size=32', '--min_replay_size=200',
