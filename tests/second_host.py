@@ -18,6 +18,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from typing import Dict, Iterable, List, Set, Tuple
 
@@ -147,14 +148,25 @@ def listening_ports(pids: Iterable[int]) -> Set[int]:
 class Listener:
   """A TCP server of the test itself on every interface of this machine:
   what the second host must reach, for its failures elsewhere to mean
-  anything."""
+  anything. It closes each connection it accepts: a Courier call to it then
+  fails at once instead of waiting out its timeout."""
 
   def __init__(self):
     self._socket = socket.create_server(('::', 0), family=socket.AF_INET6,
                                         dualstack_ipv6=True)
     self.port = self._socket.getsockname()[1]
+    threading.Thread(target=self._close_each, daemon=True).start()
+
+  def _close_each(self):
+    while True:
+      try:
+        connection, _ = self._socket.accept()
+      except OSError:  # Closed.
+        return
+      connection.close()
 
   def close(self):
+    self._socket.shutdown(socket.SHUT_RDWR)  # Ends the wait in accept().
     self._socket.close()
 
 
