@@ -44,6 +44,6 @@ def _register(env_id: str, **kwargs):
                        max_episode_steps=500, kwargs=kwargs)
 
 
-_register('CrashingCartPole-v0', raise_every=1000)
-_register('NonFiniteCartPole-v0', nan_every=97, inf_reward_every=131)
+_register('FaultyCartPole-v0', raise_every=1000, nan_every=97,
+          inf_reward_every=131)
 _register('AlwaysCrashingCartPole-v0', raise_every=1)

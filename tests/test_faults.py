@@ -44,8 +44,7 @@ from helpers import rows as _rows
 from helpers import rows_from as _rows_from
 
 ENV = 'gym:CartPole-v1'
-CRASHING_ENV = 'gym:tests.faulty_envs:CrashingCartPole-v0'
-NONFINITE_ENV = 'gym:tests.faulty_envs:NonFiniteCartPole-v0'
+FAULTY_ENV = 'gym:tests.faulty_envs:FaultyCartPole-v0'
 ALWAYS_CRASHING_ENV = 'gym:tests.faulty_envs:AlwaysCrashingCartPole-v0'
 
 # The `cartpole_smoke` preset's runs; its config's values are also those of
@@ -230,7 +229,10 @@ def _kill_node_when_running(program: helpers.Program, workdir, label: str,
 
 
 @pytest.mark.slow
-def test_killing_one_actor_leaves_the_program_training(tmp_path, launch):
+def test_a_killed_actor_leaves_the_program_training_until_the_last_dies(
+    tmp_path, launch):
+  # Killing one actor leaves the program training; killing the other too
+  # leaves a learner with no new data: the program stops as failed.
   workdir = tmp_path / 'run'
   program = _launch(launch, 'run', workdir)
   actor_rows = _kill_node_when_running(program, workdir, 'actor_1',
@@ -251,19 +253,23 @@ def test_killing_one_actor_leaves_the_program_training(tmp_path, launch):
   # The pid file named actor 1: its log stopped with it (nothing restarts
   # an actor).
   assert len(_rows(workdir, 'actor_1')) == killed_rows
-  _interrupt(program)
+  assert program.process.poll() is None, program.tail()
+
+  # The last actor killed.
+  victim = _pid(workdir, 'actor')
+  assert victim in program.seen, 'actor.pid is not a process of the run'
+  os.kill(victim, signal.SIGKILL)
+  returncode = program.wait_exit(60, 'both actors were killed')
+  _check_stopped_as_failed(workdir, returncode, program.output(),
+                           'all 2 actor processes have died')
 
 
 def _exit_after_kill(program: helpers.Program, workdir,
-                     labels) -> Tuple[int, str]:
-  """SIGKILLs the nodes `labels` once all run; the program's exit status
-  and output once it has stopped itself."""
-  _kill_node_when_running(program, workdir, labels[0])
-  for label in labels[1:]:
-    victim = _pid(workdir, label)
-    assert victim in program.seen, f'{label}.pid is not a process of the run'
-    os.kill(victim, signal.SIGKILL)
-  returncode = program.wait_exit(60, f'{labels} were killed')
+                     label: str) -> Tuple[int, str]:
+  """SIGKILLs the node `label` once all run; the program's exit status and
+  output once it has stopped itself."""
+  _kill_node_when_running(program, workdir, label)
+  returncode = program.wait_exit(60, f'{label} was killed')
   return returncode, program.output()
 
 
@@ -292,7 +298,7 @@ def test_a_dead_learner_stops_the_program_with_an_error(tmp_path, launch):
   # so, with the counter's final checkpoint.
   workdir = tmp_path / 'run'
   program = _launch(launch, 'run', workdir)
-  returncode, output = _exit_after_kill(program, workdir, ['learner'])
+  returncode, output = _exit_after_kill(program, workdir, 'learner')
   victim = _pid(workdir, 'learner')
   _check_stopped_as_failed(
       workdir, returncode, output,
@@ -312,24 +318,12 @@ def test_a_dead_counter_stops_the_program_with_an_error(tmp_path, launch):
   # actor steps. The learner's first log row does not tell.
   program.wait_until(lambda: 'The actors have started' in program.output(),
                      START_TIMEOUT, 'actor steps seen by the coordinator')
-  returncode, output = _exit_after_kill(program, workdir, ['counter'])
+  returncode, output = _exit_after_kill(program, workdir, 'counter')
   record = _check_stopped_as_failed(
       workdir, returncode, output,
       f"the counter's process (pid {victim}) has died", final_counts=False)
   # The counts the coordinator saw last, before the counter died.
   assert record['counts']['actor_steps'] > 0, record
-
-
-@pytest.mark.slow
-def test_program_stops_once_every_actor_process_has_died(tmp_path, launch):
-  # Killing one actor leaves the program training (above); killing both
-  # leaves a learner with no new data: the program stops as failed.
-  workdir = tmp_path / 'run'
-  program = _launch(launch, 'run', workdir)
-  returncode, output = _exit_after_kill(program, workdir,
-                                        ['actor', 'actor_1'])
-  _check_stopped_as_failed(workdir, returncode, output,
-                           'all 2 actor processes have died')
 
 
 @pytest.mark.slow
@@ -485,17 +479,29 @@ def _trained_on_after_the_first_error(workdir) -> bool:
 
 
 @pytest.mark.slow
-def test_crashing_environment_costs_episodes_not_the_run(tmp_path, launch):
+def test_crashes_and_non_finite_steps_cost_episodes_not_the_run(tmp_path,
+                                                               launch):
+  # An environment that crashes every 1,000 steps of its life and returns
+  # NaN observations and infinite rewards every 97 and 131 steps: crashes
+  # cost episodes, not the run, and no non-finite step reaches the replay.
   workdir = tmp_path / 'run'
-  # The rate limit keeps the learner in step with the actors: it trains
-  # throughout the run, before and after the environments' crashes. The run
-  # is stopped (Ctrl-C) once the logs show training after the crashes: how
-  # many actor steps that takes depends on when each node logs.
-  program = _launch(launch, 'run', workdir, CRASHING_ENV,
-                    ['--samples_per_insert=4'])
-  program.wait_until(lambda: _trained_on_after_the_first_error(workdir),
-                     START_TIMEOUT, 'learner steps after the first crash')
+  # The replay's only checkpoint is the final one, taken at the stop (read
+  # back below: without a samples-per-insert rate limiter, whose restored
+  # state would hold the reads back). The run is stopped (Ctrl-C) once the
+  # logs show training after the crashes, a non-finite step (every node logs
+  # the program's counts; the actors their own at once) and 4,000 actor
+  # steps: how many actor steps that takes depends on when each node logs.
+  program = _launch(launch, 'run', workdir, FAULTY_ENV,
+                    ['--replay_checkpoint_every=600'])
+  program.wait_until(
+      lambda: (_trained_on_after_the_first_error(workdir) and
+               _max_count(workdir, 'actor_nonfinite_steps') > 0 and
+               _max_count(workdir, 'actor_steps') >= 4000),
+      START_TIMEOUT, 'learner steps after the first crash, a logged '
+      'non-finite step and 4,000 actor steps')
   output = _interrupt(program)
+
+  # Crashes: counted by both actors, and the learner trained on after them.
   assert 'simulated simulator crash' in output
   for label in ('actor', 'actor_1'):
     assert int(_rows(workdir, label)[-1]['actor_environment_errors']) > 0, (
@@ -506,23 +512,10 @@ def test_crashing_environment_costs_episodes_not_the_run(tmp_path, launch):
           int(learner[first_error]['learner_steps']) + 100), (
               learner[first_error], learner[-1])
 
-
-@pytest.mark.slow
-def test_non_finite_steps_never_reach_the_replay(tmp_path, launch):
-  workdir = tmp_path / 'run'
-  # The replay's only checkpoint is the final one, taken at the stop: once
-  # some node has logged a non-finite step (every node logs the program's
-  # counts; the actors their own at once) and 4,000 actor steps.
-  program = _launch(launch, 'run', workdir, NONFINITE_ENV,
-                    ['--replay_checkpoint_every=600'])
-  program.wait_until(
-      lambda: (_max_count(workdir, 'actor_nonfinite_steps') > 0 and
-               _max_count(workdir, 'actor_steps') >= 4000),
-      START_TIMEOUT, 'a logged non-finite step and 4,000 actor steps')
-  _interrupt(program)
+  # Non-finite steps: counted, and none in the replay's final checkpoint.
   assert _max_count(workdir, 'actor_nonfinite_steps') > 0
   assert len(_replay_checkpoints(workdir)) == 1, _replay_checkpoints(workdir)
-  stored = _ReplayCheckpoint(workdir, _builder(NONFINITE_ENV))
+  stored = _ReplayCheckpoint(workdir, _builder(FAULTY_ENV))
   try:
     items = stored.read_all_items()
   finally:
