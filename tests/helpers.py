@@ -398,6 +398,17 @@ def check_episode_logs(workdir, label: str) -> List[Dict[str, str]]:
   return found
 
 
+def check_every_node_logs(workdir, num_actors: int):
+  """Every node's logs, of a run stopped once `every_node_logged`: the
+  learner's, each actor's and the evaluator's, which reports after the
+  learner has updated the parameters."""
+  check_learner_logs(workdir)
+  for label in actor_labels(num_actors):
+    check_episode_logs(workdir, label)
+  evaluator = check_episode_logs(workdir, 'evaluator')
+  assert any(int(row['learner_steps']) > 0 for row in evaluator), evaluator
+
+
 def check_probe_report(seen: Dict, probe_learner_steps: int = 30):
   """What tests/program_probe.py saw in the replay table, twice,
   `probe_learner_steps` learner steps apart."""

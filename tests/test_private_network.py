@@ -9,6 +9,9 @@ listen on, at this machine's addresses on that link, and sends each a
 Courier call whose argument makes the server run `touch <marker>`. None may
 connect, and the marker must not appear; a listener of the test's own on
 every interface must be reached, or the attempts would prove nothing. The
+runs then train on and stop as users stop them: the local_mp one on a
+request (programs/stop.py), the local_mt one on Ctrl-C, each stop checked in
+full (these are also the program's tests of those stops). The
 same attack on a program started with `--allow_network_exposure` where no
 namespace can be made connects and runs the command: what every local run
 exposed before.
@@ -102,30 +105,71 @@ def _train_then_attack(program, workdir, tmp_path):
   return report, ports
 
 
-@pytest.mark.slow  # A training run: make test checks the files' modes.
-@pytest.mark.parametrize('launch_type', ['local_mp', 'local_mt'])
-def test_no_port_of_a_running_program_accepts_a_second_host(
-    tmp_path, launch, launch_type):
-  workdir = tmp_path / 'run'
-  program = launch('run', helpers.program_command(
-      'apex_dqn', f'--workdir={workdir}', *SMALL_RUN,
-      launch_type=launch_type))
-  report, ports = _train_then_attack(program, workdir, tmp_path)
+def _check_attack_failed(program, report, ports, tmp_path):
   reached = [entry for entry in report['connected'] if entry[1] in ports]
   assert not reached, (report, ports)
   assert not report['courier'], report
   assert not report['ran'] and not (tmp_path / 'marker').exists()
   assert 'loopback only' in program.output()
+
+
+@pytest.mark.slow  # A training run: make test checks the files' modes.
+def test_a_local_mp_run_refuses_a_second_host_and_stops_on_request(
+    tmp_path, launch):
+  workdir = tmp_path / 'run'
+  program = launch('run', helpers.program_command(
+      'apex_dqn', f'--workdir={workdir}', *SMALL_RUN))
+  report, ports = _train_then_attack(program, workdir, tmp_path)
+  _check_attack_failed(program, report, ports, tmp_path)
   # The run still trains, and stops from outside its network as users stop
-  # it: programs/stop.py leaves a request in the workdir.
+  # it: programs/stop.py, from another terminal (or machine), leaves a
+  # request in the workdir; the coordinator finds it there and stops the
+  # program in order, as Ctrl-C does.
   steps = helpers.last(workdir, 'learner', 'learner_steps')
   program.wait_until(
       lambda: helpers.last(workdir, 'learner', 'learner_steps') > steps,
       helpers.START_TIMEOUT, 'more learner updates after the attack')
-  result = helpers.run_script('stop', f'--workdir={workdir}', timeout=300)
+  result = helpers.run_script('stop', f'--workdir={workdir}',
+                              '--reason=stopped by the test', timeout=300)
   assert result.returncode == 0, result.stdout[-3000:]
+  assert 'The program is stopping: stopped by the test.' in result.stdout
   assert program.wait_exit(helpers.STOP_BOUND + 30, 'the stop request') == 0
-  helpers.check_stopped_in_order(program.output())
+  output = program.output()
+  helpers.check_stopped_in_order(output)
+  assert 'The program stopped: stopped by the test.' in output
+  assert not program.alive()
+  record = json.loads((workdir / 'stop.json').read_text())
+  assert record == {**record, 'reason': 'stopped by the test',
+                    'failed': False}
+  assert not (workdir / 'stop_request.json').exists()  # Taken.
+  helpers.check_private_files(workdir)
+  # A stopped run is said to be so; a directory without a run is refused.
+  result = helpers.run_script('stop', f'--workdir={workdir}', timeout=60)
+  assert result.returncode == 0
+  assert 'has already stopped: stopped by the test' in result.stdout
+  assert not (workdir / 'stop_request.json').exists()
+  result = helpers.run_script('stop', f'--workdir={tmp_path / "none"}',
+                              timeout=60)
+  assert result.returncode == 2
+  assert 'is not a run directory' in result.stdout
+
+
+@pytest.mark.slow
+def test_a_local_mt_run_refuses_a_second_host_and_stops_on_ctrl_c(
+    tmp_path, launch):
+  workdir = tmp_path / 'run'
+  program = launch('run', helpers.program_command(
+      'apex_dqn', f'--workdir={workdir}', *SMALL_RUN, launch_type='local_mt'))
+  report, ports = _train_then_attack(program, workdir, tmp_path)
+  _check_attack_failed(program, report, ports, tmp_path)
+  # Every node had logged before the attack; the run still trains, and
+  # Ctrl-C stops it.
+  steps = helpers.last(workdir, 'learner', 'learner_steps')
+  program.wait_until(
+      lambda: helpers.last(workdir, 'learner', 'learner_steps') > steps,
+      helpers.START_TIMEOUT, 'more learner updates after the attack')
+  program.interrupt()
+  helpers.check_every_node_logs(workdir, NUM_ACTORS)
   helpers.check_private_files(workdir)
 
 
