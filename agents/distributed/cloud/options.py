@@ -72,8 +72,8 @@ class CloudOptions:
   actor_memory_gb: float = 4.0
   """Memory of each actor's machine, GB."""
   replay_cpus: int = 4
-  """CPUs of the replay's machine (one Reverb server served ~13,900
-  inserts/s on about one core here: README "Replay headroom")."""
+  """CPUs of the replay's machine (one Reverb server takes ~13,900
+  inserts/s on about one core: docs/performance.md)."""
   replay_memory_gb: Optional[float] = None
   """Memory of the replay's machine, GB; none: --replay_capacity times the
   measured bytes per transition of the environment's kind, x1.5, + 2 GB."""
