@@ -4,8 +4,8 @@
 #                  marked slow (about 9 minutes on 2 cores)
 #   make test-all  the whole suite: also the learning checks, the fault tests
 #                  and the long program runs (about 53 minutes on 2 cores)
-#   make cloud-deps  what launching on Google Cloud needs (xmanager; see the
-#                  README's "On Google Cloud"); the tests need it too
+#   make cloud-deps  what launching on Google Cloud needs (xmanager; see
+#                  docs/google_cloud.md); the tests need it too
 #   make bench     throughput benchmarks (about 14 minutes; results in
 #                  benchmarks/results/)
 SHELL := /bin/bash

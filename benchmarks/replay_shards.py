@@ -1,6 +1,6 @@
 """Measures what one replay shard takes per core, and turns it into a plan.
 
-The question (README "Replay in shards"): how many replay shards, and replay
+The question (docs/replay.md): how many replay shards, and replay
 machines, do 32, 256 and 1,024 actors need? One Reverb table serialises its
 inserts, samples and priority updates; a shard is one server with one table,
 so a shard's capacity is what one server does on the core it has.

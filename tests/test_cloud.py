@@ -81,7 +81,7 @@ def _failed_at_google_cloud(result) -> bool:
 
 
 @pytest.mark.parametrize('replay_capacity, machine', [
-    # By hand: transitions x 2,390 bytes (an Atari transition, README
+    # By hand: transitions x 2,390 bytes (an Atari transition, docs/replay.md
     # "Replay memory") x 1.5 + 2 GiB, against Google's 4-CPU N1 machines:
     # n1-highcpu-4 3.6 GiB, n1-standard-4 15 GiB, n1-highmem-4 26 GiB.
     (1_000_000, 'n1-standard-4'),  # 5.34 GiB
@@ -120,7 +120,7 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
          '1 x n1-standard-4, 1 x n1-standard-8.' in out
   assert 'FROM python:3.10' in out and 'process_entry' in out
   # The replay's load: 256 K=1 actors' inserts and the paper's learner, and
-  # the shards that takes (README "Replay in shards") against the one given.
+  # the shards that takes (docs/replay.md) against the one given.
   load = capacity.replay_load(256, 1)
   assert f'256 actors x 1 environments write about ' \
          f'{load.inserts_per_second:,.0f} transitions/s' in out, out

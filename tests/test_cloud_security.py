@@ -127,6 +127,23 @@ def test_without_flags_the_job_has_no_shells_and_runs_as_xmanagers_account(
   assert job['enable_web_access'] is True
 
 
+def test_xmanagers_own_flags_are_taken_and_name_its_account(
+    tmp_path, cloud_storage):
+  # xmanager defines its flags (--xm_*) as its modules are imported, after
+  # absl has read the command line; a vertex_ai launch defines them first.
+  named = f'apex-runner@{PROJECT}.iam.gserviceaccount.com'
+  result, recorded = _submit(tmp_path, 'named', cloud_storage,
+                             '--xm_gcp_service_account_name=apex-runner')
+  job = _refused_at_the_submission(result, recorded)
+  assert job['service_account'] == named
+  assert recorded['account_calls'] == [['create', named], ['grant', named]]
+  result, _, _ = _dry_run(tmp_path, *SMALL,
+                          '--xm_gcp_service_account_name=apex-runner')
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'Runs as: apex-runner@<project>.iam.gserviceaccount.com, which ' \
+      'the launch creates if missing' in result.stdout
+
+
 def test_the_plan_says_who_can_reach_the_job(tmp_path):
   (tmp_path / 'home').mkdir()
   result, package_dir, _ = _dry_run(tmp_path, *SMALL)

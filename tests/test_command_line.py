@@ -1,5 +1,5 @@
 """The programs' command line: presets, `none`, resuming with `--workdir`
-alone, and the README's table of run options.
+alone, and the table of run options in docs/running.md.
 
 Each check runs a program the way users run it; `--print_config` makes it
 print the values a launch would use and exit before anything starts.
@@ -84,13 +84,13 @@ def test_an_unknown_preset_is_refused_with_the_known_ones(tmp_path):
   assert not workdir.exists()  # Refused before anything was made.
 
 
-def test_readme_run_options_table_is_made_from_the_dataclass():
-  from scripts import update_readme  # pylint: disable=g-import-not-at-top
-  with open(os.path.join(helpers.ROOT, 'README.md')) as f:
+def test_the_run_options_table_is_made_from_the_dataclass():
+  from scripts import update_flags_table  # pylint: disable=g-import-not-at-top
+  with open(update_flags_table.PAGE) as f:
     text = f.read()
-  assert update_readme.with_current_table(text) == text, (
-      'The README\'s run options are out of date: run '
-      '.venv/bin/python scripts/update_readme.py')
+  assert update_flags_table.with_current_table(text) == text, (
+      'The run options in docs/running.md are out of date: run '
+      '.venv/bin/python scripts/update_flags_table.py')
   for field in dataclasses.fields(RunOptions):
     if field.metadata.get('flag', True):
       assert f'| `--{field.name}` |' in text

@@ -1,6 +1,6 @@
 """The replay plan (`agents.distributed.cloud.capacity.replay_load`, which
-`--dry_run` prints and README "Replay in shards" tabulates) against
-hand-worked figures, the benchmarks' results and the README's table."""
+`--dry_run` prints and docs/replay.md tabulates) against hand-worked
+figures, the benchmarks' results and the page's table."""
 
 import os
 import re
@@ -53,11 +53,11 @@ def test_the_plans_figures_are_the_benchmarks():
   assert capacity.SHARD_LOAD == shards['settings']['shard_load']
 
 
-def _readme_plan():
-  """The README's plan table: {(actors, K): (shards, GiB per shard)}."""
-  with open(os.path.join(ROOT, 'README.md')) as f:
-    readme = f.read()
-  section = readme[readme.index('## Replay in shards'):]
+def _page_plan():
+  """docs/replay.md's plan table: {(actors, K): (shards, GiB per shard)}."""
+  with open(os.path.join(ROOT, 'docs', 'replay.md')) as f:
+    page = f.read()
+  section = page[page.index('## How many shards'):]
   section = section[:section.index('\n## ', 1)]
   rows = re.findall(
       r'^\| ([\d,]+) \| (\d+) \| [\d,]+ \| [\d,]+ \| [\d.]+ \| (\d+) \| '
@@ -66,8 +66,8 @@ def _readme_plan():
           for actors, k, count, gib in rows}
 
 
-def test_the_readme_plan_table_is_the_benchmarks_and_the_dry_runs():
-  table = _readme_plan()
+def test_the_docs_plan_table_is_the_benchmarks_and_the_dry_runs():
+  table = _page_plan()
   plan = read_result('replay_shards')['plan']
   assert len(table) == len(plan) == 6
   for row in plan:

@@ -14,7 +14,7 @@ from agents.config import Preset
 # paper's entropy weight and learning rates were chosen; advantages that
 # large and long positive while V catches up drove every worker's policy to
 # one action within 20K steps at learning rates 1e-4 to 7e-4 (measured here,
-# README "A3C"). With gamma 0.95 values stay below 20 and the same learning
+# docs/a3c.md). With gamma 0.95 values stay below 20 and the same learning
 # rate learns. The learning rate anneals over the 200K steps.
 CARTPOLE = {
     'env': 'gym:CartPole-v1', 'num_actors': 4, 'max_actor_steps': 200_000,

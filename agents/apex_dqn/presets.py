@@ -41,7 +41,7 @@ CARTPOLE = {
 #   updates (the paper: 2,500) for updates of a smaller batch;
 # - 2 actors of 8 environments each (the paper: 360 of one): one batched
 #   forward pass steps 8 emulators (3.3x the frames per core of one,
-#   README's Performance), which leaves the cores to the learner; the 16
+#   docs/performance.md), which leaves the cores to the learner; the 16
 #   environments still get the paper's 16 epsilons of 0.4^(1 + 7 i / 15);
 # - parameters pulled every 400 frames as in the paper, evaluation of 10
 #   episodes every 4,000 updates (the evaluator waits in between).

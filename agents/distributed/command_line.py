@@ -193,8 +193,8 @@ def format_presets(presets: Mapping[str, Preset]) -> str:
 
 
 def run_options_table() -> str:
-  """The README's table of the run options, made from `RunOptions` (its
-  fields' defaults and docstrings), so that the README cannot drift from
+  """docs/running.md's table of the run options, made from `RunOptions` (its
+  fields' defaults and docstrings), so that the page cannot drift from
   the flags."""
   docs = _field_docstrings(RunOptions)
   rows = ['| flag | default | meaning |', '|---|---|---|']

@@ -66,7 +66,11 @@ class ProgramEntry:
     # First of all, while this process has one thread: a launch on this
     # machine moves into a network of its own (or refuses to start exposed).
     private_network.isolate_launch(sys.argv)
-    from agents.distributed import command_line  # pylint: disable=g-import-not-at-top
+    # pylint: disable=g-import-not-at-top
+    from agents.distributed import command_line
+    from agents.distributed.cloud import options as cloud_options
+    # pylint: enable=g-import-not-at-top
+    cloud_options.define_xmanager_flags(sys.argv)
     self.name = name
     self.title = title
     self.agent = agent()

@@ -31,7 +31,8 @@ CLOUD = 'gs://'
 MOUNT_VARIABLE = 'APEX_CLOUD_STORAGE_MOUNT'
 VERTEX_AI_MOUNT = '/gcs'
 CLOUD_SETUP = ('run `gcloud auth application-default login` (and `make '
-               'cloud-deps`), or see the README\'s "On Google Cloud"')
+               'cloud-deps`), or see "On Google Cloud" in '
+               'docs/google_cloud.md')
 
 
 class Unreachable(ValueError):

@@ -1,8 +1,8 @@
 """The replay's memory and load, from this project's measurements.
 
 The figures are measured on this machine (`benchmarks/replay_memory.py`,
-`benchmarks/replay_shards.py`, `benchmarks/program_throughput.py`; README
-"Replay memory" and "Replay in shards"): the memory a replay machine needs
+`benchmarks/replay_shards.py`, `benchmarks/program_throughput.py`;
+docs/replay.md): the memory a replay machine needs
 for its capacity, and the load a plan's actors and learner put on the
 replay, with the shard count that carries it.
 """
@@ -15,7 +15,7 @@ GIB = 2**30
 
 # Replay's bytes per stored transition, by environment kind, measured on this
 # machine as the replay server's resident-memory growth per transition
-# (`benchmarks/replay_memory.py`, README "Replay memory"): Atari frames are
+# (`benchmarks/replay_memory.py`, docs/replay.md): Atari frames are
 # stored once per step and compressed; the small observations of MinAtar and
 # vector environments are dominated by Reverb's per-item cost.
 REPLAY_BYTES_PER_TRANSITION = {
@@ -30,8 +30,8 @@ REPLAY_BYTES_PER_TRANSITION = {
 REPLAY_HEADROOM = 1.5
 REPLAY_BASE_GIB = 2.0
 
-# The replay's load, for the shard count a plan proposes (README "Replay in
-# shards"), from `benchmarks/replay_shards.py` on this machine with Atari
+# The replay's load, for the shard count a plan proposes (docs/replay.md),
+# from `benchmarks/replay_shards.py` on this machine with Atari
 # (Pong) transitions: a shard's server CPU per transition, microseconds,
 # for an insert, a sample and a priority update, with 2 shards each pinned
 # to a core (both cores busy: dearer than one shard's 24.5/16.6/2.5, so the
@@ -104,12 +104,11 @@ def replay_advice(env_kind: str, num_actors: int, envs_per_actor: int,
   whether --replay_shards gives them."""
   if env_kind != 'atari':
     return (f'Replay load: not estimated for {env_kind} environments (the '
-            'figures are measured with Atari frames: README "Replay in '
-            'shards").')
+            'figures are measured with Atari frames: docs/replay.md).')
   load = replay_load(num_actors, envs_per_actor)
   text = (
-      f'Replay load (an estimate from this project\'s measurements, README '
-      f'"Replay in shards"): {num_actors} actors x {envs_per_actor} '
+      f'Replay load (an estimate from this project\'s measurements, '
+      f'docs/replay.md): {num_actors} actors x {envs_per_actor} '
       f'environments write about {load.inserts_per_second:,.0f} '
       'transitions/s; a learner as the paper\'s (19 batches of 512/s) '
       f'samples and updates {load.samples_per_second:,.0f}/s: '

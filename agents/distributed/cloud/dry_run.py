@@ -6,7 +6,7 @@ Cloud (building and pushing the images, submitting the job), where
 packaged are kept in `--package_dir`, one directory per worker pool, with a
 description of the job (`JOB_FILE`), and the plan is printed.
 The Vertex AI emulator among the tests runs such a package on this machine
-as Vertex AI would (README: "Try the job on this machine first").
+as Vertex AI would (docs/google_cloud.md, "Try the job on this machine").
 """
 
 import contextlib

@@ -15,7 +15,7 @@ peered with none), and the plan says so (docs/google_cloud_security.md).
 
 import dataclasses
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Sequence
 
 from agents.config import check_flag
 
@@ -32,9 +32,11 @@ SERVICE_ACCOUNT = re.compile(
 # (not its ID), and the network's name (lowercase letters, digits, hyphens).
 NETWORK = re.compile(
     r'projects/[0-9]+/global/networks/[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?')
-# Without --service_account, xmanager 0.3.0 runs the job as its own account,
+# Without --service_account, xmanager 0.3.0 runs the job as its own account
+# (named by its flag --xm_gcp_service_account_name, default xmanager),
 # creating it if missing and granting it these roles on the whole project.
-XMANAGER_ACCOUNT = 'xmanager@<project>.iam.gserviceaccount.com'
+XMANAGER_ACCOUNT = '{name}@<project>.iam.gserviceaccount.com'
+XMANAGER_ACCOUNT_FLAG = 'xm_gcp_service_account_name'
 XMANAGER_ROLES = ('roles/aiplatform.user', 'roles/storage.admin')
 SECURITY_DOCS = 'docs/google_cloud_security.md'
 
@@ -70,8 +72,8 @@ class CloudOptions:
   actor_memory_gb: float = 4.0
   """Memory of each actor's machine, GB."""
   replay_cpus: int = 4
-  """CPUs of the replay's machine (one Reverb server served ~13,900
-  inserts/s on about one core here: README "Replay headroom")."""
+  """CPUs of the replay's machine (one Reverb server takes ~13,900
+  inserts/s on about one core: docs/performance.md)."""
   replay_memory_gb: Optional[float] = None
   """Memory of the replay's machine, GB; none: --replay_capacity times the
   measured bytes per transition of the environment's kind, x1.5, + 2 GB."""
@@ -145,3 +147,45 @@ class CloudOptions:
     if self.learner_accelerator == 'none':
       return None
     return self.learner_accelerator.upper()
+
+
+def _launch_type(argv: Sequence[str]) -> Optional[str]:
+  """--lp_launch_type as absl would read it from `argv` (--flagfile too),
+  every other flag ignored; None where the command line cannot be read
+  (the program's own parse then says why)."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  values = flags.FlagValues()
+  flags.DEFINE_string('lp_launch_type', None, '', flag_values=values)
+  try:
+    values(list(argv), known_only=True)
+  except flags.Error:
+    return None
+  return values.lp_launch_type
+
+
+def define_xmanager_flags(argv: Sequence[str]):
+  """For a launch with --lp_launch_type=vertex_ai, defines xmanager's own
+  flags (`--xm_*`, e.g. --xm_gcp_service_account_name,
+  --xm_build_image_locally) before absl parses the command line. xmanager
+  defines them as its modules are imported, which Launchpad's launcher
+  does only after the parse, so absl would refuse them as unknown. Other
+  launches do not import xmanager: it takes seconds. Without xmanager
+  installed nothing is defined, and the launch's check says how to install
+  it (`packaging.check_cloud_dependencies`)."""
+  if _launch_type(argv) != 'vertex_ai':
+    return
+  try:
+    from xmanager import xm_local  # pylint: disable=g-import-not-at-top,unused-import
+  except Exception:  # pylint: disable=broad-except
+    return
+
+
+def xmanager_account() -> str:
+  """The account a job runs as without --service_account: xmanager's own,
+  named by --xm_gcp_service_account_name where xmanager's flags are
+  defined and parsed (`define_xmanager_flags`), else its default name."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  name = 'xmanager'
+  if XMANAGER_ACCOUNT_FLAG in flags.FLAGS and flags.FLAGS.is_parsed():
+    name = flags.FLAGS[XMANAGER_ACCOUNT_FLAG].value
+  return XMANAGER_ACCOUNT.format(name=name)

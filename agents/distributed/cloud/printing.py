@@ -6,8 +6,8 @@ machine-hours, who can reach the job, and where its files go.
 from typing import Any, Dict, List
 
 from agents.distributed.cloud.options import SECURITY_DOCS
-from agents.distributed.cloud.options import XMANAGER_ACCOUNT
 from agents.distributed.cloud.options import XMANAGER_ROLES
+from agents.distributed.cloud.options import xmanager_account
 
 
 def _counted(labels: List[str]) -> str:
@@ -62,7 +62,7 @@ def access_lines(access: Dict[str, Any]) -> List[str]:
     lines.append(f'  Runs as: {access["service_account"]} (--service_account:'
                  ' no account is created, no role granted).')
   else:
-    lines.append(f'  Runs as: {XMANAGER_ACCOUNT}, which the launch creates '
+    lines.append(f'  Runs as: {xmanager_account()}, which the launch creates '
                  f'if missing and grants {" and ".join(XMANAGER_ROLES)} on '
                  'the whole project (--service_account=<email> runs it as '
                  'an account of yours instead).')

@@ -18,10 +18,10 @@ from agents.distributed.cloud.machines import Request
 from agents.distributed.cloud.options import CloudOptions
 from agents.distributed.cloud.options import SECURITY_DOCS
 
-SETUP_HELP = ('see the README\'s "On Google Cloud": a project with Vertex AI, '
-              'Cloud Build and Container Registry enabled, `gcloud auth '
-              'application-default login`, GOOGLE_CLOUD_PROJECT and '
-              'GOOGLE_CLOUD_BUCKET_NAME set')
+SETUP_HELP = ('see "On Google Cloud" in docs/google_cloud.md: a project with '
+              'Vertex AI, Cloud Build and Container Registry enabled, '
+              '`gcloud auth application-default login`, GOOGLE_CLOUD_PROJECT '
+              'and GOOGLE_CLOUD_BUCKET_NAME set')
 ACCESS_HELP = (f'{SECURITY_DOCS} gives the roles a launch needs (among them, '
                'with --service_account, roles/iam.serviceAccountUser on that '
                'account)')

@@ -1,0 +1,139 @@
+"""The README's table of results, made from the results' own data files
+(`results/*.json`, and the CSV of the long single runs), one row a result:
+what was run, the figure, the number of seeds, the page.
+tests/test_docs.py checks that the README holds what this would write.
+
+  .venv/bin/python -m results.table          # rewrites the README's table
+  .venv/bin/python -m results.table --print  # prints it
+"""
+
+import csv
+import json
+import os
+import statistics
+import sys
+from typing import Dict, List, Sequence
+
+RESULTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(RESULTS)
+README = os.path.join(ROOT, 'README.md')
+BEGIN = '<!-- results: made by python -m results.table -->'
+END = '<!-- end of results -->'
+
+# The analyses `results/run.py` makes, in the order the table shows them.
+ANALYSES = ('replay', 'priorities', 'actors', 'removers', 'removers_swingup',
+            'dpg', 'a3c_workers', 'a3c_vs_apex', 'a3c_vs_apex_minatar')
+# The long single runs of `results/long_run.py` (one CSV row an evaluator
+# round), with what each ran.
+LONG_RUNS = {
+    'pong': 'Ape-X DQN on Atari Pong, `atari_small` preset, on 2 cores',
+    'breakout': 'Ape-X DQN on Atari Breakout, `atari_small` preset, on 2 '
+                'cores',
+}
+# pong_45min.json: the runs of its three-seed comparison, by key prefix.
+PONG_45MIN = (('`atari_small`', 'atari_small_seed'),
+              ('starting point', 'issue_start_onednn'))
+MINATAR_GAMES = {'breakout': 'Breakout', 'space_invaders': 'Space Invaders',
+                 'seaquest': 'Seaquest', 'freeway': 'Freeway',
+                 'asterix': 'Asterix'}
+
+
+def _load(name: str):
+  with open(os.path.join(RESULTS, name)) as f:
+    return json.load(f)
+
+
+def _link(page: str) -> str:
+  return f'[{page}](results/{page})'
+
+
+def _spread(values: Sequence[float]) -> str:
+  """The mean of the seeds' values, with their range where there are
+  several."""
+  mean = statistics.mean(values)
+  if len(values) == 1:
+    return f'{mean:.1f}'
+  return f'{mean:.1f} ({min(values):.1f} to {max(values):.1f})'
+
+
+def _analysis_row(name: str) -> str:
+  data = _load(f'{name}.json')
+  figures = '; '.join(
+      f'{setting} {_spread([run["final_return"] for run in runs])}'
+      for setting, runs in data['settings'].items())
+  seeds = len(data['seeds'])
+  return (f'| {data["title"]}; {data["budget"]} | final return: {figures} '
+          f'| {seeds} | {_link(name + ".md")} |')
+
+
+def _pong_45min_row() -> str:
+  data = _load('pong_45min.json')
+  figures, seeds = [], set()
+  for label, prefix in PONG_45MIN:
+    returns = [run['greedy_return']['mean']
+               for key, run in sorted(data['runs'].items())
+               if key.startswith(prefix)]
+    figures.append(f'{label} {_spread(returns)}')
+    seeds.add(len(returns))
+  minutes = data['budget_seconds'] / 60
+  return (f'| Ape-X DQN on Atari Pong, `atari_small` preset vs its starting '
+          f'point, on 2 cores; {minutes:.0f} minutes of wall-clock | greedy '
+          f'return over 10 episodes: {"; ".join(figures)} | '
+          f'{"/".join(str(count) for count in sorted(seeds))} | '
+          f'{_link("pong_45min.md")} |')
+
+
+def _long_run_row(name: str, what: str) -> str:
+  with open(os.path.join(RESULTS, f'{name}.csv')) as f:
+    rounds = list(csv.DictReader(f))
+  last = rounds[-1]
+  best = max(float(row['mean_return']) for row in rounds)
+  frames = int(last['actor_frames']) / 1e6
+  return (f'| {what}; {frames:.2f}M frames, '
+          f'{float(last["minutes"]):.0f} minutes | evaluator\'s 10-episode '
+          f'mean: last {float(last["mean_return"]):.1f}, best {best:.1f} | 1 '
+          f'| {_link(name + ".md")} |')
+
+
+def _minatar_row() -> str:
+  data = _load('minatar.json')
+  figures = '; '.join(
+      f'{title} {_spread([run["final_mean"] for run in data["games"][game]])}'
+      f' (Young & Tian\'s DQN {data["reference"][game][0]})'
+      for game, title in MINATAR_GAMES.items())
+  return (f'| Ape-X DQN on the five MinAtar games, `minatar` preset; '
+          f'{data["frames"] / 1e6:.0f}M frames each | final policy, 30 '
+          f'episodes: {figures} | {len(data["seeds"])} | '
+          f'{_link("minatar.md")} |')
+
+
+def table() -> str:
+  """The table, as the README shows it."""
+  rows: List[str] = ['| result | figure | seeds | page |', '|---|---|---|---|']
+  rows.append(_pong_45min_row())
+  rows += [_long_run_row(name, what) for name, what in LONG_RUNS.items()]
+  rows.append(_minatar_row())
+  rows += [_analysis_row(name) for name in ANALYSES]
+  return '\n'.join(rows)
+
+
+def with_current_table(text: str) -> str:
+  """`text` (the README) with the table between BEGIN and END made anew."""
+  head, rest = text.split(BEGIN, 1)
+  _, tail = rest.split(END, 1)
+  return f'{head}{BEGIN}\n{table()}\n{END}{tail}'
+
+
+def main(argv: List[str]) -> Dict[str, str]:
+  if '--print' in argv[1:]:
+    print(table())
+    return {}
+  with open(README) as f:
+    text = f.read()
+  with open(README, 'w') as f:
+    f.write(with_current_table(text))
+  return {}
+
+
+if __name__ == '__main__':
+  main(sys.argv)
