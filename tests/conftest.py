@@ -15,6 +15,22 @@ from agents.config import ApeXConfig
 import helpers
 
 
+# The modules whose tests take longest, first: pytest-xdist hands tests to
+# its workers in order, and a long test handed out last would leave the other
+# worker idle until it ends. A module's tests stay together (so that its
+# module fixtures are made once), in their own order.
+LONGEST_FIRST = ('test_learning.py', 'test_replay_shards.py', 'test_faults.py',
+                 'test_cloud.py')
+
+
+def pytest_collection_modifyitems(items):
+  def rank(item):
+    name = item.path.name
+    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(
+        LONGEST_FIRST)
+  items.sort(key=rank)  # Stable: the order within a rank is kept.
+
+
 @pytest.fixture
 def launch(tmp_path):
   """Starts programs in their own sessions (`helpers.Program`): call it as

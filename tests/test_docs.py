@@ -22,7 +22,7 @@ from typing import Dict, List, Set, Tuple
 
 import pytest
 
-from tests import helpers
+import helpers
 
 ROOT = helpers.ROOT
 PAGES = ['README.md'] + sorted(
