@@ -127,6 +127,8 @@ def test_without_flags_the_job_has_no_shells_and_runs_as_xmanagers_account(
   assert job['enable_web_access'] is True
 
 
+@pytest.mark.slow  # Two launches; the quick tier runs docs/google_cloud.md's
+# --xm_gcp_service_account_name command (test_docs.py).
 def test_xmanagers_own_flags_are_taken_and_name_its_account(
     tmp_path, cloud_storage):
   # xmanager defines its flags (--xm_*) as its modules are imported, after

@@ -78,10 +78,10 @@ def test_program_under_test_mt_learns_and_reprioritises(tmp_path):
   _check_logs(tmp_path)
 
 
-@pytest.mark.parametrize('launch_type', [
-    pytest.param('local_mp', marks=pytest.mark.slow),
-    'test_mt',
-])
+# Both in the second tier: the quick tier's step-limit stop is Ape-X DQN's
+# under test_mt (test_program.py), by the same coordinator.
+@pytest.mark.slow
+@pytest.mark.parametrize('launch_type', ['local_mp', 'test_mt'])
 def test_program_stops_cleanly_at_max_actor_steps(tmp_path, launch_type):
   # The rate limit makes the learner keep pace with the actors' 4,000 steps:
   # they cannot take them without the learner's updates.
