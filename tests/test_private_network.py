@@ -105,30 +105,36 @@ def _train_then_attack(program, workdir, tmp_path):
   return report, ports
 
 
-def _check_attack_failed(program, report, ports, tmp_path):
+def _attacked_run(launch, tmp_path, launch_type: str):
+  """A run in a network of its own, launched as users launch it and
+  attacked from a second host once it trains: no port of it connects, no
+  Courier call reaches it, nothing runs; and it still trains after the
+  attack. Returns the program and its workdir."""
+  workdir = tmp_path / 'run'
+  program = launch('run', helpers.program_command(
+      'apex_dqn', f'--workdir={workdir}', *SMALL_RUN,
+      launch_type=launch_type))
+  report, ports = _train_then_attack(program, workdir, tmp_path)
   reached = [entry for entry in report['connected'] if entry[1] in ports]
   assert not reached, (report, ports)
   assert not report['courier'], report
   assert not report['ran'] and not (tmp_path / 'marker').exists()
   assert 'loopback only' in program.output()
+  steps = helpers.last(workdir, 'learner', 'learner_steps')
+  program.wait_until(
+      lambda: helpers.last(workdir, 'learner', 'learner_steps') > steps,
+      helpers.START_TIMEOUT, 'more learner updates after the attack')
+  return program, workdir
 
 
 @pytest.mark.slow  # A training run: make test checks the files' modes.
 def test_a_local_mp_run_refuses_a_second_host_and_stops_on_request(
     tmp_path, launch):
-  workdir = tmp_path / 'run'
-  program = launch('run', helpers.program_command(
-      'apex_dqn', f'--workdir={workdir}', *SMALL_RUN))
-  report, ports = _train_then_attack(program, workdir, tmp_path)
-  _check_attack_failed(program, report, ports, tmp_path)
-  # The run still trains, and stops from outside its network as users stop
-  # it: programs/stop.py, from another terminal (or machine), leaves a
-  # request in the workdir; the coordinator finds it there and stops the
-  # program in order, as Ctrl-C does.
-  steps = helpers.last(workdir, 'learner', 'learner_steps')
-  program.wait_until(
-      lambda: helpers.last(workdir, 'learner', 'learner_steps') > steps,
-      helpers.START_TIMEOUT, 'more learner updates after the attack')
+  program, workdir = _attacked_run(launch, tmp_path, 'local_mp')
+  # It stops from outside its network as users stop it: programs/stop.py,
+  # from another terminal (or machine), leaves a request in the workdir; the
+  # coordinator finds it there and stops the program in order, as Ctrl-C
+  # does.
   result = helpers.run_script('stop', f'--workdir={workdir}',
                               '--reason=stopped by the test', timeout=300)
   assert result.returncode == 0, result.stdout[-3000:]
@@ -157,17 +163,8 @@ def test_a_local_mp_run_refuses_a_second_host_and_stops_on_request(
 @pytest.mark.slow
 def test_a_local_mt_run_refuses_a_second_host_and_stops_on_ctrl_c(
     tmp_path, launch):
-  workdir = tmp_path / 'run'
-  program = launch('run', helpers.program_command(
-      'apex_dqn', f'--workdir={workdir}', *SMALL_RUN, launch_type='local_mt'))
-  report, ports = _train_then_attack(program, workdir, tmp_path)
-  _check_attack_failed(program, report, ports, tmp_path)
-  # Every node had logged before the attack; the run still trains, and
-  # Ctrl-C stops it.
-  steps = helpers.last(workdir, 'learner', 'learner_steps')
-  program.wait_until(
-      lambda: helpers.last(workdir, 'learner', 'learner_steps') > steps,
-      helpers.START_TIMEOUT, 'more learner updates after the attack')
+  program, workdir = _attacked_run(launch, tmp_path, 'local_mt')
+  # Every node had logged before the attack; Ctrl-C stops the run.
   program.interrupt()
   helpers.check_every_node_logs(workdir, NUM_ACTORS)
   helpers.check_private_files(workdir)
