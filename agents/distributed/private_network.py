@@ -195,6 +195,14 @@ def _parse(argv: Sequence[str]):
   return values
 
 
+def launch_type(argv: Sequence[str]) -> Optional[str]:
+  """--lp_launch_type as the program will read it from `argv` (--flagfile
+  too; Launchpad's default, local_mt, without it), or None where the
+  command line cannot be read (the program's own parse then says why)."""
+  values = _parse(argv)
+  return None if values is None else values.lp_launch_type
+
+
 def refusal(cause: str) -> str:
   return (f'error: this run\'s servers cannot be kept off the network: '
           f'{cause}. Allow that, or pass --{ALLOW_FLAG} to run with every '

@@ -18,6 +18,7 @@ import re
 from typing import Any, Dict, Optional, Sequence
 
 from agents.config import check_flag
+from agents.distributed import private_network
 
 # Accelerators Vertex AI offers that xmanager 0.3.0 can ask for
 # (`xm.GpuType`); the A100 picks its own a2 machine.
@@ -149,20 +150,6 @@ class CloudOptions:
     return self.learner_accelerator.upper()
 
 
-def _launch_type(argv: Sequence[str]) -> Optional[str]:
-  """--lp_launch_type as absl would read it from `argv` (--flagfile too),
-  every other flag ignored; None where the command line cannot be read
-  (the program's own parse then says why)."""
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  values = flags.FlagValues()
-  flags.DEFINE_string('lp_launch_type', None, '', flag_values=values)
-  try:
-    values(list(argv), known_only=True)
-  except flags.Error:
-    return None
-  return values.lp_launch_type
-
-
 def define_xmanager_flags(argv: Sequence[str]):
   """For a launch with --lp_launch_type=vertex_ai, defines xmanager's own
   flags (`--xm_*`, e.g. --xm_gcp_service_account_name,
@@ -172,7 +159,7 @@ def define_xmanager_flags(argv: Sequence[str]):
   launches do not import xmanager: it takes seconds. Without xmanager
   installed nothing is defined, and the launch's check says how to install
   it (`packaging.check_cloud_dependencies`)."""
-  if _launch_type(argv) != 'vertex_ai':
+  if private_network.launch_type(argv) != 'vertex_ai':
     return
   try:
     from xmanager import xm_local  # pylint: disable=g-import-not-at-top,unused-import
