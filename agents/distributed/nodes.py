@@ -322,8 +322,9 @@ class EvaluatorNode:
   A round is `evaluation_episodes` episodes played side by side, one in
   each of as many environments, with one batched forward pass per step for
   all of them (`vector_loop.play_episodes`), as an actor steps its
-  environments: a batched pass costs little more than one (docs/performance.md), so a round takes a fraction of the processor time of its
-  episodes played one after another, which the learner gets back. Every
+  environments: a batched pass costs little more than one
+  (docs/performance.md), so a round takes a fraction of the processor time
+  of its episodes played one after another, which the learner gets back. Every
   episode of a round plays the parameters pulled as it began. With
   `evaluation_period` > 0 a round starts once the learner has made that
   many steps since the last one ended; with 0, rounds follow each other.
