@@ -613,6 +613,12 @@ def _exit_after_freeze(program: helpers.Program, workdir,
   status and output once it has stopped itself."""
   program.wait_until(lambda: _all_nodes_running(workdir), START_TIMEOUT,
                      'learner steps and node pid files')
+  # A node that has never answered counts as starting (for minutes): the
+  # freeze must come after the coordinator's first answer from each node,
+  # which a client's connection back-off can delay past the first updates.
+  program.wait_until(
+      lambda: f'{helpers.HEARD_FROM_ALL} (learner' in program.output(),
+      START_TIMEOUT, 'the coordinator\'s first answer from every node')
   victim = _pid(workdir, label)
   program.note_processes()
   assert victim in program.seen, f'{label}.pid is not a process of the run'
