@@ -135,7 +135,7 @@ ANALYSES['minatar'] = dict(
         'asterix', 'breakout', 'freeway', 'seaquest', 'space_invaders')})
 
 
-# A3C (issue 18). Its workers: the A3C paper's Table 2 question (the
+# A3C (Mnih et al. 2016). Its workers: the A3C paper's Table 2 question (the
 # speed-up with 1-8 actor-learners) on CartPole, the same step budget (over
 # which the learning rate anneals). Beside Ape-X DQN: the same wall-clock
 # and the same number of environment processes (4 actors or 4 workers),
