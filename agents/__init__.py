@@ -20,9 +20,9 @@ def use_onednn():
   `TF_ENABLE_ONEDNN_OPTS` is set already.
 
   TensorFlow 2.8 leaves them off on Linux (2.9 turned them on by default).
-  On this project's 2-core machine the atari_small learner update (batch
-  64) runs 1.5 times as fast with them, an actor's forward pass and
-  environment steps 1.01 to 1.04 times (`benchmarks/onednn.py`). The
+  On 2 CPU cores the atari_small learner update (batch 64) runs 1.5 times
+  as fast with them, an actor's forward pass and environment steps 1.01 to
+  1.04 times (`benchmarks/results/onednn.json`, docs/performance.md). The
   launcher calls this just before it starts a local_mp program's nodes, not
   at import: TensorFlow announces oneDNN on stderr as it starts, and a
   launcher's own stderr is for its errors.

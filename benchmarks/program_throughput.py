@@ -1,12 +1,12 @@
-"""Actor efficiency, vectorised actors and learner utilisation (issue goals
-1, 2, 3 and 6), each measured side by side in one run.
+"""Actor efficiency, vectorised actors and learner utilisation (goals 1, 2,
+3 and 6 of docs/performance.md), each measured side by side in one run.
 
 Layout, as in the paper (every actor owns a CPU core; the learner has its
 own): the actor process is pinned to CPU 0; learner, replay server, counter
 and launcher share CPU 1. The baselines run pinned the same way, and side by
 side, so that each sees the other CPU as busy as in the program (the two
-CPUs of a small cloud machine share hardware: an actor loop alone runs about
-1.4x faster than next to a training learner):
+CPUs of a small cloud machine share hardware: an actor loop alone runs
+faster than next to a training learner):
 
   actor baseline    `bare_loops.py actor`: the same environments stepped with
                     the same batched forward pass of the same Q-network, and

@@ -20,7 +20,7 @@ What runs, for each shard count S of `--shards` (e.g. 1 and 2):
 Each phase is the median of `--repeats` windows of `--seconds`. For every
 shard, its server's CPU time per transition gives its cost per insert, per
 sample and (sample with updates minus sample) per priority update; one pinned
-core's capacity is the inverse. On this 2-core machine the clients need more
+core's capacity is the inverse. On a 2-core machine the clients need more
 CPU than the servers (a writer compresses its frames), so the servers do not
 reach a full core: the capacity per core is the measured cost per transition
 extrapolated to a whole core, and the highest rate a shard took here is

@@ -1,5 +1,6 @@
-"""Data generation against the number of actor processes (issue goal 5; the
-paper's Figure 13 at the scale of one machine), with each actor's memory.
+"""Data generation against the number of actor processes (goal 5 of
+docs/performance.md; the paper's Figure 13 at the scale of one machine),
+with each actor's memory.
 
 Runs the real program (`programs/apex_dqn.py --lp_launch_type=local_mp`,
 Ape-X DQN on atari:Pong, K = 1 environment per actor) with 1, 2, 4 and 8

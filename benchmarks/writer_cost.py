@@ -1,5 +1,6 @@
 """What Reverb costs an actor per environment step, apart from everything
-else the actor does (the floor under goal 1, actor efficiency).
+else the actor does (the floor under goal 1 of docs/performance.md, actor
+efficiency).
 
 One process pinned to the actor CPU writes real Pong frames through the
 actor's own `agents.replay.adders._RowWriter` (Reverb 0.7's C++ `TrajectoryWriter`),

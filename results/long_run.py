@@ -1,10 +1,13 @@
 """The page of one long run (a result, not a test): its evaluation rounds as
 a CSV, its curves, and how long it took to reach each threshold.
 
-  .venv/bin/python results/long_run.py <workdir> --name=pong \
-      --thresholds=-15,0,15 --command="python programs/apex_dqn.py ..."
+  .venv/bin/python -m results.long_run <workdir> --name=pong \
+      --thresholds=-15,0,15 --command="python programs/apex_dqn.py ..." \
+      --final_evaluation=<evaluate.py --output of its final policy>
+  .venv/bin/python -m results.pages pong    # the page, from its JSON and CSV
 
-Reads the run's record (`run.json`) and CSV logs and writes:
+Collecting (`collect`) reads the run's record (`run.json`) and CSV logs and
+writes:
 
   results/<name>.csv  one row per evaluation round (`--evaluation_episodes`
                       episodes of the evaluator, after every
@@ -15,11 +18,15 @@ Reads the run's record (`run.json`) and CSV logs and writes:
                       evaluator's episodes with their running mean over one
                       round, against frames and wall-clock; actor frames/s;
                       learner updates/s)
-  results/<name>.md   the command, the run's values, when each threshold was
-                      first passed by a round's mean, and the speeds
+  results/<name>.json what else the page shows: the command, every value
+                      the run used, the thresholds, the speeds, the final
+                      policy's evaluation and the notes
 
-The workdir stays where it is (outside the repository): only these small
-files are committed.
+Rendering (`render`) makes results/<name>.md (the run's answer first: one
+seed, its last and best rounds, its final policy; then when each threshold
+was first passed by a round's mean, and the speeds) from the JSON and CSV
+alone. The workdir stays where it is (outside the repository): only these
+small files are committed.
 """
 
 import csv
@@ -45,6 +52,9 @@ flags.DEFINE_string('command', None, 'The command that made the run, as '
                     'run (the page shows it).')
 flags.DEFINE_string('notes', None, 'A paragraph the page adds under its '
                     'table (e.g. what else ran on the machine).')
+flags.DEFINE_string('final_evaluation', None, 'The JSON that '
+                    'programs/evaluate.py --output wrote of the run\'s final '
+                    'policy, if any: the page gives its returns.')
 FLAGS = flags.FLAGS
 
 RESULTS = os.path.dirname(os.path.abspath(__file__))
@@ -95,43 +105,98 @@ def speeds(curves) -> Dict[str, float]:
           'learner_updates_per_second': float(np.nanmedian(updates))}
 
 
-def main(argv):
-  if len(argv) != 2 or not FLAGS.name:
-    sys.stderr.write('usage: results/long_run.py <workdir> --name=<page>\n')
-    sys.exit(2)
-  workdir = argv[1]
+# What the page gives of its final policy's evaluation (programs/evaluate.py
+# --output).
+FINAL_POLICY_KEYS = ('learner_steps', 'episodes', 'epsilon', 'mean', 'median',
+                     'min', 'max')
+# The CSV's columns that are counts; the rest are returns and minutes.
+COUNT_COLUMNS = ('round', 'learner_steps', 'actor_steps', 'actor_frames')
+
+
+def collect(workdir: str, name: str) -> Dict[str, object]:
+  """Writes results/<name>.csv, .png and .json from the run in `workdir`
+  (and the flags), and returns that JSON's content."""
   manifest = run_manifest.read_manifest(workdir)
   curves = plot.run_curves(workdir, 10)
   rounds = evaluation_rounds(workdir, curves['start'])
-  with open(os.path.join(RESULTS, f'{FLAGS.name}.csv'), 'w',
-            newline='') as f:
+  with open(os.path.join(RESULTS, f'{name}.csv'), 'w', newline='') as f:
     writer = csv.DictWriter(f, fieldnames=list(rounds[0]))
     writer.writeheader()
     writer.writerows(rounds)
-  plot.plot([workdir], [FLAGS.name], os.path.join(RESULTS,
-                                                  f'{FLAGS.name}.png'),
+  plot.plot([workdir], [name], os.path.join(RESULTS, f'{name}.png'),
             smoothing=int(manifest['flags']['evaluation_episodes']),
             frames=True)
-  measured = speeds(curves)
-  title = FLAGS.title or f'{manifest["program"]} on {manifest["env"]}'
+  final_policy = None
+  if FLAGS.final_evaluation:
+    with open(FLAGS.final_evaluation) as f:
+      evaluation = json.load(f)
+    final_policy = {key: evaluation[key] for key in FINAL_POLICY_KEYS}
+  data = {
+      'title': FLAGS.title or f'{manifest["program"]} on {manifest["env"]}',
+      'command': FLAGS.command, 'preset': manifest.get('preset'),
+      'flags': manifest['flags'],
+      'frames_per_step': run_manifest.frames_per_step(workdir),
+      'thresholds': [float(t) for t in FLAGS.thresholds],
+      'speeds': speeds(curves), 'final_policy': final_policy,
+      'notes': FLAGS.notes}
+  with open(os.path.join(RESULTS, f'{name}.json'), 'w') as f:
+    json.dump(data, f, indent=2)
+    f.write('\n')
+  return data
+
+
+def read_rounds(name: str) -> List[Dict[str, float]]:
+  """The evaluation rounds of results/<name>.csv, as `collect` wrote them."""
+  with open(os.path.join(RESULTS, f'{name}.csv')) as f:
+    return [{key: int(value) if key in COUNT_COLUMNS else float(value)
+             for key, value in row.items()} for row in csv.DictReader(f)]
+
+
+def _final_policy_text(final_policy) -> str:
+  epsilon = final_policy['epsilon']
+  return (
+      f' Its final policy (learner step {final_policy["learner_steps"]:,}), '
+      f'{final_policy["episodes"]} episodes of `programs/evaluate.py`, '
+      + ('greedy' if not epsilon else f'at epsilon {epsilon:g}') +
+      f': mean {final_policy["mean"]:.1f} (median '
+      f'{final_policy["median"]:g}, min {final_policy["min"]:g}, max '
+      f'{final_policy["max"]:g}).')
+
+
+def render(name: str, data: Dict[str, object],
+           rounds: List[Dict[str, float]]) -> str:
+  """The page results/<name>.md from its JSON, `data`, and its evaluation
+  `rounds` (`read_rounds`) alone."""
+  run_flags = data['flags']
   best = max(rounds, key=lambda row: row['mean_return'])
   last = rounds[-1]
-  lines = [f'# {title}', '', f'![{FLAGS.name}]({FLAGS.name}.png)', '']
-  if FLAGS.command:
-    lines += ['The run:', '', '```sh', FLAGS.command, '```', '']
+  per_round = run_flags['evaluation_episodes']
+  lines = [
+      f'# {data["title"]}', '',
+      f'**One run (seed {run_flags["seed"]}), so no spread over seeds.** '
+      f'The evaluator\'s last round (round {last["round"]}, {per_round} '
+      f'episodes): mean {last["mean_return"]:.1f} (min '
+      f'{last["min_return"]:.0f}, max {last["max_return"]:.0f}) after '
+      f'{last["minutes"]:.0f} minutes, {last["actor_frames"]:,} frames and '
+      f'{last["learner_steps"]:,} updates; its best round: '
+      f'{best["mean_return"]:.1f} (round {best["round"]}).'
+      + (_final_policy_text(data['final_policy'])
+         if data['final_policy'] else ''), '',
+      f'![{name}]({name}.png)', '']
+  if data['command']:
+    lines += ['The run:', '', '```sh', data['command'], '```', '']
   lines += [
-      f'Preset `{manifest.get("preset")}`; every value the run used:', '',
-      '```json', json.dumps(manifest['flags'], indent=1, sort_keys=True),
+      f'Preset `{data["preset"]}`; every value the run used:', '',
+      '```json', json.dumps(run_flags, indent=1, sort_keys=True),
       '```', '',
-      f'Evaluation: {manifest["flags"]["evaluation_episodes"]} episodes of '
-      'the evaluator every '
-      f'{manifest["flags"]["evaluation_period"]:,} learner updates; a '
+      f'Evaluation: {per_round} episodes of the evaluator every '
+      f'{run_flags["evaluation_period"]:,} learner updates; a '
       "round's return is their mean. Frames: agent steps x "
-      f'{run_manifest.frames_per_step(workdir)}. Minutes: wall-clock from '
+      f'{data["frames_per_step"]}. Minutes: wall-clock from '
       "the run's first log row.", '',
       '| threshold | first round at or above | minutes | frames | learner '
       'updates |', '|---|---|---|---|---|']
-  for threshold in (float(t) for t in FLAGS.thresholds):
+  for threshold in data['thresholds']:
     row = first_passing(rounds, threshold)
     if row is None:
       lines.append(f'| {threshold:g} | not reached (best round: '
@@ -141,22 +206,27 @@ def main(argv):
           f'| {threshold:g} | round {row["round"]}: {row["mean_return"]:.1f} '
           f'| {row["minutes"]:.0f} | {row["actor_frames"]:,} | '
           f'{row["learner_steps"]:,} |')
+  measured = data['speeds']
   lines += [
       '',
-      f'Last round ({last["round"]}): mean {last["mean_return"]:.1f} '
-      f'(min {last["min_return"]:.0f}, max {last["max_return"]:.0f}) after '
-      f'{last["minutes"]:.0f} minutes, {last["actor_frames"]:,} frames, '
-      f'{last["learner_steps"]:,} updates. Best round: round {best["round"]}'
-      f', {best["mean_return"]:.1f}.', '',
       'Speeds (medians over the run): actors '
       f'{measured["actor_frames_per_second"]:,.0f} frames/s in all, learner '
       f'{measured["learner_updates_per_second"]:.1f} updates/s.', '',
-      f'Every round: [{FLAGS.name}.csv]({FLAGS.name}.csv).', '']
-  if FLAGS.notes:
-    lines += [FLAGS.notes, '']
+      f'Every round: [{name}.csv]({name}.csv).', '']
+  if data['notes']:
+    lines += [data['notes'], '']
+  return '\n'.join(lines)
+
+
+def main(argv):
+  if len(argv) != 2 or not FLAGS.name:
+    sys.stderr.write('usage: python -m results.long_run <workdir> '
+                     '--name=<page>\n')
+    sys.exit(2)
+  data = collect(argv[1], FLAGS.name)
   with open(os.path.join(RESULTS, f'{FLAGS.name}.md'), 'w') as f:
-    f.write('\n'.join(lines))
-  print(f'Wrote results/{FLAGS.name}.csv, .png and .md')
+    f.write(render(FLAGS.name, data, read_rounds(FLAGS.name)))
+  print(f'Wrote results/{FLAGS.name}.csv, .png, .json and .md')
 
 
 if __name__ == '__main__':

@@ -1,14 +1,18 @@
 """Ape-X DQN on the five MinAtar games beside Young & Tian's DQN (a result,
-not a test): runs `results/run.py minatar` (one preset, the same frame
-budget for each game), evaluates each run's final policy, and writes
-results/minatar.{md,json,png}.
+not a test): runs `results.run minatar` (one preset, the same frame budget
+for each game), evaluates each run's final policy, and writes
+results/minatar.{png,json,md}.
 
-  .venv/bin/python results/minatar.py --seeds=0 --runs=<dir outside the repo>
-  .venv/bin/python results/minatar.py --seeds=0 --runs=<dir> --report_only \
+  .venv/bin/python -m results.minatar --seeds=0 --runs=<dir outside the repo>
+  .venv/bin/python -m results.minatar --seeds=0 --runs=<dir> --report_only \
       --notes="What else ran on the machine."
+  .venv/bin/python -m results.pages minatar    # the page, from its JSON
 
 A run already finished is not run again; a final policy already evaluated
-(<run>/final_evaluation.json) is not evaluated again.
+(<run>/final_evaluation.json) is not evaluated again. Collecting (`collect`)
+writes the plot and results/minatar.json (every run's figures, and what the
+page says of how they were made); rendering (`render`) makes the page from
+that JSON alone.
 """
 
 import json
@@ -20,8 +24,9 @@ from absl import app
 from absl import flags
 import numpy as np
 
-import long_run
-import run
+from results import long_run
+from results import run
+from results import spread
 
 RESULTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(RESULTS)
@@ -95,16 +100,6 @@ def run_record(workdir: str, seed: int) -> Dict[str, object]:
   }
 
 
-def _final_cell(rows) -> str:
-  finals = np.array([row['final_mean'] for row in rows])
-  if len(rows) == 1:
-    row = rows[0]
-    return (f'{row["final_mean"]:.1f} (sd {row["final_std"]:.1f} over '
-            f'{row["final_episodes"]} episodes)')
-  return (f'{finals.mean():.1f} ± {finals.std():.1f} over seeds '
-          f'({finals.min():.1f}-{finals.max():.1f})')
-
-
 def plot_games(records: Dict[str, List[Dict[str, object]]], out: str):
   """One panel per game: each seed's evaluation rounds against frames, its
   final policy's mean, and the DQN reference at 1M and 2M frames."""
@@ -136,7 +131,10 @@ def plot_games(records: Dict[str, List[Dict[str, object]]], out: str):
   plt.close(figure)
 
 
-def report(seeds: List[int]):
+def collect(seeds: List[int]) -> Dict[str, object]:
+  """Writes results/minatar.png and .json from the finished runs (their
+  final policies evaluated first, where not yet), and returns that JSON's
+  content."""
   records = {}
   for game in GAMES:
     rows = []
@@ -149,45 +147,77 @@ def report(seeds: List[int]):
   if not records:
     raise ValueError('No finished MinAtar runs yet.')
   plot_games(records, os.path.join(RESULTS, f'{ANALYSIS}.png'))
-  frames = int(run.MINATAR_FRAMES * FLAGS.scale)
+  data = {
+      'frames': int(run.MINATAR_FRAMES * FLAGS.scale), 'seeds': seeds,
+      'final_episodes': FLAGS.final_episodes,
+      'final_epsilon': EVALUATION_EPSILON,
+      'command': ' '.join(run.command(ANALYSIS, GAMES[0], seeds[0],
+                                      '<workdir>')),
+      'notes': FLAGS.notes, 'reference': DQN_REFERENCE, 'games': records}
+  run.write_json(ANALYSIS, data)
+  return data
+
+
+def render(data: Dict[str, object]) -> str:
+  """The page (results/minatar.md) from its JSON, `data`, alone: first each
+  game's final policy over seeds beside the reference, then the runs'
+  evaluation rounds and speeds, then where the reference comes from and
+  how the page was made."""
+  records, reference = data['games'], data['reference']
+  episodes, epsilon = data['final_episodes'], data['final_epsilon']
+  count = max(len(rows) for rows in records.values())
   lines = [
       '# Ape-X DQN on MinAtar beside Young & Tian\'s DQN', '',
+      f'**Final policy after {data["frames"]:,} frames, '
+      f'{spread.seeds_phrase(count, "a game")}.** Its mean return over '
+      f'{episodes} episodes at epsilon {epsilon:g}'
+      f'{spread.how_stated(count)}. Beside it, '
+      'Young & Tian\'s DQN at 1M frames, read off their published curves '
+      '(below): a different measure, and no test compares the two.', '',
+      *spread.seed_table(
+          'game', 'Ape-X DQN, final policy',
+          {game: {row['seed']: row['final_mean'] for row in rows}
+           for game, rows in records.items()},
+          extra={'Young & Tian\'s DQN at 1M frames': [
+              f'{reference[game][0]:.1f}' for game in records]}), '',
       f'![MinAtar]({ANALYSIS}.png)', '',
-      f'One preset (`--preset=minatar`) for all five games, {frames:,} '
-      'frames each (a MinAtar step is one frame; the budget counts the '
-      'actors\' steps), on this machine (2 CPU cores, no GPU), one game '
-      'after another.' + (f' {FLAGS.notes}' if FLAGS.notes else ''), '',
-      '| game | seeds | Ape-X DQN: final policy at the budget | last '
-      'evaluation round (frames) | best round (frames) | Young & Tian DQN '
-      'at 1M frames | at 2M frames | wall-clock (min) | learner updates | '
-      'frames/s | updates/s |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
+      'One preset (`--preset=minatar`) for all five games, '
+      f'{data["frames"]:,} frames each (a MinAtar step is one frame; the '
+      'budget counts the actors\' steps), on 2 CPU cores (no GPU), one game '
+      'after another.' + (f' {data["notes"]}' if data['notes'] else ''), '',
+      '| game | final policy: sd over its episodes | last evaluation round '
+      '(frames) | best round (frames) | Young & Tian DQN at 2M frames | '
+      'wall-clock (min) | learner updates | frames/s | updates/s |',
+      '|---|---|---|---|---|---|---|---|---|',
   ]
   mean = lambda rows, key: np.mean([row[key] for row in rows])
   for game, rows in records.items():
     round_cell = lambda key: '; '.join(  # pylint: disable=cell-var-from-loop
         f'{row[key]["mean_return"]:.1f} ({row[key]["actor_frames"] / 1e3:,.0f}K)'
         if row[key] else '-' for row in rows)
-    at_1m, at_2m = DQN_REFERENCE[game]
+    episodes_sd = '; '.join(
+        f'{row["final_std"]:.1f} ({row["final_episodes"]} episodes)'
+        for row in rows)
     lines.append(
-        f'| {game} | {len(rows)} | {_final_cell(rows)} | '
+        f'| {game} | {episodes_sd} | '
         f'{round_cell("last_round")} | {round_cell("best_round")} | '
-        f'{at_1m:.1f} | {at_2m:.1f} | {mean(rows, "wall_clock_minutes"):.1f} | '
+        f'{reference[game][1]:.1f} | '
+        f'{mean(rows, "wall_clock_minutes"):.1f} | '
         f'{mean(rows, "learner_updates"):,.0f} | '
         f'{mean(rows, "actor_frames_per_second"):,.0f} | '
         f'{mean(rows, "learner_updates_per_second"):.0f} |')
-  example = run.command(ANALYSIS, GAMES[0], seeds[0], '<workdir>')
   lines += [
       '',
       '**The columns.** *Final policy*: the run\'s last learner checkpoint '
-      f'(taken when the budget ran out), {FLAGS.final_episodes} episodes of '
-      f'`programs/evaluate.py --epsilon={EVALUATION_EPSILON}` (the '
+      f'(taken when the budget ran out), {episodes} episodes of '
+      f'`programs/evaluate.py --epsilon={epsilon:g}` (the '
       'evaluator\'s exploration). *Evaluation rounds*: the in-run '
       'evaluator\'s mean over its 10 episodes, every 10,000 updates '
       '(about 80K frames); frames are the actors\' count when the round '
       'began. *Wall-clock*: the whole program, start-up included. '
       '*frames/s*, *updates/s*: medians over the run of the actors\' summed '
-      'rate and of the learner\'s.', '',
+      'rate and of the learner\'s. With several seeds a game, a cell lists '
+      'each seed\'s, and the last four columns are means over seeds.', '',
       '**Young & Tian\'s DQN** (arXiv:1903.03176): read off the learning '
       'curves of the MinAtar repository (github.com/kenjyoung/MinAtar, '
       '`img/learning_curves.gif`, "DQN"): the height of the curve\'s pixels '
@@ -205,20 +235,23 @@ def report(seeds: List[int]):
       'the Seaquest oxygen fix, which its README says may change Seaquest\'s '
       'returns from the published ones.', '',
       'Made by:', '', '```sh',
-      f'.venv/bin/python results/minatar.py --seeds={",".join(map(str, seeds))}'
+      '.venv/bin/python -m results.minatar '
+      f'--seeds={",".join(map(str, data["seeds"]))}'
       ' --runs=<a directory outside the repository>', '```', '',
       'which runs, for each game and seed, e.g.:', '', '```sh',
-      ' '.join(example), '```', '',
+      data['command'], '```', '',
       'then `programs/evaluate.py --workdir=<workdir> '
-      f'--episodes={FLAGS.final_episodes} --epsilon={EVALUATION_EPSILON}` '
+      f'--episodes={episodes} --epsilon={epsilon:g}` '
       'on its final checkpoint.', '']
+  return '\n'.join(lines)
+
+
+def report(seeds: List[int]):
+  """Writes results/minatar.{png,json,md} from the finished runs."""
+  data = collect(seeds)
   with open(os.path.join(RESULTS, f'{ANALYSIS}.md'), 'w') as f:
-    f.write('\n'.join(lines))
-  with open(os.path.join(RESULTS, f'{ANALYSIS}.json'), 'w') as f:
-    json.dump({'frames': frames, 'seeds': seeds, 'reference': DQN_REFERENCE,
-               'games': records}, f, indent=2)
-    f.write('\n')
-  print(f'Wrote results/{ANALYSIS}.png, .md and .json')
+    f.write(render(data))
+  print(f'Wrote results/{ANALYSIS}.png, .json and .md')
 
 
 def main(argv):

@@ -1,19 +1,22 @@
 """The paper's analyses at a scale that learns on 2 CPU cores: runs every
-setting and seed of one analysis, then writes its plot and table.
+setting and seed of one analysis, then writes its plot, data and page.
 
-  .venv/bin/python results/run.py replay            # all seeds, then the report
-  .venv/bin/python results/run.py actors --seeds=0,1,2
-  .venv/bin/python results/run.py replay --report_only
-  .venv/bin/python results/run.py --list
+  .venv/bin/python -m results.run replay            # all seeds, then the page
+  .venv/bin/python -m results.run actors --seeds=0,1,2
+  .venv/bin/python -m results.run replay --report_only   # from the runs made
+  .venv/bin/python -m results.run --list
+  .venv/bin/python -m results.pages replay          # the page, from its JSON
 
 Runs go to `results/runs/<analysis>/<setting>/seed<k>/` (not in git); a run
-already finished there is not run again. The report is
-`results/<analysis>.png` (plot: mean over seeds and min-max band),
-`results/<analysis>.md` (table) and `results/<analysis>.json` (every seed's
-figures).
+already finished there is not run again. Collecting (`collect`) reads the
+finished runs and writes `results/<analysis>.png` (plot: mean over seeds and
+min-max band) and `results/<analysis>.json` (every seed's figures, and what
+the page says of how they were made); rendering (`render`) makes
+`results/<analysis>.md` from that JSON alone, so a page can be made again
+after its runs are gone (`results/pages.py`).
 
 Why these tasks: gym:CartPole-v1 (Ape-X DQN) and control:cartpole:balance
-(Ape-X DPG) learn within minutes on this machine with the programs'
+(Ape-X DPG) learn within minutes on 2 CPU cores with the programs'
 `cartpole` presets, so each setting can have several seeds; Atari at the
 paper's scale needs days of many cores.
 """
@@ -32,6 +35,7 @@ import numpy as np
 from agents.runs import run_manifest
 
 from programs import plot
+from results import spread
 
 flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds per setting.')
 flags.DEFINE_bool('report_only', False, 'Only write the report from the runs '
@@ -126,12 +130,12 @@ ANALYSES['minatar'] = dict(
     title='Ape-X DQN on the five MinAtar games, 1M frames each',
     program='apex_dqn', flags=['--preset=minatar'],
     budget=('steps', MINATAR_FRAMES), threshold=None,
-    page='results/minatar.py',
+    page='results.minatar',
     settings={game: [f'--env=minatar:{game}'] for game in (
         'asterix', 'breakout', 'freeway', 'seaquest', 'space_invaders')})
 
 
-# A3C (issue 18). Its workers: the A3C paper's Table 2 question (the
+# A3C (Mnih et al. 2016). Its workers: the A3C paper's Table 2 question (the
 # speed-up with 1-8 actor-learners) on CartPole, the same step budget (over
 # which the learning rate anneals). Beside Ape-X DQN: the same wall-clock
 # and the same number of environment processes (4 actors or 4 workers),
@@ -315,7 +319,8 @@ def speedup_table(spec, figures) -> List[str]:
   """The A3C paper's Table 2 question: each setting's speed-up, the first
   setting's median minutes to the threshold over its own, beside the paper's
   figures; split into data (actor steps to the threshold) and speed (actor
-  frames per second), whose ratios multiply to it."""
+  frames per second), whose ratios multiply to it. `spec` holds the
+  threshold, the settings in order and the paper's `speedup`."""
   def median(rows, key):
     values = [row[key] for row in rows if row[key] is not None]
     return float(np.median(values)) if values else None
@@ -349,8 +354,16 @@ def speedup_table(spec, figures) -> List[str]:
   return lines
 
 
-def report(analysis: str, seeds: List[int]):
-  """Writes results/<analysis>.{png,md,json} from the finished runs."""
+def _budget_text(spec) -> str:
+  kind, value = spec['budget']
+  if kind == 'steps':
+    return f'{int(value * FLAGS.scale):,} actor steps'
+  return f'{value * FLAGS.scale / 60:g} minutes of wall-clock'
+
+
+def collect(analysis: str, seeds: List[int]) -> Dict[str, object]:
+  """Writes results/<analysis>.png and .json from the finished runs, and
+  returns that JSON's content."""
   spec = ANALYSES[analysis]
   groups, figures = {}, {}
   for setting in spec['settings']:
@@ -363,55 +376,81 @@ def report(analysis: str, seeds: List[int]):
                           for w in workdirs]
   if not groups:
     raise ValueError(f'No finished runs of {analysis!r} yet.')
-  png = os.path.join(RESULTS, f'{analysis}.png')
-  plot.plot_groups(groups, png, smoothing=FINAL_EPISODES, title=spec['title'])
-  kind, value = spec['budget']
-  budget = (f'{int(value * FLAGS.scale):,} actor steps' if kind == 'steps'
-            else f'{value * FLAGS.scale / 60:g} minutes of wall-clock')
+  plot.plot_groups(groups, os.path.join(RESULTS, f'{analysis}.png'),
+                   smoothing=FINAL_EPISODES, title=spec['title'])
+  example = command(analysis, next(iter(spec['settings'])), 0, '<workdir>')
+  data = {'title': spec['title'], 'budget': _budget_text(spec),
+          'scale': FLAGS.scale, 'seeds': seeds,
+          'threshold': spec['threshold'], 'command': ' '.join(example)}
+  if 'speedup' in spec:
+    data['speedup'] = spec['speedup']
+  data['settings'] = figures
+  write_json(analysis, data)
+  return data
+
+
+def write_json(name: str, data: Dict[str, object]):
+  """Writes results/<name>.json as every results script does."""
+  with open(os.path.join(RESULTS, f'{name}.json'), 'w') as f:
+    json.dump(data, f, indent=2)
+    f.write('\n')
+
+
+def render(analysis: str, data: Dict[str, object]) -> str:
+  """The page of `analysis` (results/<analysis>.md) from its JSON, `data`,
+  alone: first the final returns over seeds, then when each setting reached
+  the threshold and how fast it ran, then how it was made."""
+  figures = data['settings']
+  threshold = data['threshold']
+  count = max(len(rows) for rows in figures.values())
   lines = [
-      f'# {spec["title"]}', '',
+      f'# {data["title"]}', '',
+      f'**Final return after {data["budget"]}, '
+      f'{spread.seeds_phrase(count, "a setting")}.** A run\'s final return is '
+      f'the mean of its last {FINAL_EPISODES} evaluation episodes'
+      f'{spread.how_stated(count)}. The settings are compared by these '
+      'values alone: no test of their differences is made.', '',
+      *spread.seed_table(
+          'setting', 'final return',
+          {setting: {row['seed']: row['final_return'] for row in rows}
+           for setting, rows in figures.items()}), '',
       f'![{analysis}]({analysis}.png)', '',
-      f'Budget per run: {budget}. Final return: the mean of a run\'s last '
-      f'{FINAL_EPISODES} evaluation episodes; over seeds, mean ± standard '
-      'deviation (min-max). Reaching a return: when the running mean of '
-      f'{FINAL_EPISODES} evaluation episodes first reached '
-      f'{spec["threshold"]}, median over the seeds that reached it.', '',
-      'Speeds: the run\'s actor frames and learner updates over its whole '
-      'wall-clock (start-up and stop included), mean over seeds.', '',
-      '| setting | seeds | final return | actor steps to reach '
-      f'{spec["threshold"]} | minutes to reach {spec["threshold"]} | '
-      'wall-clock (min) | actor frames | learner updates | actor frames/s | '
-      'learner updates/s |',
-      '|---|---|---|---|---|---|---|---|---|---|',
+      f'Reaching {threshold}: when the running mean of {FINAL_EPISODES} '
+      f'evaluation episodes first reached it, median over the seeds that '
+      'did. Speeds: the run\'s actor frames and learner updates over its '
+      'whole wall-clock (start-up and stop included). Wall-clock, counts '
+      'and speeds: means over seeds.', '',
+      f'| setting | seeds | actor steps to reach {threshold} | minutes to '
+      f'reach {threshold} | wall-clock (min) | actor frames | learner '
+      'updates | actor frames/s | learner updates/s |',
+      '|---|---|---|---|---|---|---|---|---|',
   ]
   for setting, rows in figures.items():
-    finals = np.array([row['final_return'] for row in rows])
     mean = lambda key: np.mean([row[key] for row in rows])  # pylint: disable=cell-var-from-loop
     lines.append(
-        f'| {setting} | {len(rows)} | {finals.mean():.1f} ± {finals.std():.1f}'
-        f' ({finals.min():.1f}-{finals.max():.1f}) | '
+        f'| {setting} | {len(rows)} | '
         f'{_reached(rows, "steps_to_threshold", "{:,.0f}")} | '
         f'{_reached(rows, "minutes_to_threshold", "{:.1f}")} | '
         f'{mean("wall_clock_minutes"):.1f} | {mean("actor_frames"):,.0f} | '
         f'{mean("learner_updates"):,.0f} | '
         f'{mean("actor_frames_per_second"):,.0f} | '
         f'{mean("learner_updates_per_second"):,.1f} |')
-  if 'speedup' in spec:
-    lines += ['', *speedup_table(spec, figures)]
-  example = command(analysis, next(iter(spec['settings'])), 0,
-                    '<workdir>')
+  if 'speedup' in data:
+    lines += ['', *speedup_table(data, figures)]
   lines += ['', 'Made by:', '', '```sh',
-            f'.venv/bin/python results/run.py {analysis} '
-            f'--seeds={",".join(map(str, seeds))}', '```', '',
+            f'.venv/bin/python -m results.run {analysis} '
+            f'--seeds={",".join(map(str, data["seeds"]))}', '```', '',
             'which runs, for each setting and seed, e.g.:', '', '```sh',
-            ' '.join(example), '```', '']
+            data['command'], '```', '']
+  return '\n'.join(lines)
+
+
+def report(analysis: str, seeds: List[int]):
+  """Writes results/<analysis>.{png,json,md} from the finished runs."""
+  data = collect(analysis, seeds)
   with open(os.path.join(RESULTS, f'{analysis}.md'), 'w') as f:
-    f.write('\n'.join(lines))
-  with open(os.path.join(RESULTS, f'{analysis}.json'), 'w') as f:
-    json.dump({'title': spec['title'], 'budget': budget, 'scale': FLAGS.scale,
-               'seeds': seeds, 'settings': figures}, f, indent=2)
-    f.write('\n')
-  print(f'Wrote results/{analysis}.png, .md and .json')
+    f.write(render(analysis, data))
+  print(f'Wrote results/{analysis}.png, .json and .md')
 
 
 def main(argv):
@@ -428,7 +467,7 @@ def main(argv):
   analysis = argv[1]
   if 'page' in ANALYSES[analysis]:
     sys.stderr.write(f'error: {analysis} has a page of its own: run '
-                     f'.venv/bin/python {ANALYSES[analysis]["page"]} '
+                     f'.venv/bin/python -m {ANALYSES[analysis]["page"]} '
                      '(same flags).\n')
     sys.exit(2)
   seeds = [int(seed) for seed in FLAGS.seeds]

@@ -10,9 +10,11 @@ tests/test_docs.py checks that the README holds what this would write.
 import csv
 import json
 import os
-import statistics
 import sys
 from typing import Dict, List, Sequence
+
+from results import pong_45min
+from results import spread
 
 RESULTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(RESULTS)
@@ -30,9 +32,6 @@ LONG_RUNS = {
     'breakout': 'Ape-X DQN on Atari Breakout, `atari_small` preset, on 2 '
                 'cores',
 }
-# pong_45min.json: the runs of its three-seed comparison, by key prefix.
-PONG_45MIN = (('`atari_small`', 'atari_small_seed'),
-              ('starting point', 'issue_start_onednn'))
 MINATAR_GAMES = {'breakout': 'Breakout', 'space_invaders': 'Space Invaders',
                  'seaquest': 'Seaquest', 'freeway': 'Freeway',
                  'asterix': 'Asterix'}
@@ -48,12 +47,12 @@ def _link(page: str) -> str:
 
 
 def _spread(values: Sequence[float]) -> str:
-  """The mean of the seeds' values, with their range where there are
-  several."""
-  mean = statistics.mean(values)
+  """The mean of the seeds' values, with their sample standard deviation
+  and range where there are several (`spread.mean_and_sd`)."""
   if len(values) == 1:
-    return f'{mean:.1f}'
-  return f'{mean:.1f} ({min(values):.1f} to {max(values):.1f})'
+    return spread.mean_and_sd(values)
+  return (f'{spread.mean_and_sd(values)} ({min(values):.1f} to '
+          f'{max(values):.1f})')
 
 
 def _analysis_row(name: str) -> str:
@@ -69,10 +68,9 @@ def _analysis_row(name: str) -> str:
 def _pong_45min_row() -> str:
   data = _load('pong_45min.json')
   figures, seeds = [], set()
-  for label, prefix in PONG_45MIN:
-    returns = [run['greedy_return']['mean']
-               for key, run in sorted(data['runs'].items())
-               if key.startswith(prefix)]
+  for label, prefix in pong_45min.GROUPS:
+    returns = list(pong_45min.group_values(data, prefix,
+                                           'greedy_return').values())
     figures.append(f'{label} {_spread(returns)}')
     seeds.add(len(returns))
   minutes = data['budget_seconds'] / 60

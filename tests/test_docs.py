@@ -1,7 +1,8 @@
 """The README and docs/ say what runs: every program command shown runs up
 to the point of work, every `make` target named exists, every relative
-link (and its #anchor) resolves, the README's results table is current, and
-no page carries a date or a session's diary.
+link (and its #anchor) resolves (also on the results pages), the README's
+results table is current, and no page (results pages too) carries a date or
+a session's diary.
 
 A command of `programs/apex_dqn.py`, `apex_dpg.py` or `a3c.py` gets
 `--print_config` (a vertex_ai launch: `--dry_run` with its package in a
@@ -28,6 +29,11 @@ ROOT = helpers.ROOT
 PAGES = ['README.md'] + sorted(
     os.path.relpath(path, ROOT)
     for path in glob.glob(os.path.join(ROOT, 'docs', '*.md')))
+# The results pages: their links and their wording are checked as the
+# docs' are; their commands are the runs' own (with a <workdir>).
+RESULT_PAGES = sorted(
+    os.path.relpath(path, ROOT)
+    for path in glob.glob(os.path.join(ROOT, 'results', '*.md')))
 LAUNCHING = ('apex_dqn', 'apex_dpg', 'a3c')
 PLACEHOLDERS = {'<project number>': '123456789012',
                 '<bucket>': 'apex-docs-bucket', '<project>': 'apex-docs',
@@ -157,7 +163,7 @@ def _anchors(page: str) -> Set[str]:
   return anchors
 
 
-@pytest.mark.parametrize('page', PAGES)
+@pytest.mark.parametrize('page', PAGES + RESULT_PAGES)
 def test_each_relative_link_resolves(page):
   text = re.sub(r'^```.*?^```', '', _text(page),
                 flags=re.MULTILINE | re.DOTALL)
@@ -176,7 +182,7 @@ def test_each_relative_link_resolves(page):
   assert not broken, f'{page}: links that do not resolve: {broken}'
 
 
-@pytest.mark.parametrize('page', PAGES)
+@pytest.mark.parametrize('page', PAGES + RESULT_PAGES)
 def test_no_page_carries_a_date_or_a_session(page):
   text = _text(page)
   months = ('Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec')

@@ -1,21 +1,7 @@
 """results/run.py's speed-up table (the A3C paper's Table 2 question) against
 figures worked out by hand."""
 
-import importlib.util
-import os
-
-import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture(scope='module')
-def run_module():
-  spec = importlib.util.spec_from_file_location(
-      'results_run', os.path.join(ROOT, 'results', 'run.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+from results import run
 
 
 def _row(minutes, steps, frames_per_second):
@@ -23,7 +9,7 @@ def _row(minutes, steps, frames_per_second):
               actor_frames_per_second=frames_per_second)
 
 
-def test_speedup_is_time_to_threshold_over_the_first_settings(run_module):
+def test_speedup_is_time_to_threshold_over_the_first_settings():
   spec = dict(threshold=400, settings={'1 worker': [], '2 workers': [],
                                        '4 workers': []},
               speedup=dict(source='paper', values=[1.0, 2.1, 3.7]))
@@ -38,7 +24,7 @@ def test_speedup_is_time_to_threshold_over_the_first_settings(run_module):
       '4 workers': [_row(None, None, 500.0), _row(6.0, 200_000, 520.0),
                     _row(None, None, 480.0)],
   }
-  lines = run_module.speedup_table(spec, figures)
+  lines = run.speedup_table(spec, figures)
   rows = {line.split(' | ')[0].lstrip('| '): line.strip(' |').split(' | ')
           for line in lines if line.startswith('| ') and 'worker' in line}
   # speed-up = 12 / t; frames/s ratio = mean fps / 150; data = 100K / steps.
@@ -47,11 +33,11 @@ def test_speedup_is_time_to_threshold_over_the_first_settings(run_module):
   assert rows['4 workers'][1:] == ['2.00', '3.7', '3.33', '0.50']
 
 
-def test_a_setting_that_never_reached_the_threshold_says_so(run_module):
+def test_a_setting_that_never_reached_the_threshold_says_so():
   spec = dict(threshold=400, settings={'1 worker': [], '8 workers': []},
               speedup=dict(source='paper', values=[1.0, 6.9]))
   figures = {'1 worker': [_row(12.0, 100_000, 150.0)],
              '8 workers': [_row(None, None, 300.0)]}
-  line = [l for l in run_module.speedup_table(spec, figures)
+  line = [l for l in run.speedup_table(spec, figures)
           if l.startswith('| 8 workers')][0]
   assert line == '| 8 workers | not reached | 6.9 | 2.00 | not reached |'

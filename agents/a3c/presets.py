@@ -12,10 +12,11 @@ from agents.config import Preset
 # CartPole every step pays +1, so with gamma 0.99 values approach 100, two
 # orders of magnitude above Atari's clipped, sparse rewards, for which the
 # paper's entropy weight and learning rates were chosen; advantages that
-# large and long positive while V catches up drove every worker's policy to
-# one action within 20K steps at learning rates 1e-4 to 7e-4 (measured here,
-# docs/a3c.md). With gamma 0.95 values stay below 20 and the same learning
-# rate learns. The learning rate anneals over the 200K steps.
+# large and long positive while V catches up drive every worker's policy
+# onto one action early in training (docs/a3c.md gives the runs of the
+# discounts and learning rates tried). With gamma 0.95 values stay below 20
+# and the same learning rate learns. The learning rate anneals over the 200K
+# steps.
 CARTPOLE = {
     'env': 'gym:CartPole-v1', 'num_actors': 4, 'max_actor_steps': 200_000,
     'discount': 0.95, 'evaluation_period': 2_000, 'evaluation_episodes': 10,

@@ -23,10 +23,13 @@ CARTPOLE = {
     'evaluation_episodes': 10,
 }
 
-# Ape-X DQN on Atari sized for a few CPU cores (issue 17; results/pong.md).
-# The paper's batch of 512 and learning start of 50K are made for 360 actors
-# and a GPU: on 2 CPU cores the learner makes about one update of 512 per
-# second. What differs from the paper's defaults (App. C, §4.1), and why:
+# Ape-X DQN on Atari sized for a few CPU cores (results/pong_45min.md,
+# results/pong.md). The paper's batch of 512 and learning start of 50K are
+# made for 360 actors and a GPU (§4.1): on one CPU core the learner makes
+# about one update of 512 a second (0.84-0.93 in
+# benchmarks/results/program_throughput.json), and on 2 cores 13-19 of 64
+# (benchmarks/results/onednn.json, oneDNN off and on). What differs from
+# the paper's defaults (App. C, §4.1), and why:
 # - batch 64 (the paper: 512; App. E tried 32-1024): eight times more
 #   updates per second for the same samples, which a CPU learner needs;
 # - samples_per_insert 8 (the paper: unlimited): DQN's replay ratio (a batch
@@ -34,15 +37,17 @@ CARTPOLE = {
 #   speed of the machine;
 # - learning starts at 10K and replay holds 200K transitions (the paper: 50K
 #   and 2M): the paper's 2M transitions are its last ~160 s of play (about
-#   12,500 inserts/s), some 3,000 of its updates; 200K here are already the
-#   last ~20 minutes, some 15,000 updates of this preset: a bigger replay
-#   would hold data of ever older policies (and 200K take ~0.5 GB);
+#   12,500 inserts/s, §4.1), some 3,000 of its updates; 200K here are the
+#   last ~25,000 updates of this preset (one update of 64 per 8 inserts):
+#   a bigger replay would hold data of ever older policies (and 200K take
+#   ~0.5 GB at 2,390 bytes each, benchmarks/results/replay_memory.json);
 # - learning rate 1e-4 (the paper: 0.00025/4) and a target copy every 1,000
 #   updates (the paper: 2,500) for updates of a smaller batch;
 # - 2 actors of 8 environments each (the paper: 360 of one): one batched
-#   forward pass steps 8 emulators (3.3x the frames per core of one,
-#   docs/performance.md), which leaves the cores to the learner; the 16
-#   environments still get the paper's 16 epsilons of 0.4^(1 + 7 i / 15);
+#   forward pass steps several emulators (16 give 3.3x the frames per core
+#   of one, benchmarks/results/program_throughput.json), which leaves the
+#   cores to the learner; the 16 environments still get the paper's 16
+#   epsilons of 0.4^(1 + 7 i / 15);
 # - parameters pulled every 400 frames as in the paper, evaluation of 10
 #   episodes every 4,000 updates (the evaluator waits in between).
 ATARI_SMALL = {
@@ -61,7 +66,8 @@ ATARI_SMALL = {
 # - batch 64 and 8 samples per insert (theirs: 32 per frame): a replay
 #   ratio a CPU learner keeps up with: about 105 updates of 64 per second
 #   on 2 cores beside 2 actors, i.e. about 840 frames/s, 1M frames in ~20
-#   minutes (theirs would need 1M updates);
+#   minutes (the five games' means, results/minatar.json; theirs would need
+#   1M updates);
 # - Ape-X's fixed per-environment epsilons 0.4^(1 + 7 i / 15) over 2 actors
 #   x 8 environments, not their epsilon annealed from 1 to 0.1, and Ape-X's
 #   3-step double-Q dueling loss (128 units per stream, as their one hidden

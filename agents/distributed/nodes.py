@@ -208,11 +208,10 @@ class ActingNode:
   program keeps training.
   """
 
-  # Ape-X gives every actor one CPU core: in a process of its own, an
-  # actor's TensorFlow runs its batched forward pass on one thread. On this
-  # project's machines one thread is also faster (a batch-1 Nature CNN:
-  # 1.1 ms against 1.4-1.8 ms with two threads sharing the actor's core),
-  # and leaves the other cores to the learner.
+  # Ape-X gives every actor one CPU core (Horgan et al. 2018, §4.1): in a
+  # process of its own, an actor's TensorFlow runs its batched forward pass
+  # on one thread. Two threads would only share that core, and one leaves
+  # the other cores to the learner.
   tf_threads_per_process = 1
 
   def __init__(self, builder, actor: acme.Actor, counter: counting.Counter,

@@ -72,10 +72,11 @@ class _RowWriter:
 
   It drives Reverb's C++ `TrajectoryWriter` directly. `reverb.TrajectoryWriter`
   (the Python wrapper) flattens every row and item with `tree` and keeps a
-  Python history of references: on this project's machines that costs about
-  25 us per append and 27 us per item, against 9 us and 7 us here, and an
-  actor makes one of each per environment step. Written for the bindings of
-  Reverb 0.7 (`reverb.pybind`), which the project pins.
+  Python history of references, Python work on every append and every
+  item, and an actor makes one of each per environment step. What this
+  writer costs an actor per step: `benchmarks/results/writer_cost.json`
+  (docs/performance.md). Written for the bindings of Reverb 0.7
+  (`reverb.pybind`), which the project pins.
   """
 
   # An item's columns in the order of the table signature's flattening

@@ -42,8 +42,9 @@ backstop` items with a FIFO remover, which acts only if rounds fall behind
 the actors (logged when it has).
 
 Cost: each round writes the whole table to disk: about 1 ms of the replay
-node's CPU per evicted item (`benchmarks/eviction_cost.py`), so one replay
-core keeps up with about 1,000 inserts a second. Enough for small runs of
+node's CPU per evicted item (`benchmarks/results/eviction_cost.json`, from
+`benchmarks/eviction_cost.py`), so one replay core keeps up with about
+1,000 inserts a second. Enough for small runs of
 the state-based control tasks Ape-X DPG learns; not for Atari frames or
 hundreds of actors.
 """
@@ -122,11 +123,11 @@ def _records(path: str):
       yield record
 
 
-# A round snapshots the whole table, about 30-50 us per item measured on this
-# project's machines under load (benchmarks/eviction_cost.py), so its cost
-# per evicted item is that over the fraction evicted per round: 0.65-1.1 ms
-# at 5%. The paper's Atari replay was soft-limited too (its median size
-# 1.75% over).
+# A round snapshots the whole table, 33-54 us per item for tables of 10K to
+# 1M items (benchmarks/results/eviction_cost.json), so its cost per evicted
+# item is that over the fraction evicted per round: 0.65-1.1 ms at 5%. The
+# paper's Atari replay is soft-limited too (Horgan et al. 2018, §4.1: a
+# capacity of 2M, a median size of 2,035,050, 1.75% over).
 SLACK_FRACTION = 0.05
 
 

@@ -1,10 +1,10 @@
-"""The replay's memory and load, from this project's measurements.
+"""The replay's memory and load, from the benchmarks' measurements.
 
-The figures are measured on this machine (`benchmarks/replay_memory.py`,
-`benchmarks/replay_shards.py`, `benchmarks/program_throughput.py`;
-docs/replay.md): the memory a replay machine needs
-for its capacity, and the load a plan's actors and learner put on the
-replay, with the shard count that carries it.
+The figures come from `benchmarks/replay_memory.py`,
+`benchmarks/replay_shards.py` and `benchmarks/program_throughput.py`, run
+on 2 CPU cores (their results in `benchmarks/results/`; docs/replay.md):
+the memory a replay machine needs for its capacity, and the load a plan's
+actors and learner put on the replay, with the shard count that carries it.
 """
 
 import dataclasses
@@ -13,9 +13,10 @@ from typing import Dict
 
 GIB = 2**30
 
-# Replay's bytes per stored transition, by environment kind, measured on this
-# machine as the replay server's resident-memory growth per transition
-# (`benchmarks/replay_memory.py`, docs/replay.md): Atari frames are
+# Replay's bytes per stored transition, by environment kind: the replay
+# server's resident-memory growth per transition
+# (`benchmarks/replay_memory.py`; Atari's in
+# `benchmarks/results/replay_memory.json`, docs/replay.md). Atari frames are
 # stored once per step and compressed; the small observations of MinAtar and
 # vector environments are dominated by Reverb's per-item cost.
 REPLAY_BYTES_PER_TRANSITION = {
@@ -25,20 +26,22 @@ REPLAY_BYTES_PER_TRANSITION = {
     'control': 1_920,  # vector observations, as gym
 }
 # Replay's machine holds its items with this headroom, plus the process
-# itself (Python, TensorFlow, Reverb: ~0.4 GB measured) and a checkpoint's
-# buffers.
+# itself (Python, TensorFlow, Reverb: ~0.4 GB before any item,
+# `benchmarks/results/replay_memory.json`) and a checkpoint's buffers.
 REPLAY_HEADROOM = 1.5
 REPLAY_BASE_GIB = 2.0
 
 # The replay's load, for the shard count a plan proposes (docs/replay.md),
-# from `benchmarks/replay_shards.py` on this machine with Atari
-# (Pong) transitions: a shard's server CPU per transition, microseconds,
-# for an insert, a sample and a priority update, with 2 shards each pinned
-# to a core (both cores busy: dearer than one shard's 24.5/16.6/2.5, so the
-# plan errs on the side of more shards).
+# from `benchmarks/replay_shards.py` with Atari (Pong) transitions
+# (`benchmarks/results/replay_shards.json`, server_us_per_transition): a
+# shard's server CPU per transition, microseconds, for an insert, a sample
+# and a priority update, with 2 shards each pinned to a core (both cores
+# busy: dearer than one shard's 24.5/16.6/2.5, so the plan errs on the side
+# of more shards).
 REPLAY_SHARD_MICROSECONDS = dict(insert=37.27, sample=13.25, update=2.69)
 # Agent steps (one transition each) per second of one actor core with K
-# environments, in the program (`benchmarks/program_throughput.py`, Pong).
+# environments, in the program (`benchmarks/results/program_throughput.json`,
+# Pong).
 ACTOR_STEPS_PER_SECOND = {1: 220.31, 16: 731.66}
 # The learner's draw: the paper's 19 batches of 512 per second (§4.1), each
 # transition's priority updated once.
