@@ -326,23 +326,6 @@ def test_a_dead_counter_stops_the_program_with_an_error(tmp_path, launch):
   assert record['counts']['actor_steps'] > 0, record
 
 
-@pytest.mark.slow
-def test_sigint_stops_the_program_with_a_final_checkpoint(tmp_path, launch):
-  workdir = tmp_path / 'run'
-  # The periodic checkpoints are far apart: the learner saves at its first
-  # step, then only at the stop.
-  program = _launch(launch, 'run', workdir, extra=['--checkpoint_every=600'])
-  program.wait_until(
-      lambda: (_all_nodes_running(workdir) and
-               _last(workdir, 'learner', 'learner_steps') > 100),
-      START_TIMEOUT, 'learner steps and node pid files')
-  logged = _last(workdir, 'learner', 'learner_steps')
-  output = _interrupt(program)
-  assert 'Final replay checkpoint' in output
-  steps, _ = _read_learner_checkpoint(workdir, _builder())
-  assert steps >= logged, (steps, logged)
-
-
 def _kill_right_after_a_log_row(program: helpers.Program, workdir,
                                 attempts: int = 60):
   """SIGKILLs the program's group at a moment when the learner has logged a
@@ -362,7 +345,8 @@ def _kill_right_after_a_log_row(program: helpers.Program, workdir,
 
 
 @pytest.mark.slow
-def test_kill_9_then_relaunch_resumes_from_the_checkpoints(tmp_path, launch):
+def test_kill_9_then_relaunch_resumes_then_ctrl_c_saves_the_last_steps(
+    tmp_path, launch):
   workdir = tmp_path / 'run'
   periods = ['--checkpoint_every=2', '--replay_checkpoint_every=2']
   program = _launch(launch, 'first', workdir, extra=periods)
@@ -420,17 +404,26 @@ def test_kill_9_then_relaunch_resumes_from_the_checkpoints(tmp_path, launch):
   with open(os.path.join(workdir, 'logs', 'learner', 'logs.csv')) as f:
     assert f.read() == logs_before['learner']
 
-  # The relaunch runs until its learner and first actor have logged, then
-  # is stopped as a user stops it.
+  # The relaunch runs until its learner has taken 100 steps and its first
+  # actor has logged, then is stopped as a user stops it (Ctrl-C). Its
+  # periodic checkpoints are far apart: the learner saves at its first step,
+  # then only at the stop, which must save what it had done by then.
   learner_rows = len(_rows_from(logs_before['learner']))
   actor_rows = len(_rows_from(logs_before['actor']))
-  relaunched = _launch(launch, 'relaunch', workdir, extra=periods)
+  relaunched = _launch(launch, 'relaunch', workdir,
+                       extra=['--checkpoint_every=600',
+                              '--replay_checkpoint_every=600'])
   relaunched.wait_until(
       lambda: (len(_rows(workdir, 'learner')) > learner_rows + 1 and
+               _last(workdir, 'learner', 'learner_steps') > steps + 100 and
                len(_rows(workdir, 'actor')) > actor_rows),
       START_TIMEOUT, 'log rows of the relaunched learner and actor')
+  logged_at_stop = _last(workdir, 'learner', 'learner_steps')
   output = _interrupt(relaunched)
   assert 'Resuming the run in' in output
+  assert 'Final replay checkpoint' in output
+  final_steps, _ = _read_learner_checkpoint(workdir, builder)
+  assert final_steps >= logged_at_stop, (final_steps, logged_at_stop)
 
   starts = re.findall(
       r'Learner starts at step (\d+) \(parameters checksum (\w+)\)', output)
