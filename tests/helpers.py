@@ -87,6 +87,10 @@ def module_command(module: str, *args: str) -> List[str]:
 # node it watches has answered; until then a node that dies counts as
 # starting, for up to 10 minutes. Fault tests wait for it before a kill.
 HEARD_FROM_ALL = 'Heartbeats: every watched node has answered'
+# A replay shard's node saying how many items its server starts with:
+# (shard, size).
+SHARD_STARTS = re.compile(
+    r"\[replay/(\d+)\][^\n]*Replay starts with \{'priority_table': (\d+)\}")
 
 
 def kill_group(process: subprocess.Popen, timeout: float = 30):

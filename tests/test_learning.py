@@ -14,12 +14,16 @@ rate limit, so that progress depends on steps, not on this machine's speed:
 
 A run that reaches its target is stopped there (Ctrl-C); one that does not
 runs to its step limit. The Ape-X DQN check runs with one replay and with two
-replay shards.
+replay shards; the sharded run also checks that every shard fed the learner
+throughout and saved its own final checkpoint.
 """
+
+import json
 
 import numpy as np
 import pytest
 
+from agents.replay import shards as shards_lib
 import helpers
 
 pytestmark = pytest.mark.slow
@@ -55,7 +59,7 @@ def _check_learns(launch, workdir, program: str, program_flags,
   episodes reaches `target` (then stops it with Ctrl-C, as a user would:
   the steps after that would not change the verdict) or until it ends at
   `max_actor_steps`; either way the verdict is read from the evaluator's
-  log afterwards."""
+  log afterwards. Returns the program's output."""
   run = launch('program', helpers.program_command(
       program, f'--workdir={workdir}', f'--max_actor_steps={max_actor_steps}',
       '--log_every=30', *program_flags))
@@ -73,19 +77,51 @@ def _check_learns(launch, workdir, program: str, program_flags,
     run.interrupt()
   else:
     assert run.process.returncode == 0, run.tail(5000)
+    helpers.check_stopped_in_order(run.output())
   reached, why_not = _first_step_reaching(workdir, window, target,
                                           max_actor_steps)
   assert reached is not None, why_not
+  return run.output()
+
+
+def _check_every_shard_fed_the_learner(workdir, output: str, shards: int):
+  """Every shard's server started empty, the learner drew from every shard
+  in every row it logged (none was left out), and each shard saved its
+  final checkpoint under its own label."""
+  assert (f'Batches from {shards} replay shards; a shard that gives none of '
+          f'its samples for {helpers.START_TIMEOUT} s') in output
+  assert sorted((int(shard), int(size)) for shard, size in
+                helpers.SHARD_STARTS.findall(output)) == [
+                    (shard, 0) for shard in range(shards)]
+  assert 'gave no samples and' not in output, output[-5000:]
+  rows = helpers.rows(workdir, 'learner')
+  assert rows and all(int(row['live_shards']) == shards for row in rows), rows
+  for shard in range(shards):
+    assert sum(int(row[f'shard_{shard}_samples']) for row in rows) > 0, shard
+    checkpoints = workdir / 'checkpoints' / f'replay_{shard}'
+    assert any((path / 'DONE').exists() for path in checkpoints.iterdir())
+  record = json.loads((workdir / 'stop.json').read_text())
+  assert not record['failed'], record
 
 
 @pytest.mark.parametrize('replay_shards', [1, 2])
 def test_apex_dqn_cartpole_reaches_475_within_100k_actor_steps(
-    launch, tmp_path, replay_shards):
+    launch, tmp_path, monkeypatch, replay_shards):
   # With 2 shards (each actor writes to its own), the learner samples across
   # both in proportion to their priority mass: learning is unchanged.
-  _check_learns(launch, tmp_path / 'run', 'apex_dqn',
-                DQN_CARTPOLE_FLAGS + [f'--replay_shards={replay_shards}'],
-                max_actor_steps=100_000, window=10, target=475.0)
+  # The learner leaves out a shard that has given no samples for
+  # shards.PROBE_SECONDS (5 s) and taken no insert in as long again; a
+  # loaded machine can hold a healthy shard's actor up that long, and its
+  # shard is then rightly left out. Here that wait is the bound of a stuck
+  # program instead: a shard left out is one that gave nothing for minutes.
+  monkeypatch.setenv(shards_lib.PROBE_VARIABLE, str(helpers.START_TIMEOUT))
+  workdir = tmp_path / 'run'
+  output = _check_learns(
+      launch, workdir, 'apex_dqn',
+      DQN_CARTPOLE_FLAGS + [f'--replay_shards={replay_shards}'],
+      max_actor_steps=100_000, window=10, target=475.0)
+  if replay_shards > 1:
+    _check_every_shard_fed_the_learner(workdir, output, replay_shards)
 
 
 def test_apex_dpg_cartpole_balance_reaches_800_within_150k_actor_steps(

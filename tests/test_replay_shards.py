@@ -8,9 +8,7 @@ dataset samples shards in proportion to their priority mass, and says with
 each transition the probability it was drawn with.
 """
 
-import json
 import os
-import re
 import signal
 import threading
 import time
@@ -342,10 +340,6 @@ PROGRAM_FLAGS = [
     # frozen for longer than this would stop the program (as any node's).
     '--heartbeat_timeout=600',
 ]
-SHARD_STARTS = re.compile(
-    r"\[replay/(\d+)\][^\n]*Replay starts with \{'priority_table': (\d+)\}")
-
-
 def _learner_rows(workdir):
   return helpers.rows(workdir, 'learner')
 
@@ -412,8 +406,9 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
           for name in os.listdir(workdir / 'checkpoints' / 'replay_1')),
       helpers.START_TIMEOUT, 'a checkpoint of shard 1')
   os.kill(server, signal.SIGKILL)
-  program.wait_until(lambda: len(SHARD_STARTS.findall(program.output())) >= 3,
-                     helpers.START_TIMEOUT, 'shard 1 to restart')
+  program.wait_until(
+      lambda: len(helpers.SHARD_STARTS.findall(program.output())) >= 3,
+      helpers.START_TIMEOUT, 'shard 1 to restart')
   restarted_at = helpers.last(workdir, 'learner', 'learner_steps')
   program.wait_until(lambda: _learned_from(workdir, 1, restarted_at),
                      helpers.START_TIMEOUT, 'updates from shard 1 after '
@@ -422,7 +417,7 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
   assert f'The replay_1 server (pid {server}) died' in output, output[-5000:]
   assert 'Replay shard 1 streams again' in output
   starts = [(int(shard), int(size))
-            for shard, size in SHARD_STARTS.findall(output)]
+            for shard, size in helpers.SHARD_STARTS.findall(output)]
   # Both started empty; only shard 1 restarted, from its checkpoint.
   assert sorted(starts[:2]) == [(0, 0), (1, 0)], starts
   assert len(starts) == 3 and starts[2][0] == 1 and starts[2][1] > 0, starts
@@ -437,7 +432,8 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
           workdir, 1, stopped_at), helpers.START_TIMEOUT,
       'updates from both shards after the relaunch')
   sizes = dict((int(shard), int(size))
-               for shard, size in SHARD_STARTS.findall(relaunched.output()))
+               for shard, size in
+               helpers.SHARD_STARTS.findall(relaunched.output()))
   assert sizes[0] > 0 and sizes[1] > 0, sizes
 
   # Shard 1's only actor killed: the shard still answers, but its rate
@@ -452,41 +448,3 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
   output = relaunched.interrupt()
   assert 'Replay shard 1 (' in output and 'took no insert' in output, (
       output[-5000:])
-
-
-@pytest.mark.slow
-def test_four_shards_under_local_mp_each_feed_the_learner(tmp_path,
-                                                          monkeypatch):
-  # Four actors, one per shard. The learner leaves out a shard that has
-  # given no samples for shards.PROBE_SECONDS (5 s) and taken no insert in
-  # as long again; a loaded machine holds a healthy shard's actor up that
-  # long (or starts it that much after the learner, or has it stop that
-  # long before the learner does), and its shard is then rightly left out.
-  # Here that wait is the bound of a stuck program instead, far above any
-  # hold-up: a shard left out is one that gave nothing for minutes.
-  monkeypatch.setenv(shards_lib.PROBE_VARIABLE, str(helpers.START_TIMEOUT))
-  workdir = tmp_path / 'run'
-  result = helpers.run_program(
-      'apex_dqn', f'--workdir={workdir}', '--preset=cartpole_smoke',
-      '--num_actors=4', '--replay_shards=4', '--samples_per_insert=4',
-      '--max_actor_steps=3000', timeout=900)
-  assert result.returncode == 0, result.stdout[-5000:]
-  helpers.check_stopped_in_order(result.stdout)
-  assert (f'Batches from 4 replay shards; a shard that gives none of its '
-          f'samples for {helpers.START_TIMEOUT} s') in result.stdout
-  # Every shard's node started its server, empty.
-  assert sorted((int(shard), int(size)) for shard, size in
-                SHARD_STARTS.findall(result.stdout)) == [
-                    (0, 0), (1, 0), (2, 0), (3, 0)]
-  # No shard was left out: the learner drew from all four throughout.
-  assert 'gave no samples and' not in result.stdout, result.stdout[-5000:]
-  rows = _learner_rows(workdir)
-  assert rows and all(int(row['live_shards']) == 4 for row in rows), rows
-  for shard in range(4):
-    # The learner drew from each, and each saved its items at the end,
-    # under its own label.
-    assert sum(int(row[f'shard_{shard}_samples']) for row in rows) > 0
-    checkpoints = workdir / 'checkpoints' / f'replay_{shard}'
-    assert any((path / 'DONE').exists() for path in checkpoints.iterdir())
-  record = json.loads((workdir / 'stop.json').read_text())
-  assert not record['failed'] and record['counts']['actor_steps'] >= 3000
