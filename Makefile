@@ -11,13 +11,13 @@
 SHELL := /bin/bash
 PYTHON := .venv/bin/python
 TRAIN_FLAGS ?=
-# Both tiers print their slowest tests and the reason of every skip. They
+# Both tiers print their 40 slowest tests and the reason of every skip. They
 # run on TEST_WORKERS pytest-xdist workers: most of a program test's time is
 # its processes importing TensorFlow, one core's worth, so two tests at once
 # keep both cores of a small machine busy. Tests that share a module's
 # fixture (a run they all read) stay on one worker (`xdist_group`).
 TEST_WORKERS ?= 2
-PYTEST := $(PYTHON) -m pytest tests -q -rs --durations=15 \
+PYTEST := $(PYTHON) -m pytest tests -q -rs --durations=40 \
 	-n $(TEST_WORKERS) --dist loadgroup
 
 .PHONY: venv cloud-deps train test test-all bench
