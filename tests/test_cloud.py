@@ -667,3 +667,52 @@ def test_a3c_plans_a_vertex_ai_job_without_replay(tmp_path):
   # No replay in the plan: the parameter server has the learner's place.
   assert 'replay' not in plan.split('Primary replica')[0], plan
   assert re.search(r': learner\n', plan), plan
+
+
+# Google's table of gcr.io hosts and the Artifact Registry repositories that
+# serve them since Container Registry's shutdown: host -> location (the
+# repository is named after its host).
+# https://cloud.google.com/artifact-registry/docs/transition/gcr-repositories
+GCR_HOST_LOCATIONS = {'gcr.io': 'us', 'us.gcr.io': 'us',
+                      'eu.gcr.io': 'europe', 'asia.gcr.io': 'asia'}
+
+
+def _set_up_commands() -> str:
+  """The shell block of docs/google_cloud.md's set-up section, its
+  continued lines joined."""
+  with open(os.path.join(helpers.ROOT, 'docs', 'google_cloud.md')) as f:
+    page = f.read()
+  section = page.split('## On Google Cloud: set-up', 1)[1].split('\n## ')[0]
+  block = section.split('```sh\n', 1)[1].split('```', 1)[0]
+  return block.replace('\\\n', ' ')
+
+
+def test_the_set_up_makes_the_repository_xmanager_pushes_to(monkeypatch):
+  # xmanager names the images (Launchpad's launcher gives it no name); the
+  # set-up must make the Artifact Registry repository that serves that
+  # host, and enable the APIs the launch calls, and not the shut-down
+  # Container Registry's.
+  from xmanager import xm  # pylint: disable=g-import-not-at-top
+  from xmanager.cloud import auth  # pylint: disable=g-import-not-at-top
+  from xmanager.cloud import build_image  # pylint: disable=g-import-not-at-top
+  # The project is read from the credentials, which this machine has not.
+  monkeypatch.setattr(auth, 'get_project_name', lambda: 'my-project')
+  image = build_image._get_image_name(  # pylint: disable=protected-access
+      xm.PythonContainer(path='/somewhere/apex', entrypoint=xm.CommandList([])))
+  host, project = image.split('/')[:2]
+  assert project == 'my-project', image
+  commands = _set_up_commands()
+  create = re.search(r'gcloud artifacts repositories create (\S+) (.*)',
+                     commands)
+  assert create, commands
+  assert create.group(1) == host, (create.group(0), image)
+  assert '--repository-format=docker' in create.group(2)
+  assert f'--location={GCR_HOST_LOCATIONS[host]}' in create.group(2)
+  enabled = re.search(r'gcloud services enable ([^\n]*)', commands)
+  assert enabled, commands
+  apis = set(enabled.group(1).split())
+  assert {'aiplatform.googleapis.com', 'artifactregistry.googleapis.com',
+          'cloudbuild.googleapis.com', 'storage.googleapis.com',
+          'iam.googleapis.com',
+          'cloudresourcemanager.googleapis.com'} <= apis, apis
+  assert 'containerregistry.googleapis.com' not in commands

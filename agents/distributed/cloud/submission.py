@@ -18,8 +18,10 @@ from agents.distributed.cloud.machines import Request
 from agents.distributed.cloud.options import CloudOptions
 from agents.distributed.cloud.options import SECURITY_DOCS
 
-SETUP_HELP = ('see "On Google Cloud" in docs/google_cloud.md: a project with '
-              'Vertex AI, Cloud Build and Container Registry enabled, '
+SETUP_HELP = ('see "On Google Cloud: set-up" in docs/google_cloud.md: a '
+              'project with the Vertex AI, Artifact Registry, Cloud Build, '
+              'Cloud Storage, IAM and Resource Manager APIs enabled, a '
+              '`gcr.io` repository in Artifact Registry (location `us`), '
               '`gcloud auth application-default login`, GOOGLE_CLOUD_PROJECT '
               'and GOOGLE_CLOUD_BUCKET_NAME set')
 ACCESS_HELP = (f'{SECURITY_DOCS} gives the roles a launch needs (among them, '
