@@ -360,11 +360,11 @@ def _replica_log(package_dir, node: str) -> str:
 
 
 @pytest.mark.slow  # Runs the packaged job on this machine, twice.
-def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(
+def test_the_packaged_job_runs_as_on_vertex_ai_resumes_and_stops_on_request(
     tmp_path, cloud_storage):
   # With two replay shards (--replay_shards=2), each on a host of its own
-  # and checkpointed to the bucket; the single replay's job is the stop
-  # request's and Ape-X DPG's below.
+  # and checkpointed to the bucket; the single replay's job is Ape-X DPG's
+  # below.
   workdir = f'gs://{BUCKET}/run'
   assert _failed_at_google_cloud(_launch(tmp_path, workdir, *EMULATED_FLAGS,
                                          *SHARDED, **cloud_storage))
@@ -423,11 +423,38 @@ def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(
   assert 'Ending the job (succeeded).' in coordinator
 
   # A second job on the same workdir, on machines (a mount) of its own,
-  # goes on from the checkpoints in the bucket.
-  package_dir = _package(tmp_path, 'second', workdir, '--max_actor_steps=4000',
+  # goes on from the checkpoints in the bucket, with no step limit, until
+  # a stop request from anywhere that reaches the bucket: programs/stop.py
+  # leaves one there; the coordinator (the primary replica) finds it through
+  # its mount, stops the program in order and ends the job as succeeded.
+  first = record['counts']
+  # The launch clears the first job's stop record (a stop request finds
+  # none), then fails where it would reach Google Cloud; the plan packages
+  # the job it would have submitted.
+  assert _failed_at_google_cloud(_launch(
+      tmp_path, workdir, *EMULATED_FLAGS, '--max_actor_steps=none', *SHARDED,
+      **cloud_storage))
+  assert helpers.bucket_text(BUCKET, 'run/stop.json') is None
+  package_dir = _package(tmp_path, 'second', workdir, '--max_actor_steps=none',
                          *SHARDED, **cloud_storage)
-  result = _emulate(package_dir)
-  assert result.returncode == 0, result.stdout[-5000:]
+  mount = tmp_path / 'mount'
+  emulator = _start_emulator(package_dir, f'--storage_dir={mount}')
+  try:
+    # The first job's logs are in the mount from the start: the second's
+    # learner has logged once a row goes past the first job's last count.
+    _wait_for(lambda: helpers.last(mount / BUCKET / 'run', 'learner',
+                                   'learner_steps') > first['learner_steps'],
+              300, 'the resumed learner\'s first logged update')
+    result = helpers.run_script('stop', f'--workdir={workdir}', timeout=600)
+    output, _ = emulator.communicate(timeout=300)
+  finally:
+    helpers.kill_group(emulator)
+  assert result.returncode == 0, result.stdout[-3000:]
+  assert f'Asked the apex_dqn program of {workdir} to stop' in result.stdout
+  assert 'The program is stopping: stopped on request (programs/stop.py)' \
+      in result.stdout
+  assert emulator.returncode == 0, output[-3000:]
+  assert 'Job succeeded.' in output
   restored = re.search(r'Learner starts at step (\d+)',
                        _replica_log(package_dir, 'learner'))
   assert restored and int(restored.group(1)) > 0
@@ -439,7 +466,17 @@ def test_the_packaged_job_runs_as_on_vertex_ai_and_resumes(
     size = re.search(r"Replay starts with \{'priority_table': (\d+)\}", log)
     assert size and int(size.group(1)) > 0, log[-3000:]
   record = json.loads(helpers.bucket_text(BUCKET, 'run/stop.json'))
-  assert record['counts']['actor_steps'] >= 4000
+  assert record['reason'] == 'stopped on request (programs/stop.py)'
+  assert not record['failed']
+  # The counts went on from the first job's.
+  assert record['counts']['actor_steps'] > first['actor_steps'], (
+      record, first)
+  # Taken: no request is left for the next launch.
+  assert helpers.bucket_text(BUCKET, 'run/stop_request.json') is None
+  coordinator = _replica_log(package_dir, 'coordinator')
+  for shard in range(2):
+    assert f'Final replay_{shard} checkpoint' in coordinator
+  assert 'Ending the job (succeeded).' in coordinator
 
 
 def _connects(address: str, namespace=None) -> bool:
@@ -588,40 +625,6 @@ def test_a_killed_or_frozen_replica_fails_the_job(tmp_path, node, signum):
   assert 'Ending the job (failed).' in coordinator
 
 
-@pytest.mark.slow
-def test_a_stop_request_ends_the_job_in_order(tmp_path, cloud_storage):
-  # From anywhere that reaches the bucket: programs/stop.py leaves a request
-  # there; the coordinator (the primary replica) finds it through its
-  # mount, stops the program in order and ends the job as succeeded.
-  workdir = f'gs://{BUCKET}/stopped'
-  assert _failed_at_google_cloud(_launch(tmp_path, workdir, *EMULATED_FLAGS,
-                                         **cloud_storage))
-  package_dir = _package(tmp_path, 'job', workdir, '--max_actor_steps=none',
-                         **cloud_storage)
-  mount = tmp_path / 'mount'
-  emulator = _start_emulator(package_dir, f'--storage_dir={mount}')
-  try:
-    _wait_for_learner(mount / BUCKET / 'stopped')
-    result = helpers.run_script('stop', f'--workdir={workdir}', timeout=600)
-    output, _ = emulator.communicate(timeout=300)
-  finally:
-    helpers.kill_group(emulator)
-  assert result.returncode == 0, result.stdout[-3000:]
-  assert f'Asked the apex_dqn program of {workdir} to stop' in result.stdout
-  assert 'The program is stopping: stopped on request (programs/stop.py)' \
-      in result.stdout
-  assert emulator.returncode == 0, output[-3000:]
-  assert 'Job succeeded.' in output
-  record = json.loads(helpers.bucket_text(BUCKET, 'stopped/stop.json'))
-  assert record['reason'] == 'stopped on request (programs/stop.py)'
-  assert not record['failed']
-  # Taken: no request is left for the next launch.
-  assert helpers.bucket_text(BUCKET, 'stopped/stop_request.json') is None
-  coordinator = _replica_log(package_dir, 'coordinator')
-  assert 'Final replay checkpoint' in coordinator
-  assert 'Ending the job (succeeded).' in coordinator
-
-
 def _planned_small_job(tmp_path, program: str, *flags: str) -> str:
   """A small run of `program` (to --max_actor_steps=2000) packaged by
   --dry_run into <tmp_path>/job; returns the plan."""
@@ -656,6 +659,10 @@ def _emulated_small_job(tmp_path, program: str, *flags: str) -> str:
 def test_ape_x_dpg_runs_as_a_vertex_ai_job_too(tmp_path):
   plan = _emulated_small_job(tmp_path, 'apex_dpg', '--samples_per_insert=4')
   assert re.search(r': .*replay', plan), plan
+  # The primary saved the one replay before it ended the job.
+  coordinator = _replica_log(tmp_path / 'job', 'coordinator')
+  assert 'Final replay checkpoint' in coordinator
+  assert 'Ending the job (succeeded).' in coordinator
 
 
 def test_a3c_plans_a_vertex_ai_job_without_replay(tmp_path):
