@@ -6,8 +6,11 @@ optionally a video of the first episode.
   python programs/evaluate.py --workdir=<run> --episodes=30 --video=run.mp4
 
 The policy is greedy (Ape-X DQN; `--epsilon` adds random actions) or
-noiseless (Ape-X DPG). Atari episodes start with up to 30 random no-ops, as in
-the paper's evaluation. Videos: the ALE's screen for Atari, MuJoCo rendered
+noiseless (Ape-X DPG). Atari episodes are made to differ from one another
+(a greedy policy on the deterministic emulator replays one episode) by
+sticky actions (the default, Machado et al. 2018) or, with
+`--atari_evaluation=noops`, by up to 30 random no-op starts, the paper's
+protocol; the output says which. Videos: the ALE's screen for Atari, MuJoCo rendered
 off-screen for control:*, MinAtar's own rendering; one video frame per agent
 step, plus the first observation.
 """
@@ -32,6 +35,11 @@ flags.DEFINE_string('video', None, 'Writes a video of the first episode to '
 flags.DEFINE_float('epsilon', 0.0, 'Ape-X DQN: probability of a random '
                    'action (0: greedy).')
 flags.DEFINE_integer('seed', 0, 'Seed of the environment and of epsilon.')
+flags.DEFINE_enum('atari_evaluation', 'sticky', ['sticky', 'noops'],
+                  'Atari only: what makes the episodes differ: sticky '
+                  '(sticky actions, p = 0.25, Machado et al. 2018) or noops '
+                  '(up to 30 random no-op starts on the deterministic '
+                  'emulator, the Ape-X paper\'s protocol).')
 flags.DEFINE_string('output', None, 'Also writes the results to this JSON '
                     'file.')
 FLAGS = flags.FLAGS
@@ -113,12 +121,13 @@ def frames_per_second(environment, spec) -> float:
 
 
 def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
-             video: Optional[str] = None):
-  """Runs `episodes` evaluation episodes, writing the first one's frames to
-  the mp4 file `video` if given; returns (returns, lengths, video info or
-  None)."""
+             video: Optional[str] = None, atari_evaluation: str = 'sticky'):
+  """Runs `episodes` evaluation episodes (an Atari game's made independent
+  as `atari_evaluation` names), writing the first one's frames to the mp4
+  file `video` if given; returns (returns, lengths, video info or None)."""
   spec = policy.environment
-  environment = spec.make_environment(seed=seed, evaluation=True)
+  environment = spec.make_environment(seed=seed, evaluation=True,
+                                      atari_evaluation=atari_evaluation)
   rng = np.random.default_rng(seed)
   num_actions = getattr(spec.spec.actions, 'num_values', None)
   recorder, info = None, None
@@ -167,13 +176,19 @@ def main(_):
     if FLAGS.epsilon and policy.q_values is None:
       raise ValueError('--epsilon is for Ape-X DQN policies; this one is '
                        f'{policy.program}.')
-    returns, lengths, video = evaluate(policy, FLAGS.episodes, FLAGS.epsilon,
-                                       FLAGS.seed, video=FLAGS.video)
+    returns, lengths, video = evaluate(
+        policy, FLAGS.episodes, FLAGS.epsilon, FLAGS.seed, video=FLAGS.video,
+        atari_evaluation=FLAGS.atari_evaluation)
   except ValueError as error:
     sys.stderr.write(f'error: {error}\n')
     sys.exit(2)
   print(f'{policy.program} on {policy.environment.name}, learner step '
         f'{policy.learner_steps:,}, from {policy.source}')
+  atari = policy.environment.kind == 'atari'
+  if atari:
+    from agents.envs.environments import ATARI_EVALUATIONS  # pylint: disable=g-import-not-at-top
+    print('Episodes made independent by '
+          f'{ATARI_EVALUATIONS[FLAGS.atari_evaluation].description}.')
   stats = summary(returns)
   print(f'{stats["episodes"]} episodes: return mean {stats["mean"]:.2f}, '
         f'median {stats["median"]:.2f}, std {stats["std"]:.2f}, '
@@ -183,6 +198,8 @@ def main(_):
             'source': policy.source, 'learner_steps': policy.learner_steps,
             'epsilon': FLAGS.epsilon, 'seed': FLAGS.seed,
             'returns': returns, 'lengths': lengths, **stats}
+  if atari:
+    result['atari_evaluation'] = FLAGS.atari_evaluation
   if video is not None:
     result['video'] = video
     print(f'Video of episode 1 ({video["frames"]} frames at '

@@ -234,13 +234,21 @@ def test_atari_emulator_settings(pong):
   env.close()
 
 
-def test_atari_evaluation_environment_uses_noop_starts(pong):
-  env = pong.make_environment(seed=1, evaluation=True)
+@pytest.mark.parametrize('protocol, sticky, noop_max', [
+    (None, 0.25, 0),  # The default: sticky actions (Machado et al. 2018).
+    ('sticky', 0.25, 0),
+    ('noops', 0.0, 30),  # The Ape-X paper's: random no-op starts.
+])
+def test_atari_evaluation_environment_settings(pong, protocol, sticky,
+                                               noop_max):
+  chosen = {} if protocol is None else {'atari_evaluation': protocol}
+  env = pong.make_environment(seed=1, evaluation=True, **chosen)
   assert env.frames_per_step == 4
   preprocessing = _find_wrapper(env, wrappers.AtariPreprocessing)
-  assert preprocessing.noop_max == environments.ATARI_EVAL_NOOP_MAX == 30
-  # Longer than training episodes: 30 minutes of play at 60 frames a second.
+  assert preprocessing.noop_max == noop_max
   ale = env._environment.unwrapped.ale  # pylint: disable=protected-access
+  assert ale.getFloat('repeat_action_probability') == pytest.approx(sticky)
+  # Longer than training episodes: 30 minutes of play at 60 frames a second.
   assert ale.getInt('max_num_frames_per_episode') == 30 * 60 * 60
   timestep = env.reset()
   assert timestep.first()
@@ -249,6 +257,43 @@ def test_atari_evaluation_environment_uses_noop_starts(pong):
     timestep = env.step(np.int32(0))
     assert timestep.mid()
     pong.spec.observations.validate(timestep.observation)
+  env.close()
+
+
+def _episode_starts(env, episodes: int = 3, steps: int = 150):
+  """The observations of the first `steps` steps of each of `episodes`
+  episodes played with one fixed sequence of actions (up and down in turn,
+  as a deterministic policy would), as bytes."""
+  starts = []
+  for _ in range(episodes):
+    timestep = env.reset()
+    frames = [timestep.observation.tobytes()]
+    for step in range(steps):
+      timestep = env.step(np.int32(2 + (step // 5) % 2))  # UP, then DOWN.
+      frames.append(timestep.observation.tobytes())
+    starts.append(b''.join(frames))
+  env.close()
+  return starts
+
+
+def test_one_policy_plays_different_evaluation_episodes(pong):
+  # The training emulator is deterministic: one action sequence replays one
+  # episode, as a greedy policy would at every evaluation episode. Each
+  # evaluation protocol makes the episodes differ.
+  training = _episode_starts(pong.make_environment(seed=3))
+  assert len(set(training)) == 1
+  for protocol in environments.ATARI_EVALUATIONS:
+    evaluation = _episode_starts(pong.make_environment(
+        seed=3, evaluation=True, atari_evaluation=protocol))
+    assert len(set(evaluation)) == len(evaluation), protocol
+
+
+def test_non_atari_environments_take_no_atari_evaluation():
+  # The option names an Atari protocol; other kinds have none to apply.
+  spec = resolve_discrete('gym:CartPole-v1')
+  env = spec.make_environment(seed=0, evaluation=True,
+                              atari_evaluation='noops')
+  assert env.reset().first()
   env.close()
 
 

@@ -360,12 +360,14 @@ class EvaluatorNode:
     return self._stop.stop(timeout)
 
   def _make_environment(self) -> _StoppableEnvironment:
-    # Every environment ever built here gets its own seed (no-op starts).
+    # Every environment ever built here gets its own seed (of its sticky
+    # actions or no-op starts).
     seed = node_seed(self._options, 200_000 + 1_000 * self._num_environments)
     self._num_environments += 1
     return _StoppableEnvironment(
-        self._builder.environment.make_environment(seed=seed,
-                                                   evaluation=True),
+        self._builder.environment.make_environment(
+            seed=seed, evaluation=True,
+            atari_evaluation=self._options.atari_evaluation),
         self._stop.requested)
 
   def _learner_steps(self) -> int:

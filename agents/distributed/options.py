@@ -24,8 +24,8 @@ class RunOptions:
   env: str = ''
   """Environment, <kind>:<name>. Ape-X DQN: atari:<Game> (ALE, DQN
   preprocessing: 84x84 grey, action repeat 4, stack 4, training episodes
-  capped at 50,000 frames; evaluation: 30 no-op starts, 108,000 frames; default
-  atari:Pong), gym:<id> (discrete actions, vector observations),
+  capped at 50,000 frames; evaluation: see --atari_evaluation, 108,000
+  frames; default atari:Pong), gym:<id> (discrete actions, vector observations),
   minatar:<game>. Ape-X DPG: control:<domain>:<task> (dm_control; default
   control:manipulator:bring_ball), gym:<id> (a bounded 1-D Box action
   space). A bad name is answered with the accepted forms."""
@@ -62,6 +62,12 @@ class RunOptions:
   """Episodes per round of evaluation, played side by side in as many
   environments with one batched forward pass a step, all with the
   parameters pulled as the round began."""
+  atari_evaluation: str = 'sticky'
+  """Atari only: what makes the evaluator's episodes differ from one
+  another (a greedy policy on the deterministic emulator replays one
+  episode): sticky (sticky actions, p = 0.25, Machado et al. 2018) or noops
+  (up to 30 random no-op starts, the Ape-X paper's protocol). Training
+  always plays the deterministic emulator."""
   checkpoint_every: float = 600.0
   """Seconds between two checkpoints of the learner (and of the counter,
   saved right after it), under <workdir>/checkpoints/; 0: none."""
@@ -121,6 +127,9 @@ class RunOptions:
                self.workdir_access, ' or '.join(WORKDIR_UMASKS))
     check_flag('num_evaluators', self.num_evaluators in (0, 1),
                self.num_evaluators, '0 or 1')
+    from agents.envs.environments import ATARI_EVALUATIONS  # pylint: disable=g-import-not-at-top
+    check_flag('atari_evaluation', self.atari_evaluation in ATARI_EVALUATIONS,
+               self.atari_evaluation, ' or '.join(ATARI_EVALUATIONS))
     check_flag('max_actor_steps',
                self.max_actor_steps is None or self.max_actor_steps >= 1,
                self.max_actor_steps, '>= 1 (or none to run until stopped)')

@@ -5,10 +5,14 @@ An environment is named by a string `<kind>:<name>`:
 * `atari:<Game>`: an Atari 2600 game from ALE (gymnasium + ale-py) with the DQN
   preprocessing of Mnih et al. (2015): 84x84 grey frames, action repeat 4,
   a stack of the last 4 frames, no sticky actions, training episodes capped at
-  50,000 frames (Ape-X §4.1). Evaluation episodes start with up to 30 no-op
-  actions and are capped at 108,000 frames (30 minutes of play: the usual
-  cap, e.g. Hessel et al. 2018; the paper says only that its evaluation
-  episodes are longer than its training ones, Table 2).
+  50,000 frames (Ape-X §4.1). Evaluation episodes are capped at 108,000
+  frames (30 minutes of play: the usual cap, e.g. Hessel et al. 2018; the
+  paper says only that its evaluation episodes are longer than its training
+  ones, Table 2) and are made independent by one of `ATARI_EVALUATIONS`:
+  sticky actions (the default; Machado et al. 2018, §5.2) or up to 30 random
+  no-op starts (the paper's protocol, §4.1). A greedy policy on the
+  deterministic emulator plays the same episode from the same start, so
+  without either, "10 episodes" would be a few outcomes, repeated.
 * `gym:<id>`: any registered gymnasium environment with a discrete action space
   and a flat vector observation, e.g. `gym:CartPole-v1`.
 * `minatar:<game>`: a MinAtar game (Young & Tian 2019), 10x10 binary images.
@@ -59,6 +63,31 @@ ATARI_SCREEN_SIZE = 84
 ATARI_MAX_EPISODE_FRAMES = 50_000  # Ape-X §4.1: training episodes, 50K frames.
 ATARI_MAX_EVALUATION_EPISODE_FRAMES = 108_000  # 30 minutes (module docstring).
 ATARI_EVAL_NOOP_MAX = 30  # Ape-X §4.1: 30 random no-op starts for evaluation.
+# Machado et al. 2018, §5.2: at each frame, the emulator repeats the previous
+# action instead of the agent's with this probability.
+ATARI_STICKY_ACTION_PROBABILITY = 0.25
+
+
+@dataclasses.dataclass(frozen=True)
+class AtariEvaluation:
+  """How evaluation episodes of an Atari game differ from one another."""
+  repeat_action_probability: float
+  noop_max: int
+  description: str
+
+
+# --atari_evaluation: the name of one of these.
+ATARI_EVALUATIONS = {
+    'sticky': AtariEvaluation(
+        ATARI_STICKY_ACTION_PROBABILITY, 0,
+        f'sticky actions (p = {ATARI_STICKY_ACTION_PROBABILITY}, Machado et '
+        'al. 2018)'),
+    'noops': AtariEvaluation(
+        0.0, ATARI_EVAL_NOOP_MAX,
+        f'up to {ATARI_EVAL_NOOP_MAX} random no-op starts on the '
+        'deterministic emulator (Ape-X §4.1)'),
+}
+DEFAULT_ATARI_EVALUATION = 'sticky'
 
 MINATAR_GAMES = ('asterix', 'breakout', 'freeway', 'seaquest', 'space_invaders')
 
@@ -258,19 +287,24 @@ def _register_minatar():
     minatar_gym.register_envs()
 
 
-def _make_atari(game: str, seed: Optional[int] = None, evaluation: bool = False):
+def _make_atari(game: str, seed: Optional[int] = None, evaluation: bool = False,
+                atari_evaluation: str = DEFAULT_ATARI_EVALUATION):
   from gymnasium import wrappers  # pylint: disable=g-import-not-at-top
   _register_ale()
+  # Training: the deterministic ALE, as Ape-X used it; evaluation: made
+  # independent as `atari_evaluation` says (module docstring).
+  protocol = ATARI_EVALUATIONS[atari_evaluation] if evaluation else None
   environment = gymnasium.make(
       f'ALE/{game}-v5',
       frameskip=1,  # AtariPreprocessing repeats actions itself.
-      repeat_action_probability=0.0,  # Ape-X used the deterministic ALE.
+      repeat_action_probability=(protocol.repeat_action_probability
+                                 if protocol else 0.0),
       full_action_space=False,
       max_num_frames_per_episode=(ATARI_MAX_EVALUATION_EPISODE_FRAMES
                                   if evaluation else ATARI_MAX_EPISODE_FRAMES))
   environment = wrappers.AtariPreprocessing(
       environment,
-      noop_max=ATARI_EVAL_NOOP_MAX if evaluation else 0,
+      noop_max=protocol.noop_max if protocol else 0,
       frame_skip=ATARI_FRAME_SKIP,
       screen_size=ATARI_SCREEN_SIZE,
       terminal_on_life_loss=False,
@@ -333,9 +367,15 @@ class EnvironmentSpec:
   # 4); replay stores each frame once. 0: they are not stacks of frames.
   stacked_frames: int = 0
 
-  def make_environment(self, seed: Optional[int] = None,
-                       evaluation: bool = False) -> dm_env.Environment:
-    """Builds a fresh environment instance."""
+  def make_environment(
+      self, seed: Optional[int] = None, evaluation: bool = False,
+      atari_evaluation: str = DEFAULT_ATARI_EVALUATION) -> dm_env.Environment:
+    """Builds a fresh environment instance; an evaluation one of an Atari
+    game is made independent as `atari_evaluation` names
+    (`ATARI_EVALUATIONS`), the others need nothing of the kind."""
+    if self.kind == 'atari':
+      return self.make(seed=seed, evaluation=evaluation,
+                       atari_evaluation=atari_evaluation)
     return self.make(seed=seed, evaluation=evaluation)
 
 
