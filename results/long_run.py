@@ -39,6 +39,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from agents.envs import environments
 from agents.runs import run_manifest
 
 from programs import plot
@@ -108,7 +109,7 @@ def speeds(curves) -> Dict[str, float]:
 # What the page gives of its final policy's evaluation (programs/evaluate.py
 # --output).
 FINAL_POLICY_KEYS = ('learner_steps', 'episodes', 'epsilon', 'mean', 'median',
-                     'min', 'max')
+                     'min', 'max', 'atari_evaluation')
 # The CSV's columns that are counts; the rest are returns and minutes.
 COUNT_COLUMNS = ('round', 'learner_steps', 'actor_steps', 'actor_frames')
 
@@ -130,7 +131,8 @@ def collect(workdir: str, name: str) -> Dict[str, object]:
   if FLAGS.final_evaluation:
     with open(FLAGS.final_evaluation) as f:
       evaluation = json.load(f)
-    final_policy = {key: evaluation[key] for key in FINAL_POLICY_KEYS}
+    final_policy = {key: evaluation[key] for key in FINAL_POLICY_KEYS
+                    if key in evaluation}
   data = {
       'title': FLAGS.title or f'{manifest["program"]} on {manifest["env"]}',
       'command': FLAGS.command, 'preset': manifest.get('preset'),
@@ -152,11 +154,27 @@ def read_rounds(name: str) -> List[Dict[str, float]]:
              for key, value in row.items()} for row in csv.DictReader(f)]
 
 
+def _protocol(name: Optional[str]) -> str:
+  """What made an Atari evaluation's episodes differ (`--atari_evaluation`):
+  ', with <description>', or nothing for another kind of game."""
+  if name is None:
+    return ''
+  return f', with {environments.ATARI_EVALUATIONS[name].description}'
+
+
+def _atari_evaluation(run_flags) -> Optional[str]:
+  """The run's --atari_evaluation; None unless it played an Atari game."""
+  if not str(run_flags.get('env', '')).startswith('atari:'):
+    return None
+  return run_flags['atari_evaluation']
+
+
 def _final_policy_text(final_policy) -> str:
   epsilon = final_policy['epsilon']
   return (
       f' Its final policy (learner step {final_policy["learner_steps"]:,}), '
-      f'{final_policy["episodes"]} episodes of `programs/evaluate.py`, '
+      f'{final_policy["episodes"]} episodes of `programs/evaluate.py`'
+      f'{_protocol(final_policy.get("atari_evaluation"))}, '
       + ('greedy' if not epsilon else f'at epsilon {epsilon:g}') +
       f': mean {final_policy["mean"]:.1f} (median '
       f'{final_policy["median"]:g}, min {final_policy["min"]:g}, max '
@@ -190,7 +208,8 @@ def render(name: str, data: Dict[str, object],
       '```json', json.dumps(run_flags, indent=1, sort_keys=True),
       '```', '',
       f'Evaluation: {per_round} episodes of the evaluator every '
-      f'{run_flags["evaluation_period"]:,} learner updates; a '
+      f'{run_flags["evaluation_period"]:,} learner updates'
+      f'{_protocol(_atari_evaluation(run_flags))}; a '
       "round's return is their mean. Frames: agent steps x "
       f'{data["frames_per_step"]}. Minutes: wall-clock from '
       "the run's first log row.", '',

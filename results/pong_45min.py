@@ -82,9 +82,11 @@ def opening(data) -> List[str]:
       f'**After {minutes:.0f} minutes ({data["budget_seconds"]:,} s) on 2 '
       f'cores, {spread.seeds_phrase(max(sizes), "a setting")}**, '
       f'{_where(data)}. Each final policy '
-      'was evaluated twice: greedy over 10 episodes (`programs/evaluate.py '
-      '--episodes=10`, up to 30 no-op starts) and over 30 episodes at the '
-      'evaluator\'s epsilon (`--episodes=30 --epsilon=0.001 --seed=1`). '
+      'was evaluated twice, each episode from up to 30 random no-op starts '
+      '(`--atari_evaluation=noops`): greedy over 10 episodes '
+      '(`programs/evaluate.py --episodes=10 --atari_evaluation=noops`) and '
+      'over 30 episodes at the evaluator\'s epsilon (`--episodes=30 '
+      '--epsilon=0.001 --seed=1 --atari_evaluation=noops`). '
       f'Its mean return{spread.how_stated(max(sizes))}:', '',
       *spread.seed_table('setting, evaluation', 'mean return', values), '',
       'The preset\'s mean minus the starting point\'s, and two tests of the '
