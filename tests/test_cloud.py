@@ -30,6 +30,8 @@ import pytest
 
 from agents.runs import storage
 from agents.distributed.cloud import capacity
+from agents.distributed.cloud import compatibility
+from agents.distributed.cloud import costs
 from agents.distributed.cloud import machines
 from agents.distributed.cloud.options import CloudOptions
 from tests import helpers
@@ -96,6 +98,125 @@ def test_the_replay_gets_the_smallest_machine_that_holds_it(replay_capacity,
   assert requests['replay'].machine == machine
 
 
+# Hand-written from Vertex AI's GPU compatibility table (the rows of
+# agents/distributed/cloud/compatibility.py's sources): machine, GPU, count.
+@pytest.mark.parametrize('machine, accelerator, count', [
+    ('n1-standard-4', 'T4', 4),
+    ('n1-standard-8', 'V100', 8),
+    ('n1-highmem-2', 'V100', 8),
+    ('n1-standard-16', 'V100', 2),
+    ('n1-standard-32', 'P4', 2),
+    ('n1-highcpu-64', 'P100', 4),
+    ('n1-standard-96', 'T4', 4),
+])
+def test_a_learner_gpu_count_vertex_ai_allows_is_planned(machine,
+                                                         accelerator, count):
+  request = machines.requests(
+      CloudOptions(learner_machine=machine, learner_accelerator=accelerator,
+                   learner_accelerator_count=count), 'atari', 100_000)[
+                       'learner']
+  assert (request.machine, request.accelerator,
+          request.accelerator_count) == (machine, accelerator, count)
+
+
+@pytest.mark.parametrize('machine, accelerator, count, allowed', [
+    # T4, P4 and P100 allow at most 4 per machine.
+    ('n1-standard-4', 'T4', 8, ['T4 allows 1, 2 or 4 per machine',
+                                'n1-standard-4 takes 1, 2 or 4 of them']),
+    ('n1-standard-8', 'P100', 8, ['P100 allows 1, 2 or 4 per machine']),
+    # One V100 goes with 8 vCPUs at most: n1-standard-16 needs 2 or more.
+    ('n1-standard-16', 'V100', 1, [
+        'with 1: n1-standard-4 to n1-standard-8, n1-highmem-2 to '
+        'n1-highmem-8;', 'n1-standard-16 takes 2, 4 or 8 of them']),
+    ('n1-highcpu-16', 'V100', 1, ['n1-highcpu-16 takes 2, 4 or 8 of them']),
+    ('n1-standard-32', 'T4', 1, ['n1-standard-32 takes 2 or 4 of them']),
+    ('n1-standard-96', 'V100', 4, ['with 8: n1-standard-4 to '
+                                   'n1-standard-96, n1-highmem-2 to '
+                                   'n1-highmem-96, n1-highcpu-16 to '
+                                   'n1-highcpu-96)']),
+    # No P100 on n1-standard-64 or -96, nor on n1-highcpu-96.
+    ('n1-standard-64', 'P100', 4, ['n1-standard-64 takes none',
+                                   'with 4: n1-standard-4 to n1-standard-32,'
+                                   ' n1-highmem-2 to n1-highmem-32, '
+                                   'n1-highcpu-16 to n1-highcpu-64)']),
+    ('n1-highcpu-96', 'P100', 4, ['n1-highcpu-96 takes none']),
+])
+def test_a_learner_gpu_count_vertex_ai_refuses_is_refused_naming_it(
+    machine, accelerator, count, allowed):
+  with pytest.raises(ValueError) as refused:
+    machines.requests(
+        CloudOptions(learner_machine=machine,
+                     learner_accelerator=accelerator,
+                     learner_accelerator_count=count), 'atari', 100_000)
+  message = str(refused.value)
+  assert message.startswith(
+      f'--learner_machine={machine} --learner_accelerator={accelerator} '
+      f'--learner_accelerator_count={count}: Vertex AI does not run'), message
+  for text in allowed + [compatibility.COMPATIBILITY_SOURCE]:
+    assert text in message, message
+
+
+@pytest.mark.parametrize('count, machine', [
+    (1, 'a2-highgpu-1g'), (2, 'a2-highgpu-2g'), (4, 'a2-highgpu-4g'),
+    (8, 'a2-highgpu-8g'), (16, 'a2-megagpu-16g')])
+def test_an_a100_learner_gets_the_a2_machine_of_its_count(count, machine):
+  request = machines.requests(
+      CloudOptions(learner_accelerator='A100',
+                   learner_accelerator_count=count), 'atari', 100_000)[
+                       'learner']
+  assert request.machine == machine
+  # The machine xmanager itself asks Vertex AI for.
+  assert machines.xmanager_machine(request) == machine
+
+
+def test_a_small_plan_costs_what_the_price_table_says():
+  pools = [costs.Pool('workerpool0', 1, 'n1-highmem-2'),
+           costs.Pool('workerpool1', 3, 'n1-standard-4'),
+           costs.Pool('workerpool2', 1, 'n1-standard-8', 'T4', 2)]
+  # By hand from the table: $0.03635265 per N1 vCPU hour, $0.00487255 per
+  # GB hour, $0.4025 per T4 hour.
+  highmem_2 = 2 * 0.03635265 + 13 * 0.00487255        # 0.13604845
+  standard_4 = 0.21849885  # The pricing page's own figure for it.
+  standard_8_two_t4 = 8 * 0.03635265 + 30 * 0.00487255 + 2 * 0.4025
+  assert costs.machine_price('n1-standard-4') == pytest.approx(standard_4)
+  assert [pool.hourly() for pool in pools] == pytest.approx(
+      [highmem_2, 3 * standard_4, standard_8_two_t4])
+  replicas, cpus, memory, gpus, hourly = costs.totals(pools)
+  assert (replicas, cpus, memory, gpus) == (5, 2 + 12 + 8, 13 + 45 + 30, 2)
+  assert hourly == pytest.approx(2.0335427)
+  assert costs.quotas(pools) == {costs.N1_CPU_QUOTA: 22,
+                                 costs.gpu_quota('T4'): 2}
+  lines = '\n'.join(costs.resource_lines(pools))
+  assert ('  workerpool2: 1 x n1-standard-8 + 2 x T4: 8 vCPUs, 30 GB, '
+          '2 GPUs (T4): $1.24/h') in lines, lines
+  assert '  Total: 5 replicas, 22 vCPUs, 88 GB, 2 GPUs (T4): $2.03/h.' \
+      in lines, lines
+  assert ('  Custom model training CPUs for N1/E2 machine types per region '
+          '(aiplatform.googleapis.com/custom_model_training_cpus): 22') \
+      in lines, lines
+  assert ('  Custom model training Nvidia T4 GPUs per region (aiplatform.'
+          'googleapis.com/custom_model_training_nvidia_t4_gpus): 2') \
+      in lines, lines
+
+
+def test_a_plan_names_what_the_price_table_does_not_price():
+  pools = [costs.Pool('workerpool0', 2, 'n1-highmem-2'),
+           costs.Pool('workerpool1', 1, 'n1-standard-8', 'V100', 4),
+           costs.Pool('workerpool2', 1, 'a2-highgpu-2g', 'A100', 2)]
+  replicas, cpus, memory, gpus, hourly = costs.totals(pools)
+  # The A2 machine's vCPUs and memory as Google lists them: 24 and 170 GB.
+  assert (replicas, cpus, memory, gpus) == (4, 4 + 8 + 24, 26 + 30 + 170, 6)
+  # Only the N1 machines are priced.
+  assert hourly == pytest.approx(2 * costs.machine_price('n1-highmem-2') +
+                                 costs.machine_price('n1-standard-8'))
+  assert costs.quotas(pools) == {
+      costs.N1_CPU_QUOTA: 12, costs.gpu_quota('V100'): 4,
+      costs.A2_CPU_QUOTA: 24, costs.gpu_quota('A100'): 2}
+  total = costs.resource_lines(pools)[4]
+  assert total.endswith(', plus 4 x V100 and 1 x a2-highgpu-2g and 2 x A100 '
+                        '(not in the price table).'), total
+
+
 def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
   (tmp_path / 'home').mkdir()
   result, package_dir, workdir = _dry_run(
@@ -118,6 +239,19 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
   assert re.search(r'n1-standard-4 \(4 CPUs, 15 GiB\): replay', out), out
   assert 'Machine-hours per hour of running: 259 x n1-highmem-2, ' \
          '1 x n1-standard-4, 1 x n1-standard-8.' in out
+  # Each pool's resources and cost, their totals and the quotas, by hand
+  # from the price table: n1-highmem-2 2 x $0.03635265 + 13 x $0.00487255,
+  # n1-standard-4 $0.21849885, n1-standard-8 8 x ... + 30 x ..., T4 $0.4025.
+  assert ('workerpool2: 258 x n1-highmem-2: 516 vCPUs, 3,354 GB, no GPU: '
+          '$35.10/h') in out, out
+  assert ('workerpool3: 1 x n1-standard-8 + 1 x T4: 8 vCPUs, 30 GB, 1 GPU '
+          '(T4): $0.8395/h') in out, out
+  assert ('Total: 261 replicas, 530 vCPUs, 3,412 GB, 1 GPU (T4): '
+          '$36.29/h.') in out, out
+  assert f'{costs.N1_CPU_QUOTA}: 530\n' in out, out
+  assert f'{costs.gpu_quota("T4")}: 1\n' in out, out
+  assert costs.PRICE_SOURCE in out and \
+      compatibility.COMPATIBILITY_SOURCE in out, out
   assert 'FROM python:3.10' in out and 'process_entry' in out
   # The replay's load: 256 K=1 actors' inserts and the paper's learner, and
   # the shards that takes (docs/replay.md) against the one given.
@@ -175,6 +309,9 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
      '--replay_capacity'),
     (['--learner_accelerator=K80'], '--learner_accelerator=K80'),
     (['--learner_machine=n2-standard-8'], '--learner_machine=n2-standard-8'),
+    # Vertex AI allows at most 4 T4s on a machine.
+    (['--learner_accelerator=T4', '--learner_accelerator_count=8'],
+     'T4 allows 1, 2 or 4 per machine'),
 ])
 def test_a_bad_plan_is_refused_before_anything_is_packaged(
     tmp_path, flags, named):

@@ -124,6 +124,8 @@ def package(program, group_requests: Dict[str, Request], directory: str,
                          f'{request.machine} ({", ".join(labels)}).')
     pools.append({**pool, 'nodes': labels, 'machine_type': machine,
                   'machine': request.describe(),
+                  'accelerator': request.accelerator,
+                  'accelerator_count': request.accelerator_count,
                   'gpu_image': request.accelerator is not None})
   job = {'name': program.name, 'workdir': workdir, 'pools': pools,
          'access': options.job_settings()}
@@ -144,7 +146,5 @@ def dry_run(program, group_requests: Dict[str, Request], workdir: str,
     raise ValueError(f'--package_dir={directory} is not empty; choose a new '
                      'or empty directory.')
   job = package(program, group_requests, directory, workdir, options)
-  print(format_plan(job, workdir, directory))
-  if replay:
-    print(f'\n{replay}')
+  print(format_plan(job, workdir, directory, replay))
   sys.stdout.flush()

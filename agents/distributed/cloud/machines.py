@@ -3,7 +3,9 @@
 Vertex AI gives every replica a machine of its own: the N1 machine with the
 fewest CPUs, then the least memory, that has what its group asks for
 (`CloudOptions`). `requests` picks each group's machine, and refuses a
-replay its machine cannot hold or a machine xmanager cannot ask for;
+replay its machine cannot hold, a machine xmanager cannot ask for, or a
+learner's GPUs that Vertex AI's compatibility table does not allow on its
+machine (`compatibility`);
 `check_plan` refuses more worker pools than Vertex AI runs; `Plan` is the
 checked launch. `job_requirements` and `xmanager_machine` say a request as
 xmanager asks Vertex AI for it.
@@ -12,6 +14,7 @@ xmanager asks Vertex AI for it.
 import dataclasses
 from typing import Any, Dict, List, Optional, Tuple
 
+from agents.distributed.cloud import compatibility
 from agents.distributed.cloud.capacity import GIB
 from agents.distributed.cloud.capacity import replay_memory_bytes
 from agents.distributed.cloud.options import CloudOptions
@@ -66,6 +69,9 @@ class Request:
     if self.machine in machine_types():
       cpus, memory = machine_types()[self.machine]
       text += f' ({cpus} CPUs, {memory / GIB:g} GiB)'
+    elif compatibility.machine_shape(self.machine):
+      cpus, memory_gb = compatibility.machine_shape(self.machine)
+      text += f' ({cpus} CPUs, {memory_gb:g} GB)'
     if self.accelerator:
       text += f' + {self.accelerator_count} x {self.accelerator}'
     return text
@@ -146,13 +152,14 @@ def _replay_request(cloud: CloudOptions, env_kind: str,
 
 
 def _learner_request(cloud: CloudOptions) -> Request:
+  """The learner's machine and accelerator, refused (naming what is
+  allowed) where Vertex AI's GPU compatibility table does not allow them.
+  An A100 picks its machine: the A2 machine of its count."""
   flags = ('learner_machine', 'learner_accelerator',
            'learner_accelerator_count')
   if cloud.accelerator == 'A100':
-    # Vertex AI puts A100s on a2 machines of their own count.
-    from xmanager.cloud import vertex  # pylint: disable=g-import-not-at-top
-    machine = dict(vertex._A100_GPUS_TO_MACHINE_TYPE)[  # pylint: disable=protected-access
-        cloud.learner_accelerator_count]
+    machine = compatibility.machines_for(
+        'A100', cloud.learner_accelerator_count)[0]
     return Request(machine, 0, 0, 'A100', cloud.learner_accelerator_count,
                    flags)
   if cloud.learner_machine not in machine_types():
@@ -160,6 +167,9 @@ def _learner_request(cloud: CloudOptions) -> Request:
         f'--learner_machine={cloud.learner_machine} is not a Vertex AI '
         f'machine xmanager can ask for; choose one of '
         f'{", ".join(sorted(machine_types()))}.')
+  if cloud.accelerator:
+    compatibility.check(cloud.learner_machine, cloud.accelerator,
+                        cloud.learner_accelerator_count, flags)
   cpus, memory = machine_types()[cloud.learner_machine]
   return Request(cloud.learner_machine, cpus, memory, cloud.accelerator,
                  cloud.learner_accelerator_count if cloud.accelerator else 0,

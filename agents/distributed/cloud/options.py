@@ -66,7 +66,10 @@ class CloudOptions:
   """The learner's accelerator: none, P4, T4, P100, V100 or A100 (its image
   then holds TensorFlow 2.8 built for GPUs, with CUDA 11 and cuDNN 8)."""
   learner_accelerator_count: int = 1
-  """How many of --learner_accelerator (1, 2, 4 or 8)."""
+  """How many of --learner_accelerator: 1, 2 or 4 of a P4, T4 or P100, 1,
+  2, 4 or 8 of a V100, 1, 2, 4, 8 or 16 of an A100; Vertex AI allows each
+  count on certain machines only, and a plan it would refuse is refused
+  naming them (agents/distributed/cloud/compatibility.py)."""
   actor_cpus: int = 2
   """CPUs of each actor's machine (an actor acts with one core; give it
   more with --envs_per_actor)."""

@@ -1,10 +1,13 @@
 """The plan --dry_run prints: the worker pools, each with its replicas,
 machine and nodes, the job's primary replica, the containers, the
-machine-hours, who can reach the job, and where its files go.
+machine-hours, each pool's resources and cost and the quotas they need
+(`costs`), who can reach the job, where its files go, and the sources of
+the tables.
 """
 
 from typing import Any, Dict, List
 
+from agents.distributed.cloud import costs
 from agents.distributed.cloud.options import SECURITY_DOCS
 from agents.distributed.cloud.options import XMANAGER_ROLES
 from agents.distributed.cloud.options import xmanager_account
@@ -18,8 +21,10 @@ def _counted(labels: List[str]) -> str:
                    for label, count in counts.items())
 
 
-def format_plan(job: Dict[str, Any], workdir: str, directory: str) -> str:
-  """The plan `--dry_run` prints."""
+def format_plan(job: Dict[str, Any], workdir: str, directory: str,
+                replay: str = '') -> str:
+  """The plan `--dry_run` prints (`replay`: what it says of the replay's
+  load), its tables' sources last."""
   lines = [f'Vertex AI job "{job["name"]}" (not submitted: --dry_run).', '']
   machine_hours: Dict[str, int] = {}
   for pool in job['pools']:
@@ -41,10 +46,14 @@ def format_plan(job: Dict[str, Any], workdir: str, directory: str) -> str:
   lines += ['', 'Machine-hours per hour of running: ' + ', '.join(
       f'{count} x {machine}' for machine, count in sorted(
           machine_hours.items())) + '.', '']
+  lines += costs.resource_lines(costs.pools_of(job)) + ['']
   lines += access_lines(job['access'])
   lines += ['', f'Run files (logs, checkpoints, run.json, stop.json): '
                 f'{workdir}',
-            f'Packaged containers and job.json: {directory}']
+            f'Packaged containers and job.json: {directory}', '']
+  if replay:
+    lines += [replay, '']
+  lines += costs.footnote()
   return '\n'.join(lines)
 
 
