@@ -174,23 +174,24 @@ def test_a_small_plan_costs_what_the_price_table_says():
            costs.Pool('workerpool1', 3, 'n1-standard-4'),
            costs.Pool('workerpool2', 1, 'n1-standard-8', 'T4', 2)]
   # By hand from the table: $0.03635265 per N1 vCPU hour, $0.00487255 per
-  # GB hour, $0.4025 per T4 hour.
+  # GB hour; the table prices no GPU in us-central1.
   highmem_2 = 2 * 0.03635265 + 13 * 0.00487255        # 0.13604845
   standard_4 = 0.21849885  # The pricing page's own figure for it.
-  standard_8_two_t4 = 8 * 0.03635265 + 30 * 0.00487255 + 2 * 0.4025
+  standard_8 = 8 * 0.03635265 + 30 * 0.00487255       # 0.4369977
   assert costs.machine_price('n1-standard-4') == pytest.approx(standard_4)
   assert [pool.hourly() for pool in pools] == pytest.approx(
-      [highmem_2, 3 * standard_4, standard_8_two_t4])
+      [highmem_2, 3 * standard_4, standard_8])
   replicas, cpus, memory, gpus, hourly = costs.totals(pools)
   assert (replicas, cpus, memory, gpus) == (5, 2 + 12 + 8, 13 + 45 + 30, 2)
-  assert hourly == pytest.approx(2.0335427)
+  assert hourly == pytest.approx(1.2285427)
   assert costs.quotas(pools) == {costs.N1_CPU_QUOTA: 22,
                                  costs.gpu_quota('T4'): 2}
   lines = '\n'.join(costs.resource_lines(pools))
   assert ('  workerpool2: 1 x n1-standard-8 + 2 x T4: 8 vCPUs, 30 GB, '
-          '2 GPUs (T4): $1.24/h') in lines, lines
-  assert '  Total: 5 replicas, 22 vCPUs, 88 GB, 2 GPUs (T4): $2.03/h.' \
-      in lines, lines
+          '2 GPUs (T4): $0.4370/h without 2 x T4 (not in the price table)'
+          ) in lines, lines
+  assert ('  Total: 5 replicas, 22 vCPUs, 88 GB, 2 GPUs (T4): $1.23/h, plus '
+          '2 x T4 (not in the price table).') in lines, lines
   assert ('  Custom model training CPUs for N1/E2 machine types per region '
           '(aiplatform.googleapis.com/custom_model_training_cpus): 22') \
       in lines, lines
@@ -241,13 +242,14 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
          '1 x n1-standard-4, 1 x n1-standard-8.' in out
   # Each pool's resources and cost, their totals and the quotas, by hand
   # from the price table: n1-highmem-2 2 x $0.03635265 + 13 x $0.00487255,
-  # n1-standard-4 $0.21849885, n1-standard-8 8 x ... + 30 x ..., T4 $0.4025.
+  # n1-standard-4 $0.21849885, n1-standard-8 8 x ... + 30 x ...; the T4
+  # is named as not priced.
   assert ('workerpool2: 258 x n1-highmem-2: 516 vCPUs, 3,354 GB, no GPU: '
           '$35.10/h') in out, out
   assert ('workerpool3: 1 x n1-standard-8 + 1 x T4: 8 vCPUs, 30 GB, 1 GPU '
-          '(T4): $0.8395/h') in out, out
+          '(T4): $0.4370/h without 1 x T4 (not in the price table)') in out, out
   assert ('Total: 261 replicas, 530 vCPUs, 3,412 GB, 1 GPU (T4): '
-          '$36.29/h.') in out, out
+          '$35.89/h, plus 1 x T4 (not in the price table).') in out, out
   assert f'{costs.N1_CPU_QUOTA}: 530\n' in out, out
   assert f'{costs.gpu_quota("T4")}: 1\n' in out, out
   assert costs.PRICE_SOURCE in out and \

@@ -187,6 +187,7 @@ def test_no_page_carries_a_date_or_a_session(page):
   text = _text(page)
   months = ('Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec')
   dated = re.findall(rf'\b\d{{1,2}} (?:{months})[a-z]*\b', text)
+  dated += re.findall(r'\b20\d\d-[01]\d-[0-3]\d\b', text)  # ISO dates.
   dated += re.findall(r'\b(?:earlier|later|previous|same) (?:session|day)\b',
                       text, re.IGNORECASE)
   assert not dated, f'{page}: {dated}'

@@ -15,11 +15,10 @@ stored in the project's reference library (read 2026-11-27):
   (each dated by its author: 2026-09-06, 2026-09-08, 2026-10-07);
   `N1_GB_HOUR` is what that leaves per GB:
   (0.21849885 - 4 x 0.03635265) / 15 = 0.00487255.
-* GPUs: `GPU_HOUR`. The T4's $0.4025/h is the pricing page's training
-  figure as a stored job script quotes it (for europe-west4; not read from
-  the page itself). No stored copy gives Vertex AI's training price of a
-  P4, P100, V100, A100 or A2 machine: the plan names what it leaves
-  unpriced instead of guessing.
+* GPUs: `GPU_HOUR`, empty. No stored copy gives Vertex AI's training
+  price of a GPU in us-central1 (one job script quotes the page's T4
+  figure for europe-west4, another region's): the plan names the GPUs it
+  leaves unpriced instead of guessing.
 
 Quotas, as Google names them (`QUOTA_SOURCE`: "Custom model training CPUs
 for N1/E2 machine types per region", "Custom model training Nvidia V100
@@ -38,7 +37,7 @@ PRICE_DATE = ('2026-11-27, as stored in the project\'s reference library '
               '(each figure\'s copy: agents/distributed/cloud/costs.py)')
 N1_VCPU_HOUR = 0.03635265
 N1_GB_HOUR = 0.00487255
-GPU_HOUR: Dict[str, float] = {'T4': 0.4025}
+GPU_HOUR: Dict[str, float] = {}
 
 QUOTA_SOURCE = ('https://docs.cloud.google.com/gemini-enterprise-agent-'
                 'platform/machine-learning/training/neural-architecture-'
@@ -181,8 +180,9 @@ def resource_lines(pools: List[Pool]) -> List[str]:
 
 def footnote() -> List[str]:
   """The sources and dates of the plan's tables."""
-  gpus = ', '.join(f'{name} ${price}' for name, price in
-                   sorted(GPU_HOUR.items()))
+  gpus = (', '.join(f'{name} ${price}' for name, price in
+                    sorted(GPU_HOUR.items())) if GPU_HOUR else
+          f'none in the table for {REGION}')
   return [
       f'Prices: ${N1_VCPU_HOUR} per N1 vCPU hour and ${N1_GB_HOUR} per '
       f'GB hour; per GPU hour: {gpus}; from {PRICE_SOURCE}, read '
