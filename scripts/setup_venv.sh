@@ -82,7 +82,7 @@ MSG
   echo "Creating .venv with $python"
   "$python" -m venv .venv || { rm -rf .venv; exit 1; }
 fi
-.venv/bin/python -m pip install --quiet --upgrade "pip<25"
+.venv/bin/python -m pip install --quiet "pip==24.3.1"
 .venv/bin/python -m pip install --quiet -r requirements.txt
 echo "$wanted" > "$stamp"
 install_project

@@ -33,6 +33,7 @@ from agents.distributed.cloud import capacity
 from agents.distributed.cloud import compatibility
 from agents.distributed.cloud import costs
 from agents.distributed.cloud import machines
+from agents.distributed.cloud import packaging
 from agents.distributed.cloud.options import CloudOptions
 from tests import helpers
 from tests.conftest import BUCKET
@@ -267,6 +268,9 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
 
   job = json.loads((package_dir / 'job.json').read_text())
   assert sum(pool['replicas'] for pool in job['pools']) == 256 + 5
+  # The images' pip is the one the local environment is made with.
+  with open(os.path.join(helpers.ROOT, 'scripts', 'setup_venv.sh')) as f:
+    assert f'"pip=={packaging.PIP_VERSION}"' in f.read()
   for pool in job['pools']:
     container = package_dir / pool['directory']
     for name in ('job.pkl', 'process_entry.py', 'requirements.txt',
@@ -282,8 +286,23 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
     else:
       assert 'tensorflow-cpu==2.8.4' in requirements
       assert 'nvidia' not in requirements
+    # Every package the image installs is pinned: the requirements file
+    # (each line name==version), and pip itself; the base image names its
+    # Python's patch release and its Debian release; no step installs
+    # anything else (Launchpad's own steps install xmanager and pip
+    # unpinned, and a libpython3.10 that python:3.10's Debian has not).
+    assert all(re.fullmatch(r'[A-Za-z0-9_.\-\[\]]+==[\w.+]+', line)
+               for line in requirements.splitlines() if line), requirements
+    assert re.fullmatch(r'python:3\.10\.\d+-[a-z]+', pool['base_image']), pool
+    installs = [step for step in pool['docker_instructions']
+                if 'install' in step]
+    assert installs == [
+        f'RUN python -m pip install --no-cache-dir '
+        f'pip=={packaging.PIP_VERSION}',
+        'RUN python -m pip install --no-cache-dir -r requirements.txt'], (
+            pool['docker_instructions'])
     dockerfile = (package_dir / pool['name'] / 'Dockerfile').read_text()
-    assert 'FROM python:3.10' in dockerfile
+    assert f'FROM {pool["base_image"]}\n' in dockerfile
     # TensorFlow 2.8's oneDNN kernels, off by default on Linux, on in every
     # image; the emulator sets what job.json says each image sets.
     assert 'ENV TF_ENABLE_ONEDNN_OPTS="1"' in dockerfile, dockerfile

@@ -62,20 +62,57 @@ GPU_LIBRARY_PATH = ':'.join(
         'cudnn')] + ['/usr/local/nvidia/lib', '/usr/local/nvidia/lib64'])
 
 
+# The containers' base image: the Python this project's pinned set is
+# verified with (../shared/STACK.md: 3.10), at a fixed patch release and
+# Debian release, where Launchpad names the moving `python:3.10`.
+BASE_IMAGE = 'python:3.10.13-bookworm'
+# pip in the image, the version `scripts/setup_venv.sh` installs.
+PIP_VERSION = '24.3.1'
+
+
+def _docker_steps(spec) -> List[str]:
+  """The image's steps in place of Launchpad 0.5's: its `apt-get install
+  libpython3.10` (which python:3.10's Debian does not have: it installs
+  nothing), its unpinned `pip install --upgrade pip` and `pip install
+  xmanager` and its `apt-get install git` (no requirement needs git) go;
+  what is left installs exactly the pinned requirements file (which pins
+  xmanager too). Raises ValueError if Launchpad's steps are not the ones
+  these replace (another Launchpad version)."""
+  directory = os.path.basename(spec.path)
+  kept = [f'COPY {directory}/requirements.txt requirements.txt',
+          f'COPY {directory}/ {directory}', f'WORKDIR {directory}']
+  expected = {'RUN apt-get update && apt-get install -y git',
+              'RUN python -m pip install --upgrade pip',
+              'RUN apt-get -y install libpython3.10',
+              'RUN python -m pip install xmanager',
+              'RUN python -m pip install -r requirements.txt', *kept}
+  if set(spec.docker_instructions) != expected:
+    raise ValueError(
+        'Launchpad\'s Docker steps are not those of Launchpad 0.5, which '
+        f'agents/distributed/cloud/packaging.py replaces: '
+        f'{list(spec.docker_instructions)}')
+  return [f'RUN python -m pip install --no-cache-dir pip=={PIP_VERSION}',
+          kept[0],
+          'RUN python -m pip install --no-cache-dir -r requirements.txt',
+          *kept[1:]]
+
+
 def _with_environment(packageable):
-  """A pool's image gets TensorFlow's oneDNN switch
-  (`agents.onednn_setting`: on, unless the launcher's environment sets
-  it), and a pool whose requirements hold the CUDA wheels gets their
-  libraries on its library path: ENV lines in its Dockerfile (Launchpad's
-  own Docker steps have no room for them)."""
+  """A pool's image: built from `BASE_IMAGE` with `_docker_steps`; with
+  TensorFlow's oneDNN switch (`agents.onednn_setting`: on, unless the
+  launcher's environment sets it); and, where its requirements hold the
+  CUDA wheels, their libraries on its library path (ENV lines in its
+  Dockerfile)."""
   import attr  # pylint: disable=g-import-not-at-top
   env_vars = {**packageable.env_vars,
               agents.ONEDNN: agents.onednn_setting()}
-  with open(os.path.join(packageable.executable_spec.path,
-                         'requirements.txt')) as f:
+  spec = packageable.executable_spec
+  with open(os.path.join(spec.path, 'requirements.txt')) as f:
     if 'nvidia-cudnn' in f.read():
       env_vars['LD_LIBRARY_PATH'] = GPU_LIBRARY_PATH
-  return attr.evolve(packageable, env_vars=env_vars)
+  spec = attr.evolve(spec, base_image=BASE_IMAGE,
+                     docker_instructions=_docker_steps(spec))
+  return attr.evolve(packageable, executable_spec=spec, env_vars=env_vars)
 
 
 class _GpuAwareExperiment:
