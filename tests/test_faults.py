@@ -282,12 +282,14 @@ def _check_stopped_as_failed(workdir, returncode: int, output: str,
   assert returncode == 1, (returncode, output[-4000:])
   assert f'error: the program stopped because {because}' in output, (
       output[-4000:])
+  logs = helpers.node_logs(workdir)
   assert 'did not terminate in time' not in output, output[-4000:]
+  assert 'did not terminate in time' not in logs, logs[-4000:]
   with open(workdir / run_manifest.STOP_RECORD) as f:
     record = json.load(f)
   assert record['failed'] is True, record
   if final_counts:
-    assert 'Final counts' in output, output[-4000:]
+    assert 'Final counts' in logs, logs[-4000:]
   return record
 
 
@@ -337,8 +339,8 @@ def test_sigint_stops_the_program_with_a_final_checkpoint(tmp_path, launch):
                _last(workdir, 'learner', 'learner_steps') > 100),
       START_TIMEOUT, 'learner steps and node pid files')
   logged = _last(workdir, 'learner', 'learner_steps')
-  output = _interrupt(program)
-  assert 'Final replay checkpoint' in output
+  _interrupt(program)
+  assert 'Final replay checkpoint' in program.logs()
   steps, _ = _read_learner_checkpoint(workdir, _builder())
   assert steps >= logged, (steps, logged)
 
@@ -432,14 +434,15 @@ def test_kill_9_then_relaunch_resumes_from_the_checkpoints(tmp_path, launch):
   output = _interrupt(relaunched)
   assert 'Resuming the run in' in output
 
+  logs = relaunched.logs()
   starts = re.findall(
-      r'Learner starts at step (\d+) \(parameters checksum (\w+)\)', output)
+      r'Learner starts at step (\d+) \(parameters checksum (\w+)\)', logs)
   assert starts == [(str(steps), checksum)], (starts, steps, checksum)
-  sizes = _parse_dict(r'Replay starts with (\{[^}]*\}) items', output)
+  sizes = _parse_dict(r'Replay starts with (\{[^}]*\}) items', logs)
   assert sizes == {tables.TABLE: replay_size}, (sizes, replay_size)
   # The counts start from the counter's checkpoint: nothing newer than the
   # checkpoints, nothing newer than what the killed run had logged.
-  started = _parse_dict(r'Counter starts from (\{[^}]*\})', output)
+  started = _parse_dict(r'Counter starts from (\{[^}]*\})', logs)
   assert started == counts, (started, counts)
   for key, value in started.items():
     if key in logged:
@@ -499,10 +502,10 @@ def test_crashes_and_non_finite_steps_cost_episodes_not_the_run(tmp_path,
                _max_count(workdir, 'actor_steps') >= 4000),
       START_TIMEOUT, 'learner steps after the first crash, a logged '
       'non-finite step and 4,000 actor steps')
-  output = _interrupt(program)
+  _interrupt(program)
 
   # Crashes: counted by both actors, and the learner trained on after them.
-  assert 'simulated simulator crash' in output
+  assert 'simulated simulator crash' in program.logs()
   for label in ('actor', 'actor_1'):
     assert int(_rows(workdir, label)[-1]['actor_environment_errors']) > 0, (
         label)

@@ -342,8 +342,9 @@ PROGRAM_FLAGS = [
     # frozen for longer than this would stop the program (as any node's).
     '--heartbeat_timeout=600',
 ]
+# In the shards' logs (`helpers.node_logs`).
 SHARD_STARTS = re.compile(
-    r"\[replay/(\d+)\][^\n]*Replay starts with \{'priority_table': (\d+)\}")
+    r"\[replay_(\d+)\] Replay starts with \{'priority_table': (\d+)\}")
 
 
 def _learner_rows(workdir):
@@ -412,7 +413,7 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
           for name in os.listdir(workdir / 'checkpoints' / 'replay_1')),
       helpers.START_TIMEOUT, 'a checkpoint of shard 1')
   os.kill(server, signal.SIGKILL)
-  program.wait_until(lambda: len(SHARD_STARTS.findall(program.output())) >= 3,
+  program.wait_until(lambda: len(SHARD_STARTS.findall(program.logs())) >= 3,
                      helpers.START_TIMEOUT, 'shard 1 to restart')
   restarted_at = helpers.last(workdir, 'learner', 'learner_steps')
   program.wait_until(lambda: _learned_from(workdir, 1, restarted_at),
@@ -420,9 +421,10 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
                      'its restart')
   output = program.interrupt()
   assert f'The replay_1 server (pid {server}) died' in output, output[-5000:]
-  assert 'Replay shard 1 streams again' in output
+  logs = program.logs()
+  assert 'Replay shard 1 streams again' in logs
   starts = [(int(shard), int(size))
-            for shard, size in SHARD_STARTS.findall(output)]
+            for shard, size in SHARD_STARTS.findall(logs)]
   # Both started empty; only shard 1 restarted, from its checkpoint.
   assert sorted(starts[:2]) == [(0, 0), (1, 0)], starts
   assert len(starts) == 3 and starts[2][0] == 1 and starts[2][1] > 0, starts
@@ -437,7 +439,7 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
           workdir, 1, stopped_at), helpers.START_TIMEOUT,
       'updates from both shards after the relaunch')
   sizes = dict((int(shard), int(size))
-               for shard, size in SHARD_STARTS.findall(relaunched.output()))
+               for shard, size in SHARD_STARTS.findall(relaunched.logs()))
   assert sizes[0] > 0 and sizes[1] > 0, sizes
 
   # Shard 1's only actor killed: the shard still answers, but its rate
@@ -471,15 +473,16 @@ def test_four_shards_under_local_mp_each_feed_the_learner(tmp_path,
       '--num_actors=4', '--replay_shards=4', '--samples_per_insert=4',
       '--max_actor_steps=3000', timeout=900)
   assert result.returncode == 0, result.stdout[-5000:]
-  helpers.check_stopped_in_order(result.stdout)
+  helpers.check_stopped_in_order(result.stdout, workdir)
+  logs = helpers.node_logs(workdir)
   assert (f'Batches from 4 replay shards; a shard that gives none of its '
-          f'samples for {helpers.START_TIMEOUT} s') in result.stdout
+          f'samples for {helpers.START_TIMEOUT} s') in logs
   # Every shard's node started its server, empty.
   assert sorted((int(shard), int(size)) for shard, size in
-                SHARD_STARTS.findall(result.stdout)) == [
+                SHARD_STARTS.findall(logs)) == [
                     (0, 0), (1, 0), (2, 0), (3, 0)]
   # No shard was left out: the learner drew from all four throughout.
-  assert 'gave no samples and' not in result.stdout, result.stdout[-5000:]
+  assert 'gave no samples and' not in logs, logs[-5000:]
   rows = _learner_rows(workdir)
   assert rows and all(int(row['live_shards']) == 4 for row in rows), rows
   for shard in range(4):

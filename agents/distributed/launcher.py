@@ -50,8 +50,9 @@ STOP_COMMAND = 'python programs/stop.py --workdir={workdir}'
 REQUEST_SECONDS = 10.0
 USER_STOP = 'stopped by the user (Ctrl-C)'
 # The launch types whose nodes run on this machine: their output goes to
-# the workdir's logs, and the terminal shows the run's status.
-WATCHED_LOCALLY = ('local_mp', 'local_mt')
+# the workdir's logs, and the terminal shows the run's status (test_mt:
+# local_mt as the tests run it).
+WATCHED_LOCALLY = ('local_mp', 'local_mt', 'test_mt')
 
 
 class _StopOnCtrlC:

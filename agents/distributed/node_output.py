@@ -27,6 +27,7 @@ import re
 import sys
 import termios
 import threading
+import time
 from typing import Callable, Dict, Optional, TextIO, Tuple
 
 LOGS = 'logs'  # <workdir>/logs/<label>.log
@@ -44,6 +45,9 @@ _LEVELS = {'W': 'warning: ', 'E': 'error: ', 'F': 'fatal: ', 'I': ''}
 # Lines outside absl logging that say a process is in trouble.
 _TROUBLE = ('stop_watchdog:', 'Fatal Python error', 'terminate called')
 _TRACEBACK = 'Traceback (most recent call last):'
+# The first line of each launch in a node's log: a relaunch in the same
+# workdir appends to its logs.
+LAUNCH_HEADER = '=== launch of '
 # What `finish` writes after every node has ended: once read, so is all
 # that the nodes wrote before it.
 _END = '\x00end of the nodes\' output'
@@ -72,6 +76,8 @@ class _Stream:
 
   def __init__(self, path: str, label: str, show: Callable[[str], None]):
     self._file = open(path, 'a', buffering=1, errors='replace')  # pylint: disable=consider-using-with
+    self._file.write(f'{LAUNCH_HEADER}{time.strftime("%Y-%m-%d %H:%M:%S")} '
+                     f'(launcher pid {os.getpid()}) ===\n')
     self._label = label
     self._show = show
     self._in_traceback = False
@@ -85,7 +91,7 @@ class _Stream:
       if text.startswith(' ') or not text:
         return
       self._in_traceback = False  # The exception's own line.
-      self._show(f'[{self._label}] {text} (traceback in '
+      self._show(f'[{self._label}] {text} (Traceback in '
                  f'{LOGS}/{self._label}.log)')
       return
     message = shown(text)
