@@ -81,21 +81,29 @@ class _Stream:
     self._label = label
     self._show = show
     self._in_traceback = False
+    # Whether the last line was a record shown; a traceback right after it
+    # is that record's (logged with exc_info), and is not shown again.
+    self._record_shown = False
+    self._show_traceback = False
 
   def line(self, text: str):
     self._file.write(text + '\n')
+    record_shown, self._record_shown = self._record_shown, False
     if text == _TRACEBACK:
       self._in_traceback = True
+      self._show_traceback = not record_shown
       return
     if self._in_traceback:
       if text.startswith(' ') or not text:
         return
       self._in_traceback = False  # The exception's own line.
-      self._show(f'[{self._label}] {text} (Traceback in '
-                 f'{LOGS}/{self._label}.log)')
+      if self._show_traceback:
+        self._show(f'[{self._label}] {text} (Traceback in '
+                   f'{LOGS}/{self._label}.log)')
       return
     message = shown(text)
     if message is not None:
+      self._record_shown = True
       self._show(f'[{self._label}] {message}')
 
   def close(self):

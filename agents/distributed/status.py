@@ -182,15 +182,14 @@ class RunStatus:
 
   @staticmethod
   def _learner_line(learner) -> Line:
-    loss = _number(learner, 'loss')
-    if loss is None and learner:  # Named for what it is (A3C's losses).
-      losses = sorted(column for column in learner
-                      if column.endswith('loss'))
-      loss = _number(learner, losses[0]) if losses else None
+    # Its loss, or the first of its losses named for what they are.
+    losses = sorted(column for column in (learner or ())
+                    if column.endswith('loss'))
+    loss = 'loss' if 'loss' in losses else (losses or ['loss'])[0]
     return Line('learner', [
         f'{_count(_number(learner, "learner_steps"))} updates',
         _rate(_number(learner, 'steps_per_second')),
-        f'loss {_value(loss)}'])
+        f'{loss.replace("_", " ")} {_value(_number(learner, loss))}'])
 
   def _replay_lines(self, now) -> List[Line]:
     lines = []
