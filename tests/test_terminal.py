@@ -88,6 +88,32 @@ def test_a_relaunch_appends_to_the_logs_after_a_header(tmp_path):
              for line in logged) == 2
 
 
+def test_lines_go_to_their_nodes_log_by_launchpads_prefix(tmp_path):
+  output = node_output.NodeOutput(str(tmp_path),
+                                  {('replay', 0): 'replay',
+                                   ('actor', 1): 'actor_1'})
+  (tmp_path / 'logs').mkdir()
+  shown = []
+  output._show = shown.append  # pylint: disable=protected-access
+  for line in [
+      # As Launchpad's current_terminal decorates a node's line, here one
+      # that a countdown redrew with '\r'.
+      '\x1b[1;33m[replay/0] Waiting for workers to stop for 9s.\r'
+      'W0102 03:04:05.000001 1400 replay_nodes.py:98] Checkpoint failed.'
+      '\x1b[0;0m',
+      '\x1b[1;36m[actor/1] Actor 1 stops after 10 environment steps\x1b[0;0m',
+      'A line of the launcher itself',
+  ]:
+    output._line(line)  # pylint: disable=protected-access
+  assert shown == ['[replay] warning: Checkpoint failed.']
+  logs = helpers.node_logs(tmp_path)
+  assert logs.splitlines() == [
+      '[actor_1] Actor 1 stops after 10 environment steps',
+      '[launcher] A line of the launcher itself',
+      '[replay] W0102 03:04:05.000001 1400 replay_nodes.py:98] Checkpoint '
+      'failed.']
+
+
 # --------------------------------------------------------------------------
 # The status, read from logs written here.
 

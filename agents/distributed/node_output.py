@@ -163,12 +163,6 @@ class NodeOutput:
     os.write(1, (_END + '\n').encode())
     self._ended.wait(timeout)
 
-  def paths(self):
-    """{label: its log's path}, of the logs written so far."""
-    with self._lock:
-      return {label: log_path(self._workdir, label)
-              for label in self._streams}
-
   def _stream(self, label: str) -> _Stream:
     with self._lock:
       if label not in self._streams:
@@ -177,18 +171,18 @@ class NodeOutput:
       return self._streams[label]
 
   def _line(self, text: str):
+    prefixed = _PREFIX.match(text.rstrip('\r'))
+    if prefixed:
+      group, index, text = prefixed.groups()
+      label = self._labels.get((group, int(index)), f'{group}_{index}')
+    else:
+      label = self._own_label
     # A line redrawn with '\r' (Launchpad's countdowns): what a terminal
     # would show of it.
     text = text.rstrip('\r').rsplit('\r', 1)[-1]
     if text == _END:
       self._ended.set()
       return
-    prefixed = _PREFIX.match(text)
-    if prefixed:
-      group, index, text = prefixed.groups()
-      label = self._labels.get((group, int(index)), f'{group}_{index}')
-    else:
-      label = self._own_label
     self._stream(label).line(text)
 
   def _read(self):
