@@ -62,6 +62,8 @@ class _StopOnCtrlC:
   def __init__(self, program: lp.Program, terminal: terminal_lib.Terminal):
     coordinator = program.groups['coordinator'][0]
     self._terminal = terminal
+    self._last = ('replay and the counter' if 'replay' in program.groups
+                  else 'the counter')
     self._handle = coordinator.create_handle()
     self._launchpad_handler = None
     self.requested = False
@@ -78,8 +80,8 @@ class _StopOnCtrlC:
       return
     self.requested = True
     self._terminal.say('Stopping: the actors and the evaluator, then the '
-                       'learner\'s final checkpoint, then replay. Press '
-                       'Ctrl-C again to stop every node at once.')
+                       f'learner\'s final checkpoint, then {self._last}. '
+                       'Press Ctrl-C again to stop every node at once.')
     threading.Thread(target=self._request, daemon=True).start()
 
   def _request(self):
