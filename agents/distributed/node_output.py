@@ -160,7 +160,8 @@ class NodeOutput:
   def finish(self, timeout: float = 10.0):
     """Returns once every line written so far is in its log (and shown)."""
     sys.stdout.flush()
-    os.write(1, (_END + '\n').encode())
+    # First ends a node's last line, if the node ended without ending it.
+    os.write(1, ('\n' + _END + '\n').encode())
     self._ended.wait(timeout)
 
   def _stream(self, label: str) -> _Stream:
