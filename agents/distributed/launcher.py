@@ -13,8 +13,8 @@ would leave the rest of the program running for ever, with no budget, no
 watch and no ordered stop. Once it is gone, the launcher records the run
 as failed and stops every node at once.
 
-Under local_mp and local_mt the launcher takes the nodes' output off the
-terminal, into a log per node under `<workdir>/logs/`
+Under local_mp, local_mt (and test_mt) the launcher takes the nodes' output
+off the terminal, into a log per node under `<workdir>/logs/`
 (`agents.distributed.node_output`), and shows the run's status instead
 (`agents.distributed.terminal`), with the nodes' warnings and errors, and
 its own messages, above it.
@@ -199,14 +199,20 @@ def _watch_locally(program: lp.Program, options: RunOptions,
   """Takes the nodes' output off the terminal (into the workdir's logs);
   (the node output, the terminal, the run's status)."""
   labels = node_labels(program)
+  processes = options.launch_type == 'local_mp'
   output = node_output.NodeOutput(
       options.workdir, labels,
-      node_output.LAUNCHER if options.launch_type == 'local_mp'
-      else node_output.PROGRAM)
+      node_output.LAUNCHER if processes else node_output.PROGRAM)
   terminal = terminal_lib.Terminal(*output.terminal())
   output.start(terminal.say)
-  terminal.say(f'Each node logs to {options.workdir}/{node_output.LOGS}/'
-               '<node>.log; their warnings and errors show here.')
+  logs = os.path.join(options.workdir, node_output.LOGS)
+  if processes:
+    terminal.say(f'Each node logs to {logs}/<node>.log; their warnings and '
+                 'errors show here.')
+  else:
+    terminal.say(f'The nodes, threads of this process, log to '
+                 f'{logs}/{node_output.PROGRAM}.log; their warnings and '
+                 'errors show here.')
   # Handles made before the launch, which binds their addresses.
   replays = {labels[('replay', index)]: node.create_handle()
              for index, node in enumerate(program.groups.get('replay', []))}
