@@ -108,12 +108,15 @@ class RunStatus:
   `actor_labels`: the labels of the nodes that act (their CSV logs);
   `members`: what they are called ('actors', 'workers'); `replays`:
   {label: Launchpad handle} of the replay nodes (none for a program without
-  replay), whose clients `connect` makes once the program is launched; `evaluation_episodes`: episodes per round of evaluation (0: no
-  evaluator).
+  replay), whose clients `connect` makes once the program is launched;
+  `evaluation_episodes`: episodes per round of evaluation (0: no
+  evaluator); `max_actor_steps`, `max_seconds`: the run's budgets, if any
+  (the ETA).
   """
 
   def __init__(self, workdir: str, actor_labels: Sequence[str],
-               members: str = 'actors', replays: Optional[Dict[str, Any]] = None,
+               members: str = 'actors',
+               replays: Optional[Dict[str, Any]] = None,
                evaluation_episodes: int = 0,
                max_actor_steps: Optional[int] = None,
                max_seconds: Optional[float] = None):
@@ -127,8 +130,10 @@ class RunStatus:
     self._max_actor_steps = max_actor_steps
     self._max_seconds = max_seconds
     self._started = time.time()
+    # When the actors' count first grew, as the coordinator's wall-clock
+    # budget counts; a resumed run's logs hold its earlier launches' rows.
     self._acting_since: Optional[float] = None
-    self._initial_steps: Optional[float] = None
+    self._initial_steps = self._actor_steps(*self._newest()) or 0.0
     self._actor_rate = _Rate()
     self._replay_rates = {label: (_Rate(), _Rate())
                           for label in self._replay_handles}
@@ -142,11 +147,16 @@ class RunStatus:
     return newest_rows(
         os.path.join(self._workdir, 'logs', label, 'logs.csv'), count)
 
-  def lines(self) -> List[Line]:
-    now = time.time()
+  def _newest(self):
+    """(the newest row of each actor that has logged, the learner's or
+    None)."""
     actors = [rows[-1] for rows in map(self._log, self._actor_labels)
               if rows]
-    learner = (self._log('learner') or [None])[-1]
+    return actors, (self._log('learner') or [None])[-1]
+
+  def lines(self) -> List[Line]:
+    now = time.time()
+    actors, learner = self._newest()
     lines = [self._actors_line(now, actors, learner),
              self._learner_line(learner)]
     lines.extend(self._replay_lines(now))
@@ -162,11 +172,9 @@ class RunStatus:
 
   def _actors_line(self, now, actors, learner) -> Line:
     steps = self._actor_steps(actors, learner)
-    if steps is not None:
-      if self._initial_steps is None:
-        self._initial_steps = steps
-      elif self._acting_since is None and steps > self._initial_steps:
-        self._acting_since = now
+    if (self._acting_since is None and steps is not None and
+        steps > self._initial_steps):
+      self._acting_since = now
     rates = [_number(row, 'steps_per_second') for row in actors]
     rate = (sum(value for value in rates if value is not None)
             if any(value is not None for value in rates) else None)
