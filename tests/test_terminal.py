@@ -179,7 +179,8 @@ class _Tmux:
     subprocess.run(
         ['tmux', '-L', self._socket, '-f', '/dev/null', 'new-session', '-d',
          '-x', '150', '-y', '45', '-c', helpers.ROOT,
-         f'env -i PATH={os.environ["PATH"]} HOME={tmp_path} TERM=xterm-256color '
+         f'env -i PATH={os.environ["PATH"]} HOME={tmp_path} '
+         'TERM=xterm-256color '
          'PS1="shell$ " bash --norc --noprofile'], check=True)
     self.shell = int(self._tmux('display-message', '-p', '#{pane_pid}'))
 

@@ -1,4 +1,4 @@
-"""Every node's output to a file of the workdir, and its warnings to the terminal.
+"""Each node's output to its log in the workdir, its warnings to the terminal.
 
 Under local_mp and local_mt the launcher takes its standard output and
 error (file descriptors 1 and 2, which the nodes' processes inherit) off the
@@ -36,7 +36,8 @@ PROGRAM = 'program'  # Every node's, as threads of the launcher (local_mt).
 
 # Launchpad's current_terminal prefix: a colour, `[group/index] `, the line,
 # the colour's end.
-_PREFIX = re.compile(r'^\x1b\[[\d;]*m\[([^\]/]+)/(\d+)\] ?(.*?)(?:\x1b\[0;0m)?$')
+_PREFIX = re.compile(
+    r'^\x1b\[[\d;]*m\[([^\]/]+)/(\d+)\] ?(.*?)(?:\x1b\[0;0m)?$')
 # An absl record: level, date, time, thread, `file:line] `, message.
 _ABSL = re.compile(r'^([IWEF])\d{4} [\d:.]+ +\d+ ([^:\]]+):\d+\] (.*)$')
 # The sources whose every record tells how the program goes.
