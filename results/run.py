@@ -257,23 +257,30 @@ def run(analysis: str, setting: str, seed: int) -> str:
 
 def final_counts(workdir: str) -> Dict[str, int]:
   """The program's counts at its end: the counter's 'Final counts: {...}'
-  line in the run's output, which includes the steps the actors took
-  after the stop request (else the coordinator's 'Stopping: ... Counts:
-  {...}', taken when its budget ran out)."""
+  line, which includes the steps the actors took after the stop request
+  (else the coordinator's 'Stopping: ... Counts: {...}', taken when its
+  budget ran out). Both are in the nodes' logs (logs/counter.log,
+  logs/coordinator.log); runs made before the nodes had logs of their own
+  have them in the run's output."""
   found = {}
-  with open(os.path.join(workdir, 'output.txt'), errors='replace') as f:
-    for line in f:
-      if 'Final counts: ' in line:
-        marker = 'Final counts: '
-      elif 'Stopping: ' in line and 'Counts: ' in line:
-        marker = 'Counts: '
-      else:
-        continue
-      counts = line.split(marker, 1)[1]
-      found[marker] = json.loads(counts[:counts.index('}') + 1])
+  for name in ('output.txt', os.path.join('logs', 'counter.log'),
+               os.path.join('logs', 'coordinator.log')):
+    path = os.path.join(workdir, name)
+    if not os.path.exists(path):
+      continue
+    with open(path, errors='replace') as f:
+      for line in f:
+        if 'Final counts: ' in line:
+          marker = 'Final counts: '
+        elif 'Stopping: ' in line and 'Counts: ' in line:
+          marker = 'Counts: '
+        else:
+          continue
+        counts = line.split(marker, 1)[1]
+        found[marker] = json.loads(counts[:counts.index('}') + 1])
   if not found:
-    raise ValueError(f'{workdir}/output.txt has no final counts: the run did '
-                     'not stop at its budget.')
+    raise ValueError(f'{workdir} has no final counts: the run did not stop '
+                     'at its budget.')
   return found.get('Final counts: ', found.get('Counts: '))
 
 

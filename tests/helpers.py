@@ -23,6 +23,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 import psutil
 import pytest
 
+from agents.distributed.node_output import LAUNCH_HEADER
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Seconds until a program's nodes run and its learner trains: a loaded 2-core
@@ -87,10 +89,10 @@ def module_command(module: str, *args: str) -> List[str]:
 # node it watches has answered; until then a node that dies counts as
 # starting, for up to 10 minutes. Fault tests wait for it before a kill.
 HEARD_FROM_ALL = 'Heartbeats: every watched node has answered'
-# A replay shard's node saying how many items its server starts with:
-# (shard, size).
+# A replay shard's node saying how many items its server starts with, in
+# the shards' logs (`node_logs`): (shard, size).
 SHARD_STARTS = re.compile(
-    r"\[replay/(\d+)\][^\n]*Replay starts with \{'priority_table': (\d+)\}")
+    r"\[replay_(\d+)\] Replay starts with \{'priority_table': (\d+)\}")
 
 
 def kill_group(process: subprocess.Popen, timeout: float = 30):
@@ -165,14 +167,44 @@ _LINE_BUFFERED = (['stdbuf', '-oL', '-eL'] if shutil.which('stdbuf')
                   else [])
 
 
-def check_stopped_in_order(output: str):
+def node_logs(workdir) -> str:
+  """What the nodes of a local run's newest launch wrote
+  (<workdir>/logs/<label>.log, after its last launch header; the launcher's
+  own lines in launcher.log, under local_mt every line in program.log),
+  every line prefixed with its log's label (`[actor_1] ...`); '' before
+  any.
+
+  A program's terminal (`Program.output`, a run's stdout) shows its status,
+  the nodes' warnings and errors and the coordinator's records; everything
+  else a node says (its log rows, 'Final counts', 'Actor 0 stops after')
+  is read here."""
+  directory = os.path.join(str(workdir), 'logs')
+  if not os.path.isdir(directory):
+    return ''
+  lines = []
+  for name in sorted(os.listdir(directory)):
+    if name.endswith('.log'):
+      label = name[:-len('.log')]
+      with open(os.path.join(directory, name), errors='replace') as f:
+        text = f.read()
+      newest = text.rfind(LAUNCH_HEADER)
+      if newest >= 0:
+        text = text[text.find('\n', newest) + 1:]
+      lines.extend(f'[{label}] {line}' for line in text.splitlines())
+  return '\n'.join(lines) + '\n' if lines else ''
+
+
+def check_stopped_in_order(output: str, workdir):
   """The coordinator's ordered stop left no node waiting on one that had
   gone: the stop watchdog (which prints a node's threads before it kills
   it) never acted, Launchpad killed nothing, no process aborted on the way
-  out. (A traceback may be a test's own: an environment made to crash.)"""
+  out; neither the program's `output` nor its nodes' logs say so. (A
+  traceback may be a test's own: an environment made to crash.)"""
+  logs = node_logs(workdir)
   for sign in ('stop_watchdog:', 'most recent call first',
                'Fatal Python error', 'did not terminate in time'):
     assert sign not in output, (sign, output[-4000:])
+    assert sign not in logs, (sign, logs[-4000:])
 
 
 class Program:
@@ -185,6 +217,9 @@ class Program:
     """`environment`: variables set for the command, beside this
     process's own."""
     self.command = list(command)
+    # Its nodes' logs (`node_logs`), where its --workdir flag names one.
+    self.workdir = next((arg[len('--workdir='):] for arg in self.command
+                         if arg.startswith('--workdir=')), None)
     self.output_path = str(output_path)
     self._output = open(self.output_path, 'w')  # pylint: disable=consider-using-with
     self.process = subprocess.Popen(  # pylint: disable=consider-using-with
@@ -197,6 +232,11 @@ class Program:
   def output(self) -> str:
     with open(self.output_path, errors='replace') as f:
       return f.read()
+
+  def logs(self) -> str:
+    """Its nodes' logs (`node_logs`)."""
+    assert self.workdir, self.command
+    return node_logs(self.workdir)
 
   def tail(self, characters: int = 4000) -> str:
     return self.output()[-characters:]
@@ -262,7 +302,7 @@ class Program:
     took = time.monotonic() - started
     output = self.output()
     assert returncode == 0, (returncode, output[-4000:])
-    check_stopped_in_order(output)
+    check_stopped_in_order(output, self.workdir)
     assert 'The program stopped: stopped by the user (Ctrl-C).' in output, (
         output[-4000:])
     left = self.alive()
@@ -435,7 +475,7 @@ def run_to_step_limit(name: str, workdir, flags: Sequence[str], limit: int,
                        f'--max_actor_steps={limit}', '--samples_per_insert=4',
                        launch_type=launch_type)
   assert result.returncode == 0, result.stdout[-5000:]
-  check_stopped_in_order(result.stdout)
+  check_stopped_in_order(result.stdout, workdir)
   return result.stdout
 
 
@@ -447,25 +487,27 @@ def interrupt_once_every_node_logged(program: Program, workdir,
   return program.interrupt()
 
 
-def own_actor_steps(output: str) -> Dict[int, int]:
+def own_actor_steps(workdir) -> Dict[int, int]:
   """{actor id: its own environment steps}, from the line each actor logs
-  when it stops."""
+  when it stops (`node_logs`; of a run launched once)."""
   found = re.findall(r'Actor (\d+) stops after (\d+) environment steps',
-                     output)
+                     node_logs(workdir))
   steps = {int(actor): int(count) for actor, count in found}
   assert len(steps) == len(found), found  # One line per actor.
   return steps
 
 
-def final_counts(output: str) -> Dict[str, int]:
-  """The counter's counts at its final save (its 'Final counts' line)."""
-  found = re.findall(r'Final counts: (\{.*?\})', output)
-  assert len(found) == 1, output[-5000:]
+def final_counts(workdir) -> Dict[str, int]:
+  """The counter's counts at its final save (its 'Final counts' line in
+  `node_logs`; of a run launched once)."""
+  logs = node_logs(workdir)
+  found = re.findall(r'Final counts: (\{.*?\})', logs)
+  assert len(found) == 1, logs[-5000:]
   return json.loads(found[0])
 
 
 def check_stopped_at_step_limit(workdir, limit: int, episode_length: int,
-                                output: str, num_actors: int = 2):
+                                num_actors: int = 2):
   """The coordinator stopped the program at its step limit (it polls once a
   second; actors send their counts once a second), and the last counts (the
   learner's final row, after the stop) exceed it by no more than a few
@@ -475,7 +517,7 @@ def check_stopped_at_step_limit(workdir, limit: int, episode_length: int,
 
   What a step limit does not guarantee is that every actor had logged (or
   even started) before it: an actor without a log row may have added all of
-  its own steps (from its 'stops after' line in `output`) on top.
+  its own steps (from its 'stops after' line in its log) on top.
   """
   with open(os.path.join(str(workdir), 'stop.json')) as f:
     stop = json.load(f)
@@ -483,7 +525,7 @@ def check_stopped_at_step_limit(workdir, limit: int, episode_length: int,
   stopped_at = stop['counts']['actor_steps']
   assert stop['reason'] == (f'reached {stopped_at} actor steps (limit '
                             f'{limit})')
-  own = own_actor_steps(output)
+  own = own_actor_steps(workdir)
   rate, unlogged = 0.0, 0
   for actor_id, label in enumerate(actor_labels(num_actors)):
     logged = rows(workdir, label)

@@ -55,7 +55,7 @@ def test_a3c_runs_to_its_step_limit_and_checkpoints_what_it_did(
                                f'--max_actor_steps={limit}',
                                launch_type=launch_type)
   assert result.returncode == 0, result.stdout[-5000:]
-  helpers.check_stopped_in_order(result.stdout)
+  helpers.check_stopped_in_order(result.stdout, tmp_path)
   assert 'The program stopped: reached' in result.stdout
   updates, steps, values = _server_checkpoint(tmp_path)
   # Every update is one worker's rollout of 1 to t_max steps.
@@ -63,10 +63,10 @@ def test_a3c_runs_to_its_step_limit_and_checkpoints_what_it_did(
   # The workers took at least the limit's steps (counted at their episodes'
   # ends), and every one of them went into an update, but the last
   # unfinished rollout of each worker.
-  counts = helpers.final_counts(result.stdout)
+  counts = helpers.final_counts(tmp_path)
   assert counts['actor_steps'] >= limit
   assert counts['learner_steps'] == updates, (counts, updates)
-  own = sum(helpers.own_actor_steps(result.stdout).values())
+  own = sum(helpers.own_actor_steps(tmp_path).values())
   assert own <= steps + NUM_WORKERS * (T_MAX - 1), (own, steps)
   # Shared RMSProp's statistics were updated: g > 0 for every parameter.
   statistics = [value for name, value in values.items()
@@ -121,7 +121,8 @@ def test_ctrl_c_then_relaunch_resumes_parameters_and_T(tmp_path, launch):
   output = relaunched.interrupt()
   assert 'Resuming the run in' in output
   starts = re.findall(
-      r'Learner starts at step (\d+) \(parameters checksum (\w+)\)', output)
+      r'Learner starts at step (\d+) \(parameters checksum (\w+)\)',
+      relaunched.logs())
   assert starts == [(str(updates), checksum)], (starts, updates, checksum)
   new_rows = helpers.rows(workdir, 'learner')[rows_before:]
   assert int(new_rows[0]['learner_steps']) > updates

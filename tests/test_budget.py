@@ -40,14 +40,16 @@ def test_wall_clock_budget_counts_from_the_first_actor_step(tmp_path):
       '--replay_checkpoint_every=0', '--checkpoint_every=0')
   output = result.stdout
   assert result.returncode == 0, output[-4000:]
-  helpers.check_stopped_in_order(output)
+  helpers.check_stopped_in_order(output, tmp_path)
+  # The coordinator's records, with their times, in its log.
+  logs = helpers.node_logs(tmp_path)
   # The budget left out the start-up: it began after the actor process had
   # built its networks and environment and started its loop (when it wrote
   # its PID file), not when the coordinator started.
   actor_ready = datetime.datetime.fromtimestamp(
       os.path.getmtime(os.path.join(tmp_path, 'nodes', 'actor.pid')))
-  started = _time_of('The actors have started', output, actor_ready.year)
-  stopping = _time_of('Stopping: ran for', output, actor_ready.year)
+  started = _time_of('The actors have started', logs, actor_ready.year)
+  stopping = _time_of('Stopping: ran for', logs, actor_ready.year)
   assert actor_ready <= started, (actor_ready, started)
   # The stop was the budget's, and came no sooner than the budget after the
   # start: the start's line is logged just before the budget's clock starts,
@@ -59,9 +61,9 @@ def test_wall_clock_budget_counts_from_the_first_actor_step(tmp_path):
                                 datetime.timedelta(microseconds=1)), (
                                     started, stopping)
   # Every step the actor took is in the counter's final counts.
-  own = helpers.own_actor_steps(output)
-  assert list(own) == [0], output[-4000:]
-  assert helpers.final_counts(output)['actor_steps'] == own[0] > 0
+  own = helpers.own_actor_steps(tmp_path)
+  assert list(own) == [0], logs[-4000:]
+  assert helpers.final_counts(tmp_path)['actor_steps'] == own[0] > 0
 
 
 # Seconds each of the coordinator's polls takes in the test below (its wait

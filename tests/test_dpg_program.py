@@ -48,18 +48,19 @@ def _check_logs(workdir):
   assert evaluated, helpers.rows(workdir, 'evaluator')
 
 
-def _check_counts(output: str, all_actors: bool = True) -> int:
+def _check_counts(workdir, all_actors: bool = True) -> int:
   """The counter's final counts hold every step the actors took, also those
   after the stop request and since their last sync; each actor that ran
-  (`all_actors`: both) said how many it took. Returns their sum."""
-  own = helpers.own_actor_steps(output)
+  (`all_actors`: both) said how many it took in its log. Returns their
+  sum."""
+  own = helpers.own_actor_steps(workdir)
   assert set(own) <= set(range(NUM_ACTORS)), own
   if all_actors:
-    assert len(own) == NUM_ACTORS, output[-5000:]
+    assert len(own) == NUM_ACTORS, helpers.node_logs(workdir)[-5000:]
   else:
-    assert own, output[-5000:]
-  assert helpers.final_counts(output)['actor_steps'] == sum(own.values()), (
-      own, output[-3000:])
+    assert own, helpers.node_logs(workdir)[-5000:]
+  assert helpers.final_counts(workdir)['actor_steps'] == sum(own.values()), (
+      own, helpers.node_logs(workdir)[-3000:])
   return sum(own.values())
 
 
@@ -96,15 +97,14 @@ def test_program_stops_cleanly_at_max_actor_steps(tmp_path, launch_type):
   assert int(reached[0]) >= MAX_ACTOR_STEPS
   # The limit does not wait for both actors to have started: the counts
   # are those of the actors that did (both, in the Ctrl-C test below).
-  acted = _check_counts(output, all_actors=False)
+  acted = _check_counts(tmp_path, all_actors=False)
   assert acted >= int(reached[0])
   _check_learner_logs(tmp_path)
   for label in helpers.actor_labels(NUM_ACTORS) + ['evaluator']:
     # The rows there are (the limit does not wait for any: see _check_logs).
     _check_episode_rows(label, helpers.rows(tmp_path, label))
   helpers.check_stopped_at_step_limit(tmp_path, MAX_ACTOR_STEPS,
-                                      EPISODE_LENGTH, output,
-                                      num_actors=NUM_ACTORS)
+                                      EPISODE_LENGTH, num_actors=NUM_ACTORS)
 
 
 @pytest.mark.slow
@@ -114,7 +114,7 @@ def test_every_node_logs_and_ctrl_c_stops_the_program(tmp_path, launch):
   output = helpers.interrupt_once_every_node_logged(program, tmp_path,
                                                     NUM_ACTORS)
   assert 'Traceback' not in output, output[-5000:]
-  _check_counts(output)
+  _check_counts(tmp_path)
   _check_logs(tmp_path)
 
 

@@ -4,9 +4,10 @@ Two programs are launched as users launch them (local_mp): Ape-X DQN on
 minatar:breakout and Ape-X DPG on control:cartpole:balance, checkpointing
 every few seconds (so that each leaves learner checkpoints and policy
 snapshots). Each is stopped with Ctrl-C once every node has logged what the
-tests read (the learner after an update, the actor, the evaluator) and its
-terminal lines have shown a progress and an ETA: none of these waits for
-another, so no step limit could guarantee them all.
+tests read (the learner after an update, the actor, the evaluator), its
+nodes' log lines have shown a progress and an ETA, and its status an ETA:
+none of these waits for another, so no step limit could guarantee them
+all.
 """
 
 import json
@@ -34,15 +35,18 @@ RUNS = {
     'dpg': ['apex_dpg', '--preset=cartpole_smoke', '--num_actors=1',
             '--checkpoint_every=5'],
 }
-# Only for the terminal's progress and ETA: Ctrl-C stops the runs long
-# before they could get there.
+# Only for the progress and ETA shown: Ctrl-C stops the runs long before
+# they could get there.
 DISPLAYED_LIMIT = 10**9
-ETA = r'Eta = \d+(h\d\dm|m\d\ds|s)'
+DURATION = r'\d+(h\d\dm|m\d\ds|s)'
+ETA = r'Eta = ' + DURATION  # In a node's log rows.
+STATUS_ETA = rf'ETA {DURATION} \({DISPLAYED_LIMIT:,} actor steps\)'
 
 
 def _ready(program: helpers.Program, workdir) -> bool:
   return (helpers.every_node_logged(workdir, num_actors=1) and
-          re.search(ETA, program.output()) is not None)
+          re.search(ETA, program.logs()) is not None and
+          re.search(STATUS_ETA, program.output()) is not None)
 
 
 @pytest.fixture(scope='module')
@@ -289,10 +293,12 @@ def test_frames_per_step_of_runs_recorded_without_it(manifest, expected,
 
 
 @pytest.mark.slow  # Reads the two local_mp runs.
-def test_terminal_lines_show_progress_and_eta(runs):
-  _, stdout = runs['dqn']
-  assert re.search(r'Progress = \d+\.\d%', stdout)
-  assert re.search(ETA, stdout)
+def test_log_lines_and_status_show_progress_and_eta(runs):
+  workdir, stdout = runs['dqn']
+  logs = helpers.node_logs(workdir)
+  assert re.search(r'Progress = \d+\.\d%', logs)
+  assert re.search(ETA, logs)
+  assert re.search(STATUS_ETA, stdout)
 
 
 def test_progress_and_eta_by_hand(monkeypatch):

@@ -209,7 +209,8 @@ def test_a_program_keeps_its_replay_at_capacity_by_eviction(tmp_path):
       '--replay_remover=inverse_priority', f'--replay_capacity={capacity}',
       f'--max_actor_steps={limit}', '--num_evaluators=0', timeout=600)
   assert result.returncode == 0, result.stdout[-5000:]
-  assert 'Replay eviction: ' in result.stdout, result.stdout[-5000:]
+  logs = helpers.node_logs(tmp_path)
+  assert 'Replay eviction: ' in logs, logs[-5000:]
   directory = os.path.join(tmp_path, 'checkpoints', 'replay')
   (newest,) = os.listdir(directory)  # Reverb keeps the newest only.
   keys, priorities = eviction.read_table_items(

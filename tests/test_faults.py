@@ -77,6 +77,8 @@ def _launch(launch, name: str, workdir, env=ENV, extra=()) -> helpers.Program:
   environment = ({'PYTHONPATH': helpers.ROOT}
                  if env.startswith('gym:tests.') else None)
   return launch(name, _command(workdir, env, extra), environment)
+
+
 def _max_logged(workdir) -> Dict[str, int]:
   """The largest count any node has logged, per count."""
   logged = {key: 0 for key in COUNT_KEYS}
@@ -282,12 +284,14 @@ def _check_stopped_as_failed(workdir, returncode: int, output: str,
   assert returncode == 1, (returncode, output[-4000:])
   assert f'error: the program stopped because {because}' in output, (
       output[-4000:])
+  logs = helpers.node_logs(workdir)
   assert 'did not terminate in time' not in output, output[-4000:]
+  assert 'did not terminate in time' not in logs, logs[-4000:]
   with open(workdir / run_manifest.STOP_RECORD) as f:
     record = json.load(f)
   assert record['failed'] is True, record
   if final_counts:
-    assert 'Final counts' in output, output[-4000:]
+    assert 'Final counts' in logs, logs[-4000:]
   return record
 
 
@@ -421,18 +425,19 @@ def test_kill_9_then_relaunch_resumes_then_ctrl_c_saves_the_last_steps(
   logged_at_stop = _last(workdir, 'learner', 'learner_steps')
   output = _interrupt(relaunched)
   assert 'Resuming the run in' in output
-  assert 'Final replay checkpoint' in output
+  logs = relaunched.logs()
+  assert 'Final replay checkpoint' in logs
   final_steps, _ = _read_learner_checkpoint(workdir, builder)
   assert final_steps >= logged_at_stop, (final_steps, logged_at_stop)
 
   starts = re.findall(
-      r'Learner starts at step (\d+) \(parameters checksum (\w+)\)', output)
+      r'Learner starts at step (\d+) \(parameters checksum (\w+)\)', logs)
   assert starts == [(str(steps), checksum)], (starts, steps, checksum)
-  sizes = _parse_dict(r'Replay starts with (\{[^}]*\}) items', output)
+  sizes = _parse_dict(r'Replay starts with (\{[^}]*\}) items', logs)
   assert sizes == {tables.TABLE: replay_size}, (sizes, replay_size)
   # The counts start from the counter's checkpoint: nothing newer than the
   # checkpoints, nothing newer than what the killed run had logged.
-  started = _parse_dict(r'Counter starts from (\{[^}]*\})', output)
+  started = _parse_dict(r'Counter starts from (\{[^}]*\})', logs)
   assert started == counts, (started, counts)
   for key, value in started.items():
     if key in logged:
@@ -492,10 +497,10 @@ def test_crashes_and_non_finite_steps_cost_episodes_not_the_run(tmp_path,
                _max_count(workdir, 'actor_steps') >= 4000),
       START_TIMEOUT, 'learner steps after the first crash, a logged '
       'non-finite step and 4,000 actor steps')
-  output = _interrupt(program)
+  _interrupt(program)
 
   # Crashes: counted by both actors, and the learner trained on after them.
-  assert 'simulated simulator crash' in output
+  assert 'simulated simulator crash' in program.logs()
   for label in ('actor', 'actor_1'):
     assert int(_rows(workdir, label)[-1]['actor_environment_errors']) > 0, (
         label)
@@ -610,7 +615,7 @@ def _exit_after_freeze(program: helpers.Program, workdir,
   # freeze must come after the coordinator's first answer from each node,
   # which a client's connection back-off can delay past the first updates.
   program.wait_until(
-      lambda: f'{helpers.HEARD_FROM_ALL} (learner' in program.output(),
+      lambda: f'{helpers.HEARD_FROM_ALL} (learner' in program.logs(),
       START_TIMEOUT, 'the coordinator\'s first answer from every node')
   victim = _pid(workdir, label)
   program.note_processes()

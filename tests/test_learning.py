@@ -59,7 +59,7 @@ def _check_learns(launch, workdir, program: str, program_flags,
   episodes reaches `target` (then stops it with Ctrl-C, as a user would:
   the steps after that would not change the verdict) or until it ends at
   `max_actor_steps`; either way the verdict is read from the evaluator's
-  log afterwards. Returns the program's output."""
+  log afterwards. Returns what the nodes logged (`helpers.node_logs`)."""
   run = launch('program', helpers.program_command(
       program, f'--workdir={workdir}', f'--max_actor_steps={max_actor_steps}',
       '--log_every=30', *program_flags))
@@ -77,23 +77,23 @@ def _check_learns(launch, workdir, program: str, program_flags,
     run.interrupt()
   else:
     assert run.process.returncode == 0, run.tail(5000)
-    helpers.check_stopped_in_order(run.output())
+    helpers.check_stopped_in_order(run.output(), workdir)
   reached, why_not = _first_step_reaching(workdir, window, target,
                                           max_actor_steps)
   assert reached is not None, why_not
-  return run.output()
+  return helpers.node_logs(workdir)
 
 
-def _check_every_shard_fed_the_learner(workdir, output: str, shards: int):
+def _check_every_shard_fed_the_learner(workdir, logs: str, shards: int):
   """Every shard's server started empty, the learner drew from every shard
   in every row it logged (none was left out), and each shard saved its
   final checkpoint under its own label."""
   assert (f'Batches from {shards} replay shards; a shard that gives none of '
-          f'its samples for {helpers.START_TIMEOUT} s') in output
+          f'its samples for {helpers.START_TIMEOUT} s') in logs
   assert sorted((int(shard), int(size)) for shard, size in
-                helpers.SHARD_STARTS.findall(output)) == [
+                helpers.SHARD_STARTS.findall(logs)) == [
                     (shard, 0) for shard in range(shards)]
-  assert 'gave no samples and' not in output, output[-5000:]
+  assert 'gave no samples and' not in logs, logs[-5000:]
   rows = helpers.rows(workdir, 'learner')
   assert rows and all(int(row['live_shards']) == shards for row in rows), rows
   for shard in range(shards):
@@ -116,12 +116,12 @@ def test_apex_dqn_cartpole_reaches_475_within_100k_actor_steps(
   # program instead: a shard left out is one that gave nothing for minutes.
   monkeypatch.setenv(shards_lib.PROBE_VARIABLE, str(helpers.START_TIMEOUT))
   workdir = tmp_path / 'run'
-  output = _check_learns(
+  logs = _check_learns(
       launch, workdir, 'apex_dqn',
       DQN_CARTPOLE_FLAGS + [f'--replay_shards={replay_shards}'],
       max_actor_steps=100_000, window=10, target=475.0)
   if replay_shards > 1:
-    _check_every_shard_fed_the_learner(workdir, output, replay_shards)
+    _check_every_shard_fed_the_learner(workdir, logs, replay_shards)
 
 
 def test_apex_dpg_cartpole_balance_reaches_800_within_150k_actor_steps(

@@ -122,7 +122,7 @@ def test_ctrl_c_of_make_train_exits_0_in_order(tmp_path):
     terminal.kill()
   # A normal stop: no node killed by the stop watchdog (which prints every
   # thread of the node first), no Launchpad kill, no crash, no make error.
-  helpers.check_stopped_in_order(output)
+  helpers.check_stopped_in_order(output, workdir)
   for sign in ('Traceback', 'make: ***'):
     assert sign not in output, (sign, output[-4000:])
   assert 'The program stopped: stopped by the user (Ctrl-C).' in output

@@ -141,7 +141,7 @@ def test_a_local_mp_run_refuses_a_second_host_and_stops_on_request(
   assert 'The program is stopping: stopped by the test.' in result.stdout
   assert program.wait_exit(helpers.STOP_BOUND + 30, 'the stop request') == 0
   output = program.output()
-  helpers.check_stopped_in_order(output)
+  helpers.check_stopped_in_order(output, workdir)
   assert 'The program stopped: stopped by the test.' in output
   assert not program.alive()
   record = json.loads((workdir / 'stop.json').read_text())

@@ -41,14 +41,14 @@ def test_program_under_test_mt_learns_and_reprioritises(tmp_path):
 def test_program_stops_cleanly_at_max_actor_steps(tmp_path, launch_type):
   # The rate limit makes the learner keep pace with the actors' 4,000 steps:
   # they cannot take them without the learner's updates.
-  output = helpers.run_to_step_limit('apex_dqn', tmp_path, SMALL_RUN,
-                                     MAX_ACTOR_STEPS, launch_type)
+  helpers.run_to_step_limit('apex_dqn', tmp_path, SMALL_RUN,
+                            MAX_ACTOR_STEPS, launch_type)
   helpers.check_learner_logs(tmp_path)
   # The coordinator's record of why it stopped the program, with the counts
   # then (at least the limit, and not much more).
   helpers.check_stopped_at_step_limit(tmp_path, MAX_ACTOR_STEPS,
                                       episode_length=500,  # CartPole's longest.
-                                      output=output, num_actors=NUM_ACTORS)
+                                      num_actors=NUM_ACTORS)
 
 
 def test_every_node_logs_and_ctrl_c_stops_the_program(tmp_path, launch):

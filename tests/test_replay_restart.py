@@ -22,6 +22,7 @@ FLAGS = [
     '--preset=cartpole_smoke', '--evaluation_period=200',
     '--evaluation_episodes=1', '--samples_per_insert=4',
 ]
+# In the replay node's log (`helpers.node_logs`).
 SIZES = re.compile(r"Replay starts with \{'priority_table': (\d+)\} items")
 
 
@@ -58,14 +59,14 @@ def test_learning_survives_a_replay_server_restart(tmp_path, launch,
   # Learning and acting go on after the restart, until the program is
   # stopped as a user stops it.
   program.wait_until(
-      lambda: (len(SIZES.findall(program.output())) >= 2 and
+      lambda: (len(SIZES.findall(program.logs())) >= 2 and
                _learner_steps(tmp_path) > steps_at_kill + 100 and
                helpers.last(tmp_path, 'actor', 'actor_steps') >
                actor_steps_at_kill + 1000),
       helpers.START_TIMEOUT, 'learner and actor progress after the restart')
   output = program.interrupt()
   assert f'pid {server_pid}) died' in output, output[-5000:]
-  sizes = [int(size) for size in SIZES.findall(output)]
+  sizes = [int(size) for size in SIZES.findall(program.logs())]
   assert len(sizes) == 2, sizes  # At the start, and after the restart.
   assert sizes[0] == 0
   if replay_checkpoints:

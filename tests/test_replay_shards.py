@@ -407,7 +407,7 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
       helpers.START_TIMEOUT, 'a checkpoint of shard 1')
   os.kill(server, signal.SIGKILL)
   program.wait_until(
-      lambda: len(helpers.SHARD_STARTS.findall(program.output())) >= 3,
+      lambda: len(helpers.SHARD_STARTS.findall(program.logs())) >= 3,
       helpers.START_TIMEOUT, 'shard 1 to restart')
   restarted_at = helpers.last(workdir, 'learner', 'learner_steps')
   program.wait_until(lambda: _learned_from(workdir, 1, restarted_at),
@@ -415,9 +415,10 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
                      'its restart')
   output = program.interrupt()
   assert f'The replay_1 server (pid {server}) died' in output, output[-5000:]
-  assert 'Replay shard 1 streams again' in output
+  logs = program.logs()
+  assert 'Replay shard 1 streams again' in logs
   starts = [(int(shard), int(size))
-            for shard, size in helpers.SHARD_STARTS.findall(output)]
+            for shard, size in helpers.SHARD_STARTS.findall(logs)]
   # Both started empty; only shard 1 restarted, from its checkpoint.
   assert sorted(starts[:2]) == [(0, 0), (1, 0)], starts
   assert len(starts) == 3 and starts[2][0] == 1 and starts[2][1] > 0, starts
@@ -433,7 +434,7 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
       'updates from both shards after the relaunch')
   sizes = dict((int(shard), int(size))
                for shard, size in
-               helpers.SHARD_STARTS.findall(relaunched.output()))
+               helpers.SHARD_STARTS.findall(relaunched.logs()))
   assert sizes[0] > 0 and sizes[1] > 0, sizes
 
   # Shard 1's only actor killed: the shard still answers, but its rate

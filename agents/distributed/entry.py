@@ -92,7 +92,7 @@ class ProgramEntry:
     from agents.distributed import launcher  # pylint: disable=g-import-not-at-top
     print(f'{self.title} on {environment.name} with {options.num_actors} '
           f'{self.members}; logs in {options.workdir}')
-    launcher.launch(program, options, self.name, plan)
+    launcher.launch(program, options, self.name, plan, self.members)
 
   def main(self):
     from absl import app  # pylint: disable=g-import-not-at-top

@@ -13,6 +13,12 @@ would leave the rest of the program running for ever, with no budget, no
 watch and no ordered stop. Once it is gone, the launcher records the run
 as failed and stops every node at once.
 
+Under local_mp, local_mt (and test_mt) the launcher takes the nodes' output
+off the terminal, into a log per node under `<workdir>/logs/`
+(`agents.distributed.node_output`), and shows the run's status instead
+(`agents.distributed.terminal`), with the nodes' warnings and errors, and
+its own messages, above it.
+
 Under vertex_ai the launcher plans (`--dry_run`) or submits the job, and
 returns: the job runs on Google Cloud, where `programs/stop.py` stops it in
 order.
@@ -30,7 +36,12 @@ import agents
 from agents.runs import run_manifest
 from agents.distributed import heartbeat
 from agents.distributed import local
+from agents.distributed import node_output
+from agents.distributed import status as status_lib
+from agents.distributed import terminal as terminal_lib
 from agents.distributed.options import RunOptions
+from agents.distributed.options import actor_label
+from agents.distributed.options import replay_label
 
 STOP_COMMAND = 'python programs/stop.py --workdir={workdir}'
 
@@ -38,14 +49,21 @@ STOP_COMMAND = 'python programs/stop.py --workdir={workdir}'
 # request before it stops every node at once instead.
 REQUEST_SECONDS = 10.0
 USER_STOP = 'stopped by the user (Ctrl-C)'
+# The launch types whose nodes run on this machine: their output goes to
+# the workdir's logs, and the terminal shows the run's status (test_mt:
+# local_mt as the tests run it).
+WATCHED_LOCALLY = ('local_mp', 'local_mt', 'test_mt')
 
 
 class _StopOnCtrlC:
   """The launcher's SIGINT handler: the first asks the coordinator to stop
   the program in order, the next stops it at once (Launchpad's handler)."""
 
-  def __init__(self, program: lp.Program):
+  def __init__(self, program: lp.Program, terminal: terminal_lib.Terminal):
     coordinator = program.groups['coordinator'][0]
+    self._terminal = terminal
+    self._last = ('replay and the counter' if 'replay' in program.groups
+                  else 'the counter')
     self._handle = coordinator.create_handle()
     self._launchpad_handler = None
     self.requested = False
@@ -55,15 +73,15 @@ class _StopOnCtrlC:
 
   def _on_sigint(self, signum, frame):
     if self.requested:
-      print('Stopping every node at once.', flush=True)
+      self._terminal.say('Stopping every node at once.')
       signal.signal(signal.SIGINT, self._launchpad_handler)
       if callable(self._launchpad_handler):
         self._launchpad_handler(signum, frame)
       return
     self.requested = True
-    print('\nStopping: the actors and the evaluator, then the learner\'s '
-          'final checkpoint, then replay. Press Ctrl-C again to stop every '
-          'node at once.', flush=True)
+    self._terminal.say('Stopping: the actors and the evaluator, then the '
+                       f'learner\'s final checkpoint, then {self._last}. '
+                       'Press Ctrl-C again to stop every node at once.')
     threading.Thread(target=self._request, daemon=True).start()
 
   def _request(self):
@@ -73,8 +91,8 @@ class _StopOnCtrlC:
     try:
       answer.result(timeout=REQUEST_SECONDS)
     except Exception:  # pylint: disable=broad-except
-      print('The coordinator does not answer; stopping every node at once.',
-            flush=True)
+      self._terminal.say('The coordinator does not answer; stopping every '
+                         'node at once.')
       os.kill(os.getpid(), signal.SIGTERM)  # Launchpad's stop.
 
 
@@ -85,7 +103,8 @@ class _CoordinatorWatch:
   (`stopping`, set by Launchpad's stop) is left to finish."""
 
   def __init__(self, program: lp.Program, workdir: str, timeout: float,
-               stopping: threading.Event):
+               stopping: threading.Event, terminal: terminal_lib.Terminal):
+    self._terminal = terminal
     self._handle = program.groups['coordinator'][0].create_handle()
     self._workdir = workdir
     self._timeout = timeout
@@ -108,8 +127,8 @@ class _CoordinatorWatch:
         earlier = run_manifest.read_stop_record(self._workdir)
       except run_manifest.BadRecord as error:  # Kept beside the new one.
         earlier = None
-        print('warning: ' + str(run_manifest.set_aside(
-            error, 'The launcher\'s stop record replaces it.')), flush=True)
+        self._terminal.say('warning: ' + str(run_manifest.set_aside(
+            error, 'The launcher\'s stop record replaces it.')))
       reason = gone
       if earlier:
         reason += f', during its stop ({earlier["reason"]})'
@@ -119,7 +138,7 @@ class _CoordinatorWatch:
           f'{reason}; the other nodes were stopped at once (their last '
           'periodic checkpoints stand); launch again with the same '
           '--workdir to resume', True, counts)
-      print(f'Stopping every node at once: {gone}.', flush=True)
+      self._terminal.say(f'Stopping every node at once: {gone}.')
       # A frozen coordinator would outlive Launchpad's stop, which would
       # then kill the whole program, this launcher too.
       local.end_node(self._workdir, 'coordinator', launcher=os.getpid())
@@ -157,46 +176,114 @@ def _on_vertex_ai(program: lp.Program, options: RunOptions, plan):
         'custom-jobs cancel`, ends it at once.')
 
 
+def node_labels(program: lp.Program):
+  """{(group, index): label}: how the workdir names each node of `program`
+  (`options.actor_label`, `options.replay_label`; a group of one node by its
+  group's name)."""
+  labels = {}
+  for group, nodes in program.groups.items():
+    for index in range(len(nodes)):
+      if group == 'actor':
+        labels[(group, index)] = actor_label(index)
+      elif group == 'replay':
+        labels[(group, index)] = replay_label(index, len(nodes))
+      elif len(nodes) == 1:
+        labels[(group, index)] = group
+      else:
+        labels[(group, index)] = f'{group}_{index}'
+  return labels
+
+
+def _watch_locally(program: lp.Program, options: RunOptions,
+                   members: str):
+  """Takes the nodes' output off the terminal (into the workdir's logs);
+  (the node output, the terminal, the run's status)."""
+  labels = node_labels(program)
+  processes = options.launch_type == 'local_mp'
+  output = node_output.NodeOutput(
+      options.workdir, labels,
+      node_output.LAUNCHER if processes else node_output.PROGRAM)
+  terminal = terminal_lib.Terminal(*output.terminal())
+  output.start(terminal.say)
+  logs = os.path.join(options.workdir, node_output.LOGS)
+  if processes:
+    terminal.say(f'Each node logs to {logs}/<node>.log; their warnings and '
+                 'errors show here.')
+  else:
+    terminal.say(f'The nodes, threads of this process, log to '
+                 f'{logs}/{node_output.PROGRAM}.log; their warnings and '
+                 'errors show here.')
+  # Handles made before the launch, which binds their addresses.
+  replays = {labels[('replay', index)]: node.create_handle()
+             for index, node in enumerate(program.groups.get('replay', []))}
+  evaluators = len(program.groups.get('evaluator', []))
+  status = status_lib.RunStatus(
+      options.workdir, [actor_label(i) for i in range(options.num_actors)],
+      members, replays, options.evaluation_episodes if evaluators else 0,
+      options.max_actor_steps, options.max_seconds)
+  return output, terminal, status
+
+
 def launch(program: lp.Program, options: RunOptions,
-           program_name: Optional[str] = None, plan=None):
+           program_name: Optional[str] = None, plan=None,
+           members: str = 'actors'):
   """Launches `program` and waits until it stops; exits with status 1 if
   the program's coordinator stopped it as failed. Under vertex_ai, `plan`
   (`cloud.machines.Plan`, from `command_line.build_program`) is planned or
-  submitted."""
+  submitted. `members`: what the nodes that act are called in the status
+  (actors, workers)."""
   if options.launch_type == 'vertex_ai':
     _on_vertex_ai(program, options, plan)
     return
   run_manifest.remove_earlier_launch_records(options.workdir)
-  ctrl_c = _StopOnCtrlC(program)
+  output = status = None
+  if options.launch_type in WATCHED_LOCALLY:
+    output, terminal, status = _watch_locally(program, options, members)
+  else:
+    terminal = terminal_lib.Terminal(sys.stdout, sys.stderr)
+  ctrl_c = _StopOnCtrlC(program, terminal)
   if options.launch_type == 'local_mp':
     agents.use_onednn()  # For the nodes' processes, which inherit it.
     manager = lp.launch(program, launch_type=options.launch_type,
                         terminal='current_terminal')
     _CoordinatorWatch(program, options.workdir, options.heartbeat_timeout,
-                      manager.stop_event()).start()
+                      manager.stop_event(), terminal).start()
   else:
     manager = lp.launch(program, launch_type=options.launch_type)
+  if status is not None:
+    status.connect()
+    terminal.start(status)
   ctrl_c.install()
   manager.wait()
+  if output is not None:
+    output.finish()
+    terminal.stop()
+  _report_stop(options, program_name, terminal)
+
+
+def _report_stop(options: RunOptions, program_name: Optional[str],
+                 terminal: terminal_lib.Terminal):
+  """Says why the program stopped and where its checkpoints are; exits 1 if
+  it stopped as failed, or if its stop record cannot say."""
   try:
     record, unreadable = run_manifest.read_stop_record(options.workdir), None
   except run_manifest.BadRecord as error:
     record, unreadable = None, error
   if record and record.get('failed'):
-    sys.stderr.write(f'error: the program stopped because '
-                     f'{record["reason"]}.\n')
+    terminal.error(f'error: the program stopped because '
+                   f'{record["reason"]}.')
     sys.exit(1)
   if record:
-    print(f'The program stopped: {record["reason"]}.')
+    terminal.say(f'The program stopped: {record["reason"]}.')
   if unreadable:
     # Whether it stopped as failed cannot be told: not a success (exit 1,
     # after saying where its checkpoints are).
-    sys.stderr.write('error: the program has ended, but its stop record '
-                     f'cannot say why: {unreadable}\n')
+    terminal.error('error: the program has ended, but its stop record '
+                   f'cannot say why: {unreadable}')
   checkpoints = os.path.join(options.workdir, run_manifest.CHECKPOINTS)
   if os.path.isdir(checkpoints) and os.listdir(checkpoints):
     resume = f'python programs/{program_name}.py' if program_name else 'the program'
-    print(f'Checkpoints are in {checkpoints}; {resume} '
-          f'--workdir={options.workdir} resumes the run.')
+    terminal.say(f'Checkpoints are in {checkpoints}; {resume} '
+                 f'--workdir={options.workdir} resumes the run.')
   if unreadable:
     sys.exit(1)

@@ -203,10 +203,10 @@ class ProgramWatch:
     for watch in self._single:
       if watch.dead():
         return (f'the {watch.label}\'s process (pid {watch.pid}) has died '
-                '(the output above says why)')
+                f'(its log, logs/{watch.label}.log, says why)')
     if len(self.dead_actors()) == len(self._actors):
-      return (f'all {len(self._actors)} actor processes have died (the '
-                'output above says why)')
+      return (f'all {len(self._actors)} actor processes have died (their '
+              'logs, logs/actor*.log, say why)')
     return None
 
   def end_nodes(self, labels: Sequence[str]):

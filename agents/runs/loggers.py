@@ -1,4 +1,7 @@
-"""Loggers for every node: terminal, CSV and TensorBoard.
+"""Loggers for every node: its output, CSV and TensorBoard.
+
+A node's output is its log: `<workdir>/logs/<label>.log` under a local
+launch (`agents.distributed.node_output`), its replica's log on Vertex AI.
 
 Layout under a run's workdir:
   <workdir>/logs/<label>/logs.csv      (every row with its `walltime`)
@@ -101,15 +104,15 @@ def make_logger(workdir: str,
                 steps_key: Optional[str] = None,
                 terminal: bool = True,
                 max_actor_steps: Optional[int] = None) -> loggers.Logger:
-  """A logger writing to the terminal, to CSV and to TensorBoard.
+  """A logger writing to the node's output, to CSV and to TensorBoard.
 
   Args:
     workdir: the run's directory.
     label: the node's label (`actor`, `learner`, `evaluator`, ...).
     time_delta: minimum seconds between two written rows (0: every row).
     steps_key: the count used as TensorBoard's x-axis.
-    terminal: whether to print rows to the terminal.
-    max_actor_steps: the run's step budget, if any: terminal lines then show
+    terminal: whether to print rows to the node's output.
+    max_actor_steps: the run's step budget, if any: printed rows then show
       the progress towards it and an ETA.
   """
   outputs = [
