@@ -18,7 +18,7 @@ import stat
 import subprocess
 import sys
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 import psutil
 import pytest
@@ -207,6 +207,15 @@ def check_stopped_in_order(output: str, workdir):
     assert sign not in logs, (sign, logs[-4000:])
 
 
+def kill_processes(processes: Iterable[psutil.Process]):
+  """SIGKILLs each of `processes` that is still there."""
+  for process in processes:
+    try:
+      process.kill()
+    except psutil.NoSuchProcess:
+      pass
+
+
 class Program:
   """A command started in its own session (so that its whole process group
   can be signalled, as a terminal does on Ctrl-C), its output in a file,
@@ -312,11 +321,7 @@ class Program:
 
   def close(self):
     """Kills the whole process group and every process seen in it."""
-    for process in self.seen.values():
-      try:
-        process.kill()
-      except psutil.NoSuchProcess:
-        pass
+    kill_processes(self.seen.values())
     try:
       kill_group(self.process)
     finally:

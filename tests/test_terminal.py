@@ -224,11 +224,7 @@ class _Tmux:
       time.sleep(0.5)
 
   def close(self):
-    for process in self._seen.values():
-      try:
-        process.kill()
-      except psutil.NoSuchProcess:
-        pass
+    helpers.kill_processes(self._seen.values())
     subprocess.run(['tmux', '-L', self._socket, 'kill-server'], check=False,
                    capture_output=True)
 

@@ -61,6 +61,13 @@ def _number(row: Optional[Dict[str, str]], column: str) -> Optional[float]:
   return value if math.isfinite(value) else None
 
 
+def _numbers(rows, column: str) -> List[float]:
+  """The finite values of `column` in `rows` (`_number`), those that have
+  one."""
+  values = [_number(row, column) for row in rows]
+  return [value for value in values if value is not None]
+
+
 def _count(value: Optional[float]) -> str:
   return '-' if value is None else f'{int(value):,}'
 
@@ -157,31 +164,28 @@ class RunStatus:
   def lines(self) -> List[Line]:
     now = time.time()
     actors, learner = self._newest()
-    lines = [self._actors_line(now, actors, learner),
+    steps = self._actor_steps(actors, learner)
+    lines = [self._actors_line(now, actors, steps),
              self._learner_line(learner)]
     lines.extend(self._replay_lines(now))
     if self._evaluation_episodes:
       lines.append(self._evaluator_line(now))
-    lines.append(self._run_line(now, actors, learner))
+    lines.append(self._run_line(now, steps))
     return lines
 
-  def _actor_steps(self, actors, learner) -> Optional[float]:
-    steps = [_number(row, 'actor_steps') for row in actors + [learner]]
-    steps = [value for value in steps if value is not None]
+  @staticmethod
+  def _actor_steps(actors, learner) -> Optional[float]:
+    steps = _numbers(actors + [learner], 'actor_steps')
     return max(steps) if steps else None
 
-  def _actors_line(self, now, actors, learner) -> Line:
-    steps = self._actor_steps(actors, learner)
+  def _actors_line(self, now, actors, steps: Optional[float]) -> Line:
     if (self._acting_since is None and steps is not None and
         steps > self._initial_steps):
       self._acting_since = now
-    rates = [_number(row, 'steps_per_second') for row in actors]
-    rate = (sum(value for value in rates if value is not None)
-            if any(value is not None for value in rates) else None)
-    episodes = [_number(row, 'actor_episodes') for row in actors]
-    episodes = [value for value in episodes if value is not None]
-    returns = [_number(row, 'episode_return') for row in actors]
-    returns = [value for value in returns if value is not None]
+    rates = _numbers(actors, 'steps_per_second')
+    rate = sum(rates) if rates else None
+    episodes = _numbers(actors, 'actor_episodes')
+    returns = _numbers(actors, 'episode_return')
     return Line(self._members, [
         f'{_count(steps)} steps', _rate(rate),
         f'{_count(max(episodes) if episodes else None)} episodes',
@@ -230,8 +234,7 @@ class RunStatus:
     round_rows = [row for row in rows
                   if last - episodes < (_number(row, 'evaluator_episodes') or 0)
                   <= last]
-    returns = [_number(row, 'episode_return') for row in round_rows]
-    returns = [value for value in returns if value is not None]
+    returns = _numbers(round_rows, 'episode_return')
     if not returns:
       return Line('evaluator', ['no round played yet'])
     ended = max(_number(row, 'walltime') or now for row in round_rows)
@@ -240,10 +243,9 @@ class RunStatus:
         f'({len(returns)} episodes)',
         f'{format_duration(max(now - ended, 0))} ago'])
 
-  def _run_line(self, now, actors, learner) -> Line:
+  def _run_line(self, now, steps: Optional[float]) -> Line:
     figures = [format_duration(now - self._started)]
     left = []
-    steps = self._actor_steps(actors, learner)
     rate = self._actor_rate.add(now, steps)
     if self._max_actor_steps and steps is not None and rate:
       left.append((max(self._max_actor_steps - steps, 0) / rate,
