@@ -138,12 +138,9 @@ def _read_learner_checkpoint(workdir, builder: ApeXDQNBuilder):
 
 
 def _read_counter_checkpoint(workdir) -> Dict[str, int]:
-  assert tf.train.latest_checkpoint(checkpointing.checkpoint_directory(
-      str(workdir), 'counter')), 'no counter checkpoint'
-  counter = counting.Counter()
-  checkpointing.make_checkpointer({'counter': counter}, str(workdir),
-                                  'counter', 1.0)
-  return counter.get_counts()
+  state = checkpointing.read_counts_state(str(workdir))
+  assert state is not None, 'no counter checkpoint'
+  return state['counts']
 
 
 def _replay_checkpoints(workdir) -> List[str]:

@@ -31,7 +31,6 @@ import time
 from typing import Callable, List, Optional, Sequence
 
 import launchpad as lp
-import reverb
 from absl import logging
 
 from agents.distributed import platforms
@@ -234,14 +233,7 @@ def _serve_replay(tables_fn, port: int, directory: Optional[str]):
   except OSError:
     pass
   parent = os.getppid()
-  checkpointer = None
-  if directory is not None:
-    checkpointer = reverb.checkpointers.DefaultCheckpointer(directory)
-  server = reverb.Server(tables=tables_fn(), port=port,
-                         checkpointer=checkpointer)
-  # Read at once, before actors (waiting to reconnect) write to it.
-  sizes = {name: info.current_size
-           for name, info in server.localhost_client().server_info().items()}
+  server, sizes = platforms.start_reverb_server(tables_fn, port, directory)
   print(f'Replay starts with {sizes} items.', flush=True)
   while os.getppid() == parent:
     time.sleep(1.0)

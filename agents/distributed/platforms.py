@@ -22,23 +22,38 @@ import sys
 from typing import Any, Callable, Dict, Optional, Sequence
 
 import launchpad as lp
-import reverb
 from absl import logging
+
+
+def start_reverb_server(tables_fn, port: int,
+                        checkpoint_directory: Optional[str]):
+  """A Reverb server of `tables_fn()` on `port`, restored from the newest
+  checkpoint in `checkpoint_directory` (None: no checkpoints); and its
+  tables' sizes as it starts, read before any writer reaches it.
+
+  Reverb (and with it TensorFlow) is imported here, not with this module:
+  the coordinator's and the counter's processes, which unpickle this
+  module's platforms, then start without TensorFlow.
+  """
+  import reverb  # pylint: disable=g-import-not-at-top
+  checkpointer = None
+  if checkpoint_directory is not None:
+    checkpointer = reverb.checkpointers.DefaultCheckpointer(
+        checkpoint_directory)
+  server = reverb.Server(tables=tables_fn(), port=port,
+                         checkpointer=checkpointer)
+  sizes = {name: info.current_size
+           for name, info in server.localhost_client().server_info().items()}
+  return server, sizes
 
 
 class InProcessReplayServer:
   """The replay node's Reverb server, in the node's own process."""
 
   def __init__(self, tables_fn, port: int, checkpoint_directory: Optional[str]):
-    checkpointer = None
-    if checkpoint_directory is not None:
-      checkpointer = reverb.checkpointers.DefaultCheckpointer(
-          checkpoint_directory)
-    self._server = reverb.Server(tables=tables_fn(), port=port,
-                                 checkpointer=checkpointer)
-    logging.info('Replay starts with %s items.', {
-        name: info.current_size for name, info in
-        self._server.localhost_client().server_info().items()})
+    self._server, sizes = start_reverb_server(tables_fn, port,
+                                              checkpoint_directory)
+    logging.info('Replay starts with %s items.', sizes)
 
   def stop(self):
     self._server.stop()

@@ -8,11 +8,12 @@ the same `--workdir`:
                                  config values the checkpoints depend on
   <workdir>/checkpoints/learner/ networks, target networks, optimiser state,
                                  learner step count (TensorFlow checkpoints)
-  <workdir>/checkpoints/counter/ the counter's counts
+  <workdir>/checkpoints/counter/ the counter's counts (counts.json)
   <workdir>/checkpoints/replay/  the replay table (Reverb's own checkpoints)
 
 Saves are atomic: TensorFlow writes a checkpoint's files before it updates
-the `checkpoint` index that names the newest one, and a Reverb checkpoint
+the `checkpoint` index that names the newest one, the counts are written to
+a file of their own and then renamed over the last, and a Reverb checkpoint
 counts only once its DONE marker is written. A process killed while saving
 leaves the previous checkpoint as the newest usable one.
 """
@@ -28,7 +29,6 @@ import launchpad as lp
 import numpy as np
 import tree
 from absl import logging
-from acme.tf import savers
 from acme.utils import counting
 
 from agents.runs import run_manifest
@@ -51,11 +51,15 @@ def parameters_checksum(variables) -> str:
 
 
 def make_checkpointer(objects: Mapping[str, Any], workdir: str, name: str,
-                      period_seconds: float) -> Optional[savers.Checkpointer]:
-  """Acme's checkpointer on <workdir>/checkpoints/<name>; restores the newest
-  checkpoint there, if any. None when `period_seconds` is 0 (disabled)."""
+                      period_seconds: float):
+  """Acme's checkpointer (`acme.tf.savers.Checkpointer`) on
+  <workdir>/checkpoints/<name>; restores the newest checkpoint there, if
+  any. None when `period_seconds` is 0 (disabled)."""
   if period_seconds <= 0:
     return None
+  # Imported here: it imports TensorFlow, which the counter's process, a
+  # user of this module, does without.
+  from acme.tf import savers  # pylint: disable=g-import-not-at-top
   checkpointer = savers.Checkpointer(
       objects_to_save=dict(objects),
       directory=workdir,
@@ -71,22 +75,35 @@ def make_checkpointer(objects: Mapping[str, Any], workdir: str, name: str,
 FINAL_COUNTS_WAIT_SECONDS = 2.0
 
 
+COUNTS_FILE = 'counts.json'
+
+
 class CheckpointedCounter(counting.Counter):
-  """The program's counter; restores its newest checkpoint when it starts.
+  """The program's counter; restores its counts when it starts.
 
   It saves when asked (`save_checkpoint`, called by the learner right after
   each learner checkpoint, so that the counts never claim learner steps that
   the learner's checkpoint does not hold) and when the program stops.
+
+  The counts are a small JSON file, `<workdir>/checkpoints/counter/
+  counts.json`, written whole and renamed over the last, rather than a
+  TensorFlow checkpoint: the counter's process then needs no TensorFlow
+  (a few CPU-seconds and a few hundred MB less at every start). A run whose
+  counter saved TensorFlow checkpoints is read once from its newest one.
   """
 
   def __init__(self, workdir: str, enabled: bool):
     super().__init__()
-    self._checkpointer = None
+    self._path = None
+    self._save_lock = threading.Lock()  # The learner's saves, and the last.
     if enabled:
-      # The period is the learner's business: `save_checkpoint` forces.
-      self._checkpointer = make_checkpointer(
-          {'counter': self}, storage.node_path(workdir), 'counter',
-          period_seconds=1.0)
+      workdir = storage.node_path(workdir)
+      directory = checkpoint_directory(workdir, 'counter')
+      os.makedirs(directory, exist_ok=True)
+      self._path = os.path.join(directory, COUNTS_FILE)
+      state = read_counts_state(workdir)
+      if state is not None:
+        self.restore(state)
       logging.info('Counter starts from %s', self.get_counts())
 
   def save(self):
@@ -98,9 +115,17 @@ class CheckpointedCounter(counting.Counter):
     return True
 
   def save_checkpoint(self) -> bool:
-    if self._checkpointer is None:
+    if self._path is None:
       return False
-    return self._checkpointer.save(force=True)
+    state = tree.map_structure(_plain_number, self.save())
+    partial = f'{self._path}.partial'
+    with self._save_lock:
+      with open(partial, 'w') as f:
+        json.dump(state, f, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+      os.replace(partial, self._path)
+    return True
 
   def run(self):
     stopping = threading.Event()
@@ -112,3 +137,25 @@ class CheckpointedCounter(counting.Counter):
     self.save_checkpoint()
     logging.info('Final counts: %s', json.dumps(
         {key: int(value) for key, value in sorted(self.get_counts().items())}))
+
+
+def _plain_number(value):
+  """A count as JSON holds it (counts may be NumPy numbers)."""
+  return value.item() if isinstance(value, np.generic) else value
+
+
+def read_counts_state(workdir: str) -> Optional[Mapping[str, Any]]:
+  """The state the counter of the run in `workdir` (a local path) saved
+  (`CheckpointedCounter.save`'s form), or None if it saved none."""
+  directory = checkpoint_directory(workdir, 'counter')
+  path = os.path.join(directory, COUNTS_FILE)
+  if os.path.exists(path):
+    with open(path) as f:
+      return json.load(f)
+  if not os.path.exists(os.path.join(directory, 'checkpoint')):
+    return None
+  # A run from before the counts were JSON: its newest TensorFlow checkpoint.
+  legacy = counting.Counter()
+  make_checkpointer({'counter': legacy}, workdir, 'counter',
+                    period_seconds=1.0)
+  return legacy.save()
