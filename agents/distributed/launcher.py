@@ -46,8 +46,10 @@ from agents.distributed.options import replay_label
 STOP_COMMAND = 'python programs/stop.py --workdir={workdir}'
 
 # How long the launcher tries to reach the coordinator with a Ctrl-C's stop
-# request before it stops every node at once instead.
-REQUEST_SECONDS = 10.0
+# request before it stops every node at once instead: long enough for a
+# coordinator on a machine loaded by the run itself to answer (a second
+# Ctrl-C stops every node at once without waiting).
+REQUEST_SECONDS = 30.0
 USER_STOP = 'stopped by the user (Ctrl-C)'
 # The launch types whose nodes run on this machine: their output goes to
 # the workdir's logs, and the terminal shows the run's status (test_mt:
