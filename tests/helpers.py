@@ -170,9 +170,9 @@ _LINE_BUFFERED = (['stdbuf', '-oL', '-eL'] if shutil.which('stdbuf')
 def node_logs(workdir) -> str:
   """What the nodes of a local run's newest launch wrote
   (<workdir>/logs/<label>.log, after its last launch header; the launcher's
-  own lines in launcher.log, under local_mt every line in program.log),
-  every line prefixed with its log's label (`[actor_1] ...`); '' before
-  any.
+  own lines in launcher.log, under local_mt what no node's thread wrote in
+  program.log), every line prefixed with its log's label (`[actor_1] ...`);
+  '' before any.
 
   A program's terminal (`Program.output`, a run's stdout) shows its status,
   the nodes' warnings and errors and the coordinator's records; everything

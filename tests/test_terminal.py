@@ -4,19 +4,24 @@ every node's log in the workdir.
 The node output's sorting and the status are checked on lines and logs made
 here; then whole programs run as people run them: in a terminal (tmux,
 whose screen is read as a person reads it, and typed into), and with
-standard output a file (as under CI or nohup).
+standard output a file (as under CI or nohup), as processes (local_mp) and
+as threads of one process (local_mt).
 """
 
 import csv
+import io
+import logging
 import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 import uuid
 
 import psutil
 import pytest
+from absl import logging as absl_logging
 
 import helpers
 from agents.distributed import node_output
@@ -112,6 +117,47 @@ def test_lines_go_to_their_nodes_log_by_launchpads_prefix(tmp_path):
       '[launcher] A line of the launcher itself',
       '[replay] W0102 03:04:05.000001 1400 replay_nodes.py:98] Checkpoint '
       'failed.']
+
+
+def test_under_local_mt_a_nodes_threads_write_to_its_log(tmp_path,
+                                                        monkeypatch):
+  # The nodes are threads of one process: what a node's thread writes, and
+  # a thread it starts, goes to the node's log; other threads' lines, as
+  # they are.
+  output = node_output.NodeOutput(str(tmp_path), {}, threads=True)
+  (tmp_path / 'logs').mkdir()
+  shown = []
+  output._show = shown.append  # pylint: disable=protected-access
+  monkeypatch.setattr(threading.Thread, 'start',
+                      node_output._started_as_its_starters(  # pylint: disable=protected-access
+                          threading.Thread.start))
+  others = io.StringIO()
+  stream = node_output._NodeThreadsLines(others, output._log)  # pylint: disable=protected-access
+  handler = logging.StreamHandler(stream)
+  handler.setFormatter(absl_logging.PythonFormatter())
+  logger = logging.getLogger('test_terminal.node')
+  logger.addHandler(handler)
+  monkeypatch.setattr(logger, 'propagate', False)
+
+  def learner():
+    node_output.name_node_thread('learner')
+    print('Learner starts', end='', file=stream)
+    # A thread of the learner's, as a replay shard's reader is.
+    reader = threading.Thread(target=logger.warning, args=('A shard is slow.',))
+    reader.start()
+    reader.join()
+    print(' at step 0.', file=stream)
+
+  node = threading.Thread(target=learner, name='learner')
+  node.start()
+  node.join()
+  logger.removeHandler(handler)
+  print('A line of the launcher itself', file=stream)
+  assert others.getvalue() == 'A line of the launcher itself\n'
+  assert shown == ['[learner] warning: A shard is slow.']
+  logs = helpers.node_logs(tmp_path).splitlines()
+  assert logs[1:] == ['[learner] Learner starts at step 0.'], logs
+  assert re.match(r'\[learner\] W\d{4} .*\] A shard is slow\.$', logs[0])
 
 
 # --------------------------------------------------------------------------
@@ -277,12 +323,15 @@ def test_a_person_watches_a_run_in_a_terminal_and_stops_it(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize('launch_type', ['local_mp', 'local_mt'])
 def test_into_a_file_the_status_is_a_line_and_warnings_name_their_node(
-    tmp_path, launch):
+    tmp_path, launch, launch_type):
+  # Under local_mt the nodes are threads of one process, whose lines are
+  # sorted by thread: the same logs and lines as local_mp's.
   workdir = tmp_path / 'run'
   program = launch('run', helpers.program_command(
-      'apex_dqn', f'--workdir={workdir}', *SMALL_RUN, f'--env={FAULTY_ENV}'),
-      {'PYTHONPATH': helpers.ROOT})
+      'apex_dqn', f'--workdir={workdir}', *SMALL_RUN, f'--env={FAULTY_ENV}',
+      launch_type=launch_type), {'PYTHONPATH': helpers.ROOT})
 
   def status_steps():
     found = re.findall(r'^status: actors ([\d,]+) steps', program.output(),
@@ -316,3 +365,7 @@ def test_into_a_file_the_status_is_a_line_and_warnings_name_their_node(
   for label in helpers.actor_labels(2):
     assert re.search(rf'^\[{label}\] W.*observation is not finite', logs,
                      re.MULTILINE), label
+  # No node's own line is left to the launcher's log (local_mp) or to the
+  # process's (local_mt).
+  assert not re.search(r'^\[(launcher|program)\] .*(Binding:|not finite)',
+                       logs, re.MULTILINE), logs[-3000:]

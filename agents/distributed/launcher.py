@@ -201,20 +201,13 @@ def _watch_locally(program: lp.Program, options: RunOptions,
   """Takes the nodes' output off the terminal (into the workdir's logs);
   (the node output, the terminal, the run's status)."""
   labels = node_labels(program)
-  processes = options.launch_type == 'local_mp'
-  output = node_output.NodeOutput(
-      options.workdir, labels,
-      node_output.LAUNCHER if processes else node_output.PROGRAM)
+  output = node_output.NodeOutput(options.workdir, labels,
+                                  threads=options.launch_type != 'local_mp')
   terminal = terminal_lib.Terminal(*output.terminal())
   output.start(terminal.say)
   logs = os.path.join(options.workdir, node_output.LOGS)
-  if processes:
-    terminal.say(f'Each node logs to {logs}/<node>.log; their warnings and '
-                 'errors show here.')
-  else:
-    terminal.say(f'The nodes, threads of this process, log to '
-                 f'{logs}/{node_output.PROGRAM}.log; their warnings and '
-                 'errors show here.')
+  terminal.say(f'Each node logs to {logs}/<node>.log; their warnings and '
+               'errors show here.')
   # Handles made before the launch, which binds their addresses.
   replays = {labels[('replay', index)]: node.create_handle()
              for index, node in enumerate(program.groups.get('replay', []))}

@@ -6,10 +6,21 @@ terminal and onto a pseudo-terminal that it reads itself: a pseudo-terminal
 rather than a pipe, so that every process on it (Python, and the `sed` that
 Launchpad puts behind each node to prefix its lines) still writes line by
 line. Each line goes to its node's log, `<workdir>/logs/<label>.log`, by
-Launchpad's `[group/index]` prefix (the launcher's own lines:
-`launcher.log`; under local_mt, where the nodes are threads of the launcher,
-every line: `program.log`).
-TensorFlow's, Launchpad's and Courier's start-up lines stay there.
+Launchpad's `[group/index]` prefix; the launcher's own lines go to
+`launcher.log`. TensorFlow's, Launchpad's and Courier's start-up lines stay
+there.
+
+Under local_mt the nodes are threads of the launcher, and file descriptors
+are the process's: no prefix tells their lines apart. There the platform
+names each node's thread as the node starts (`platforms.SharedProcess`), a
+thread started from a node's thread is the node's too, and `sys.stdout` and
+`sys.stderr` send each line a node's thread writes (log records, prints,
+tracebacks) to that node's log. What cannot be told apart goes to
+`program.log`: what C++ libraries write to the file descriptors themselves
+(TensorFlow's, Reverb's and Courier's lines), what Python writes on threads
+no node started (Courier's, which serve the calls a node answers), what a
+node's thread writes before the node's first step (Launchpad's lines as it
+connects the node's clients), and the launcher's own lines.
 
 To the terminal go, one line each with the node's label:
   * warnings, errors and fatal records of absl logging;
@@ -22,6 +33,7 @@ The launcher's own messages are written to the terminal directly
 """
 
 import codecs
+import functools
 import os
 import re
 import sys
@@ -29,10 +41,13 @@ import termios
 import threading
 import time
 from typing import Callable, Dict, Optional, TextIO, Tuple
+import weakref
+
+from absl import logging
 
 LOGS = 'logs'  # <workdir>/logs/<label>.log
 LAUNCHER = 'launcher'  # The launcher's own lines, under local_mp.
-PROGRAM = 'program'  # Every node's, as threads of the launcher (local_mt).
+PROGRAM = 'program'  # What no node's thread wrote, under local_mt.
 
 # Launchpad's current_terminal prefix: a colour, `[group/index] `, the line,
 # the colour's end.
@@ -70,6 +85,61 @@ def shown(line: str) -> Optional[str]:
   if line.startswith(_TROUBLE):
     return line
   return None
+
+
+# Under local_mt: the node whose thread each thread is.
+_NODE_OF_THREAD: 'weakref.WeakKeyDictionary[threading.Thread, str]' = (
+    weakref.WeakKeyDictionary())
+
+
+def name_node_thread(label: str):
+  """Makes the calling thread node `label`'s (its node's first step under
+  local_mt)."""
+  _NODE_OF_THREAD[threading.current_thread()] = label
+
+
+def _thread_node() -> Optional[str]:
+  """The label of the node whose thread the calling thread is, or None."""
+  return _NODE_OF_THREAD.get(threading.current_thread())
+
+
+def _started_as_its_starters(start):
+  """`threading.Thread.start` that makes a thread started from a node's
+  thread that node's (its thread pools', its replay shards' readers and
+  writers), whose lines are the node's."""
+
+  @functools.wraps(start)
+  def started(thread: threading.Thread):
+    label = _thread_node()
+    if label is not None:
+      _NODE_OF_THREAD[thread] = label
+    return start(thread)
+
+  return started
+
+
+class _NodeThreadsLines:
+  """`sys.stdout` or `sys.stderr` under local_mt: what a node's thread
+  writes goes, a line at a time, to `log(label, line)`; what any other
+  thread writes, to `stream` as before."""
+
+  def __init__(self, stream: TextIO, log: Callable[[str, str], None]):
+    self._stream = stream
+    self._log = log
+    self._unended = threading.local()  # Each thread's line not yet ended.
+
+  def write(self, text: str) -> int:
+    label = _thread_node()
+    if label is None:
+      return self._stream.write(text)
+    *lines, self._unended.text = (
+        getattr(self._unended, 'text', '') + text).split('\n')
+    for line in lines:
+      self._log(label, line)
+    return len(text)
+
+  def __getattr__(self, name: str):  # flush, fileno, encoding, isatty, ...
+    return getattr(self._stream, name)
 
 
 class _Stream:
@@ -114,11 +184,12 @@ class _Stream:
 class NodeOutput:
   """Takes this process's output, and its children's, off the terminal (see
   the module docstring). `labels`: {(group, index): label} of the nodes;
-  `own_label`: the log of the lines without a node's prefix."""
+  `threads`: whether the nodes are threads of this process (local_mt)."""
 
   def __init__(self, workdir: str, labels: Dict[Tuple[str, int], str],
-               own_label: str = LAUNCHER):
-    self._own_label = own_label
+               threads: bool = False):
+    self._threads = threads
+    self._own_label = PROGRAM if threads else LAUNCHER
     self._directory = os.path.join(workdir, LOGS)
     self._workdir = workdir
     self._labels = labels
@@ -154,9 +225,23 @@ class NodeOutput:
     os.dup2(replica, 2)
     os.close(replica)
     sys.stdout.reconfigure(line_buffering=True)
+    if self._threads:
+      self._sort_threads_lines()
     self._reader = threading.Thread(target=self._read, daemon=True,
                                     name='node-output')
     self._reader.start()
+
+  def _sort_threads_lines(self):
+    """Sends each line a node's thread writes to the node's log."""
+    threading.Thread.start = _started_as_its_starters(threading.Thread.start)
+    stderr = sys.stderr
+    sys.stdout = _NodeThreadsLines(sys.stdout, self._log)
+    sys.stderr = _NodeThreadsLines(stderr, self._log)
+    # absl's handler writes to the stream it was made with (the one replaced
+    # here), not to whatever sys.stderr is now.
+    handler = logging.get_absl_handler().python_handler
+    if handler.stream is stderr:
+      handler.stream = sys.stderr
 
   def finish(self, timeout: float = 10.0):
     """Returns once every line written so far is in its log (and shown)."""
@@ -165,27 +250,29 @@ class NodeOutput:
     os.write(1, ('\n' + _END + '\n').encode())
     self._ended.wait(timeout)
 
-  def _stream(self, label: str) -> _Stream:
+  def _log(self, label: str, text: str):
+    """A line to the log of `label`, from the reader or a node's thread."""
+    # A line redrawn with '\r' (Launchpad's countdowns): what a terminal
+    # would show of it.
+    text = text.rstrip('\r').rsplit('\r', 1)[-1]
     with self._lock:
       if label not in self._streams:
         self._streams[label] = _Stream(log_path(self._workdir, label),
                                        label, self._show)
-      return self._streams[label]
+      self._streams[label].line(text)
 
   def _line(self, text: str):
+    """A line read from the pseudo-terminal."""
+    if text == _END:
+      self._ended.set()
+      return
     prefixed = _PREFIX.match(text.rstrip('\r'))
     if prefixed:
       group, index, text = prefixed.groups()
       label = self._labels.get((group, int(index)), f'{group}_{index}')
     else:
       label = self._own_label
-    # A line redrawn with '\r' (Launchpad's countdowns): what a terminal
-    # would show of it.
-    text = text.rstrip('\r').rsplit('\r', 1)[-1]
-    if text == _END:
-      self._ended.set()
-      return
-    self._stream(label).line(text)
+    self._log(label, text)
 
   def _read(self):
     decoder = codecs.getincrementaldecoder('utf-8')(errors='replace')

@@ -24,6 +24,8 @@ from typing import Any, Callable, Dict, Optional, Sequence
 import launchpad as lp
 from absl import logging
 
+from agents.distributed import node_output
+
 
 def start_reverb_server(tables_fn, port: int,
                         checkpoint_directory: Optional[str]):
@@ -71,13 +73,10 @@ class _ConstructedAfter:
     return self._constructor(*args, **kwargs)
 
 
-def _nothing():
-  pass
-
-
 class SharedProcess:
   """Every node a thread of one process (local_mt, test_mt): there is no
-  process of a node's own to set up, and a node cannot die alone."""
+  process of a node's own to set up, and a node cannot die alone; a node's
+  thread is named after it, for its log (`node_output.name_node_thread`)."""
 
   # The coordinator's last step of a stop (`Coordinator`'s `end_program`);
   # None: Launchpad's stop of every node.
@@ -90,8 +89,8 @@ class SharedProcess:
                     constructor=None) -> Callable[[], None]:
     """What runs first in the process of node `label` (of class
     `constructor`, if a Courier node)."""
-    del label, constructor
-    return _nothing
+    del constructor
+    return functools.partial(node_output.name_node_thread, label)
 
   def courier_node(self, label: str, constructor, *args) -> lp.CourierNode:
     """A Courier node named `label` (its pid file, its logs) whose process
