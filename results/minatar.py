@@ -158,6 +158,44 @@ def collect(seeds: List[int]) -> Dict[str, object]:
   return data
 
 
+def iqm_over_games(records: Dict[str, List[Dict[str, object]]],
+                   reference: Dict[str, List[float]]):
+  """(IQM, low, high, seeds) of the final policies over every game and seed:
+  each one's return over Young & Tian's DQN at 1M frames (the games'
+  returns are on different scales), with its stratified-bootstrap 95%
+  interval (seeds resampled within each game; the seeds every game has).
+  None with fewer than 2 such seeds: nothing to resample."""
+  seeds = sorted(set.intersection(
+      *({row['seed'] for row in rows} for rows in records.values())))
+  if len(seeds) < 2:
+    return None
+  by_seed = {game: {row['seed']: row['final_mean'] for row in rows}
+             for game, rows in records.items()}
+  scores = [[by_seed[game][seed] / reference[game][0] for game in records]
+            for seed in seeds]
+  return (*spread.iqm_interval(scores), len(seeds))
+
+
+def over_games(records: Dict[str, List[Dict[str, object]]],
+               reference: Dict[str, List[float]]) -> str:
+  """The page's sentence on `iqm_over_games`."""
+  figures = iqm_over_games(records, reference)
+  if figures is None:
+    return ('**Over the games:** no interquartile mean with an interval: a '
+            'stratified bootstrap resamples the seeds within each game, and '
+            'with one seed a game it has nothing to resample.')
+  value, low, high, seeds = figures
+  interval = spread.interval_text(low, high, '{:.2f}')
+  return (f'**Over the {len(records)} games and {seeds} seeds:** the '
+          'interquartile mean of the final policies\' returns, each over '
+          'Young & Tian\'s DQN at 1M frames (the games\' returns are on '
+          f'different scales), is {value:.2f} {interval} (95% interval; a '
+          'stratified bootstrap, `rliable`, '
+          f'{spread.BOOTSTRAP_REPS:,} resamples of the seeds within each '
+          'game). A ratio to a figure measured another way (below), not a '
+          'comparison.')
+
+
 def render(data: Dict[str, object]) -> str:
   """The page (results/minatar.md) from its JSON, `data`, alone: first each
   game's final policy over seeds beside the reference, then the runs'
@@ -180,6 +218,7 @@ def render(data: Dict[str, object]) -> str:
            for game, rows in records.items()},
           extra={'Young & Tian\'s DQN at 1M frames': [
               f'{reference[game][0]:.1f}' for game in records]}), '',
+      over_games(records, reference), '',
       f'![MinAtar]({ANALYSIS}.png)', '',
       'One preset (`--preset=minatar`) for all five games, '
       f'{data["frames"]:,} frames each (a MinAtar step is one frame; the '

@@ -50,11 +50,15 @@ def tests(preset: Sequence[float],
 def _comparison(evaluation: str, preset: Sequence[float],
                 start: Sequence[float]) -> str:
   difference, welch, ranks = tests(preset, start)
+  _, low, high = spread.difference_interval(preset, start)
   apart = (': every run of the preset above every run of the starting point'
            if min(preset) > max(start) else '')
-  return (f'- {evaluation}: {difference:.1f} (Welch\'s t-test, two-sided p = '
-          f'{welch:.2f}; Mann-Whitney U test, one-sided exact p = '
-          f'{ranks:.2f}{apart})')
+  label = GROUPS[0][0]
+  return (f'- {evaluation}: {difference:.1f} '
+          f'{spread.interval_text(low, high)} (Welch\'s t-test, two-sided p '
+          f'= {welch:.2f}; Mann-Whitney U test, one-sided exact p = '
+          f'{ranks:.2f}{apart}): '
+          f'{spread.verdict(label, "the starting point", low, high, welch)}')
 
 
 def _where(data) -> str:
@@ -89,10 +93,11 @@ def opening(data) -> List[str]:
       '--epsilon=0.001 --seed=1 --atari_evaluation=noops`). '
       f'Its mean return{spread.how_stated(max(sizes))}:', '',
       *spread.seed_table('setting, evaluation', 'mean return', values), '',
-      'The preset\'s mean minus the starting point\'s, and two tests of the '
+      'The preset\'s IQM minus the starting point\'s, its 95% interval '
+      '(each setting\'s seeds resampled on their own) and two tests of the '
       f'difference (with {sizes[0]} runs against {sizes[1]}, the smallest p '
-      f'the rank test can give is {1 / math.comb(sum(sizes), sizes[0]):.2f}):',
-      '', *comparisons, '',
+      f'the rank test can give is {1 / math.comb(sum(sizes), sizes[0]):.2f}). '
+      f'{spread.how_compared(min(sizes))}', '', *comparisons, '',
       f'Every run\'s figures: [{NAME}.json]({NAME}.json).']
 
 

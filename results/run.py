@@ -316,40 +316,44 @@ def run_figures(workdir: str, threshold: float) -> Dict[str, float]:
 
 def _reached(rows, key: str, form: str) -> str:
   """Median over the seeds that reached the threshold, and how many did."""
-  values = [row[key] for row in rows if row[key] is not None]
-  if not values:
-    return 'not reached'
-  return f'{form.format(np.median(values))} ({len(values)}/{len(rows)})'
+  return spread.reached_text([row[key] for row in rows], form)
 
 
 def speedup_table(spec, figures) -> List[str]:
   """The A3C paper's Table 2 question: each setting's speed-up, the first
   setting's median minutes to the threshold over its own, beside the paper's
   figures; split into data (actor steps to the threshold) and speed (actor
-  frames per second), whose ratios multiply to it. `spec` holds the
-  threshold, the settings in order and the paper's `speedup`."""
-  def median(rows, key):
-    values = [row[key] for row in rows if row[key] is not None]
-    return float(np.median(values)) if values else None
+  frames per second), whose ratios multiply to it; and how many of each
+  setting's seeds reached the threshold, the medians being over those
+  alone. `spec` holds the threshold, the settings in order and the paper's
+  `speedup`."""
   settings = list(spec['settings'])
   base = figures.get(settings[0])
   lines = [
       f'Speed-up: the median minutes to reach {spec["threshold"]} of '
-      f'"{settings[0]}" over the setting\'s (seeds that reached it). It is '
-      'about the product of the two ratios after it (not exactly: medians, '
-      'and start-up time): actor frames per second '
+      f'"{settings[0]}" over the setting\'s, each median over the seeds that '
+      'reached it (the last column: how many of the setting\'s seeds did). '
+      'A seed that never reached it is left out, not counted as slow, so a '
+      'median over fewer than all seeds is biased fast: it understates the '
+      'setting\'s time, and overstates its speed-up where it lost more '
+      f'seeds than "{settings[0]}" (understates it where it lost fewer). The '
+      'speed-up is about the product of the two ratios after it (not '
+      'exactly: medians, and start-up time): actor frames per second '
       '(against the first setting) and the actor steps the first setting '
       'needed over the setting\'s (below 1: more data needed).', '',
       f'| setting | speed-up | {spec["speedup"]["source"]} | frames/s ratio '
-      '| data ratio |', '|---|---|---|---|---|']
+      f'| data ratio | seeds that reached {spec["threshold"]} |',
+      '|---|---|---|---|---|---|']
   for setting, paper in zip(settings, spec['speedup']['values']):
     rows = figures.get(setting)
     if not rows or not base:
       continue
+    median = lambda runs, key: spread.reached([run[key] for run in runs])[0]
     minutes = median(rows, 'minutes_to_threshold')
     base_minutes = median(base, 'minutes_to_threshold')
     steps = median(rows, 'steps_to_threshold')
     base_steps = median(base, 'steps_to_threshold')
+    count = spread.reached([row['minutes_to_threshold'] for row in rows])[1]
     speed = (np.mean([r['actor_frames_per_second'] for r in rows]) /
              np.mean([r['actor_frames_per_second'] for r in base]))
     form = lambda x: 'not reached' if x is None else f'{x:.2f}'
@@ -357,7 +361,8 @@ def speedup_table(spec, figures) -> List[str]:
         f'| {setting} | '
         f'{form(base_minutes / minutes if minutes and base_minutes else None)}'
         f' | {paper:g} | {speed:.2f} | '
-        f'{form(base_steps / steps if steps and base_steps else None)} |')
+        f'{form(base_steps / steps if steps and base_steps else None)} | '
+        f'{count}/{len(rows)} |')
   return lines
 
 
@@ -410,21 +415,34 @@ def render(analysis: str, data: Dict[str, object]) -> str:
   figures = data['settings']
   threshold = data['threshold']
   count = max(len(rows) for rows in figures.values())
+  comparisons = []
+  if count > 1 and len(figures) > 1:
+    (first, first_rows), *others = figures.items()
+    finals = lambda rows: [row['final_return'] for row in rows]
+    comparisons = [
+        f'Each setting against "{first}": the difference of their IQMs of '
+        'the final return, its 95% interval (each setting\'s seeds '
+        'resampled on their own) and Welch\'s t-test of the means. '
+        f'{spread.how_compared(count)}', '',
+        *[f'- {setting}: ' + spread.comparison(setting, first, finals(rows),
+                                               finals(first_rows))
+          for setting, rows in others], '']
   lines = [
       f'# {data["title"]}', '',
       f'**Final return after {data["budget"]}, '
       f'{spread.seeds_phrase(count, "a setting")}.** A run\'s final return is '
       f'the mean of its last {FINAL_EPISODES} evaluation episodes'
-      f'{spread.how_stated(count)}. The settings are compared by these '
-      'values alone: no test of their differences is made.', '',
+      f'{spread.how_stated(count)}.', '',
       *spread.seed_table(
           'setting', 'final return',
           {setting: {row['seed']: row['final_return'] for row in rows}
            for setting, rows in figures.items()}), '',
+      *comparisons,
       f'![{analysis}]({analysis}.png)', '',
       f'Reaching {threshold}: when the running mean of {FINAL_EPISODES} '
       f'evaluation episodes first reached it, median over the seeds that '
-      'did. Speeds: the run\'s actor frames and learner updates over its '
+      'did, with how many of the setting\'s seeds did (a median that leaves '
+      'out seeds that never reached it is biased fast). Speeds: the run\'s actor frames and learner updates over its '
       'whole wall-clock (start-up and stop included). Wall-clock, counts '
       'and speeds: means over seeds.', '',
       f'| setting | seeds | actor steps to reach {threshold} | minutes to '

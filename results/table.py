@@ -11,8 +11,9 @@ import csv
 import json
 import os
 import sys
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
+from results import minatar
 from results import pong_45min
 from results import spread
 
@@ -55,29 +56,56 @@ def _spread(values: Sequence[float]) -> str:
           f'{max(values):.1f})')
 
 
+def _against(first: str, first_values: Sequence[float],
+             others: Sequence[Tuple[str, Sequence[float]]]) -> str:
+  """Each of `others` against `first` (`spread.compared`), then what the
+  intervals support (`spread.verdict`): ahead or behind, else no
+  difference shown."""
+  figures, claims = [], []
+  for setting, values in others:
+    difference, low, high, p = spread.compared(values, first_values)
+    figures.append(f'{setting} {difference:.1f} '
+                   f'{spread.interval_text(low, high)}, p = {p:.2f}')
+    claim = spread.verdict(setting, first, low, high, p)
+    if not claim.startswith('no difference'):
+      claims.append(claim)
+  return (f'against {first}: {"; ".join(figures)}: '
+          f'{"; ".join(claims) or "no difference shown"}')
+
+
 def _analysis_row(name: str) -> str:
   data = _load(f'{name}.json')
-  figures = '; '.join(
-      f'{setting} {_spread([run["final_return"] for run in runs])}'
-      for setting, runs in data['settings'].items())
+  finals = {setting: [run['final_return'] for run in runs]
+            for setting, runs in data['settings'].items()}
+  figures = '; '.join(f'{setting} {_spread(values)}'
+                      for setting, values in finals.items())
+  (first, first_values), *others = finals.items()
   seeds = len(data['seeds'])
   return (f'| {data["title"]}; {data["budget"]} | final return: {figures} '
-          f'| {seeds} | {_link(name + ".md")} |')
+          f'| {seeds} | {_against(first, first_values, others)} '
+          f'| {_link(name + ".md")} |')
 
 
 def _pong_45min_row() -> str:
   data = _load('pong_45min.json')
-  figures, seeds = [], set()
-  for label, prefix in pong_45min.GROUPS:
-    returns = list(pong_45min.group_values(data, prefix,
-                                           'greedy_return').values())
-    figures.append(f'{label} {_spread(returns)}')
-    seeds.add(len(returns))
+  figures, seeds, supported = [], set(), []
+  for key, evaluation in pong_45min.EVALUATIONS:
+    (label, preset), (other, start) = [
+        (label, list(pong_45min.group_values(data, prefix, key).values()))
+        for label, prefix in pong_45min.GROUPS]
+    if key == 'greedy_return':
+      figures = [f'{label} {_spread(preset)}', f'{other} {_spread(start)}']
+      seeds = {len(preset), len(start)}
+    difference, low, high, p = spread.compared(preset, start)
+    supported.append(
+        f'{evaluation}: {difference:.1f} {spread.interval_text(low, high)}, '
+        f'p = {p:.2f}: {spread.verdict(label, "the " + other, low, high, p)}')
   minutes = data['budget_seconds'] / 60
   return (f'| Ape-X DQN on Atari Pong, `atari_small` preset vs its starting '
           f'point, on 2 cores; {minutes:.0f} minutes of wall-clock | greedy '
           f'return over 10 episodes: {"; ".join(figures)} | '
           f'{"/".join(str(count) for count in sorted(seeds))} | '
+          f'`atari_small` minus starting point: {"; ".join(supported)} | '
           f'{_link("pong_45min.md")} |')
 
 
@@ -90,7 +118,7 @@ def _long_run_row(name: str, what: str) -> str:
   return (f'| {what}; {frames:.2f}M frames, '
           f'{float(last["minutes"]):.0f} minutes | evaluator\'s 10-episode '
           f'mean: last {float(last["mean_return"]):.1f}, best {best:.1f} | 1 '
-          f'| {_link(name + ".md")} |')
+          f'| one seed: no interval, no comparison | {_link(name + ".md")} |')
 
 
 def _minatar_row() -> str:
@@ -99,15 +127,26 @@ def _minatar_row() -> str:
       f'{title} {_spread([run["final_mean"] for run in data["games"][game]])}'
       f' (Young & Tian\'s DQN {data["reference"][game][0]})'
       for game, title in MINATAR_GAMES.items())
+  over_games = minatar.iqm_over_games(data['games'], data['reference'])
+  if over_games is None:
+    supported = 'one seed a game: no interval'
+  else:
+    value, low, high, _ = over_games
+    supported = (f'IQM over games and seeds of the return over Young & '
+                 f'Tian\'s: {value:.2f} '
+                 f'{spread.interval_text(low, high, "{:.2f}")}')
   return (f'| Ape-X DQN on the five MinAtar games, `minatar` preset; '
           f'{data["frames"] / 1e6:.0f}M frames each | final policy, 30 '
-          f'episodes: {figures} | {len(data["seeds"])} | '
-          f'{_link("minatar.md")} |')
+          f'episodes: {figures} | {len(data["seeds"])} | {supported}; Young '
+          '& Tian\'s DQN (training episodes at epsilon 0.1) is measured '
+          f'another way: not compared | {_link("minatar.md")} |')
 
 
 def table() -> str:
   """The table, as the README shows it."""
-  rows: List[str] = ['| result | figure | seeds | page |', '|---|---|---|---|']
+  rows: List[str] = [
+      '| result | figure | seeds | what the 95% intervals support | page |',
+      '|---|---|---|---|---|']
   rows.append(_pong_45min_row())
   rows += [_long_run_row(name, what) for name, what in LONG_RUNS.items()]
   rows.append(_minatar_row())

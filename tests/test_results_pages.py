@@ -2,7 +2,10 @@
 its renderer makes of its JSON (so page and data cannot drift apart), and
 the spread a page opens with is the seeds' sample standard deviation
 (n - 1), worked out here from the JSON's per-seed values; one seed is
-said to be one, with no spread. Reads only committed files."""
+said to be one, with no spread. A comparison calls a setting ahead or
+behind only where its interval excludes 0 and Welch's p (worked out here
+from its formula) is below 0.05, and the README's table says no more than
+the pages. Reads only committed files."""
 
 import itertools
 import json
@@ -77,7 +80,74 @@ def test_an_analysis_opens_with_every_seeds_final_return(name):
     assert row['final return'] == _mean_and_sd(values)
     for run_ in runs:
       assert row[f'seed {run_["seed"]}'] == f'{run_["final_return"]:.1f}'
+    if len(values) <= 3:
+      # With 3 seeds or fewer, a resample of one seed's value alone has
+      # probability >= 1/27 > 2.5%: the 95% interval is their range.
+      assert row['IQM, 95% CI'] == f'[{min(values):.1f}, {max(values):.1f}]'
   assert f'{len(data["seeds"])} seeds a setting' in _text(name).split('\n')[2]
+
+
+_COMPARISON = re.compile(
+    r'^- (?P<setting>.+?): (?P<difference>-?[\d.]+) \[(?P<low>-?[\d.]+), '
+    r'(?P<high>-?[\d.]+)\], Welch\'s p = (?P<p>[\d.]+|nan): '
+    r'(?P<verdict>.+)$', re.MULTILINE)
+
+
+def _claim(setting: str, first: str, low: float, high: float,
+           p: float) -> str:
+  """What the rule allows: ahead or behind only where the interval
+  excludes 0 and p < 0.05."""
+  if p < 0.05 and low > 0:
+    return f'{setting} ahead of {first}'
+  if p < 0.05 and high < 0:
+    return f'{setting} behind {first}'
+  return 'no difference shown'
+
+
+@pytest.mark.parametrize('name', ANALYSES)
+def test_an_analysis_calls_a_setting_ahead_only_where_the_interval_does(name):
+  data = _data(name)
+  (first, first_runs), *others = data['settings'].items()
+  base = [run_['final_return'] for run_ in first_runs]
+  found = {match['setting']: match
+           for match in _COMPARISON.finditer(_text(name))}
+  assert list(found) == [setting for setting, _ in others]
+  for setting, runs in others:
+    values = [run_['final_return'] for run_ in runs]
+    match = found[setting]
+    low, high = float(match['low']), float(match['high'])
+    # 3 seeds: the IQM is the mean; the bootstrap's differences lie between
+    # the lowest and the highest a resample can make.
+    assert len(values) == len(base) == 3
+    difference = np.mean(values) - np.mean(base)
+    assert match['difference'] == f'{difference:.1f}'
+    assert low <= round(difference, 1) <= high
+    assert round(min(values) - max(base), 1) <= low
+    assert high <= round(max(values) - min(base), 1)
+    p = _welch_p(values, base)
+    assert match['p'] == f'{p:.2f}'
+    assert match['verdict'].startswith(_claim(setting, first, low, high, p))
+
+
+def _verdicts(text: str) -> List[str]:
+  """The last clause of each comparison (a '- ' line): a claim or not."""
+  return [line.rsplit(': ', 1)[-1] for line in text.splitlines()
+          if line.startswith('- ') and ': ' in line]
+
+
+def test_the_readme_table_claims_no_more_than_the_pages():
+  with open(os.path.join(os.path.dirname(RESULTS), 'README.md')) as f:
+    readme = f.read()
+  claim = re.compile(r' (?:ahead of|behind) ')
+  for name in ANALYSES + [pong_45min.NAME]:
+    row = [line for line in readme.splitlines()
+           if f'[{name}.md](results/{name}.md)' in line][0]
+    in_table = [verdict for verdict in _verdicts(
+        '\n'.join('- ' + part for part in row.split(' | ')[-2].split('; ')))
+                if claim.search(verdict)]
+    on_page = [verdict for verdict in _verdicts(_text(name))
+               if claim.search(verdict)]
+    assert in_table == on_page, name
 
 
 def test_minatar_opens_with_one_seed_and_no_spread():
@@ -91,6 +161,8 @@ def test_minatar_opens_with_one_seed_and_no_spread():
     assert row[f'Ape-X DQN, final policy (seed {runs[0]["seed"]})'] == (
         f'{runs[0]["final_mean"]:.1f}')
     assert '±' not in ''.join(row.values())
+  assert ('**Over the games:** no interquartile mean with an interval'
+          in text)
 
 
 @pytest.mark.parametrize('name', LONG_RUNS)
@@ -139,9 +211,19 @@ def test_pong_45min_opens_with_each_seed_the_sample_sd_and_its_tests():
       groups.append(values)
     line = re.search(rf'^- {re.escape(evaluation)}: (.*)$', text,
                      re.MULTILINE).group(1)
-    assert line.startswith(f'{np.mean(groups[0]) - np.mean(groups[1]):.1f} ')
-    assert f'two-sided p = {_welch_p(*groups):.2f};' in line
+    difference = np.mean(groups[0]) - np.mean(groups[1])
+    assert line.startswith(f'{difference:.1f} [')
+    low, high = map(float, re.match(r'-?[\d.]+ \[(-?[\d.]+), (-?[\d.]+)\]',
+                                    line).groups())
+    assert low <= round(difference, 1) <= high
+    welch = _welch_p(*groups)
+    assert f'two-sided p = {welch:.2f};' in line
     assert f'one-sided exact p = {_rank_p(*groups):.2f}' in line
+    assert line.endswith(_claim('`atari_small`', 'the starting point', low,
+                                high, welch)) or (
+        line.split('): ')[-1].startswith('no difference shown') and
+        _claim('`atari_small`', 'the starting point', low, high, welch) ==
+        'no difference shown')
 
 
 def test_the_readme_table_gives_the_sample_sd_of_each_analysis():

@@ -27,10 +27,14 @@ def test_speedup_is_time_to_threshold_over_the_first_settings():
   lines = run.speedup_table(spec, figures)
   rows = {line.split(' | ')[0].lstrip('| '): line.strip(' |').split(' | ')
           for line in lines if line.startswith('| ') and 'worker' in line}
-  # speed-up = 12 / t; frames/s ratio = mean fps / 150; data = 100K / steps.
-  assert rows['1 worker'][1:] == ['1.00', '1', '1.00', '1.00']
-  assert rows['2 workers'][1:] == ['3.00', '2.1', '2.50', '0.83']
-  assert rows['4 workers'][1:] == ['2.00', '3.7', '3.33', '0.50']
+  # speed-up = 12 / t; frames/s ratio = mean fps / 150; data = 100K / steps;
+  # then how many of the setting's seeds reached 400.
+  assert rows['1 worker'][1:] == ['1.00', '1', '1.00', '1.00', '3/3']
+  assert rows['2 workers'][1:] == ['3.00', '2.1', '2.50', '0.83', '3/3']
+  assert rows['4 workers'][1:] == ['2.00', '3.7', '3.33', '0.50', '1/3']
+  # The text says that the medians leave out the seeds that never reached
+  # it, and which way that biases them.
+  assert 'biased fast' in lines[0]
 
 
 def test_a_setting_that_never_reached_the_threshold_says_so():
@@ -40,4 +44,5 @@ def test_a_setting_that_never_reached_the_threshold_says_so():
              '8 workers': [_row(None, None, 300.0)]}
   line = [l for l in run.speedup_table(spec, figures)
           if l.startswith('| 8 workers')][0]
-  assert line == '| 8 workers | not reached | 6.9 | 2.00 | not reached |'
+  assert line == ('| 8 workers | not reached | 6.9 | 2.00 | not reached | '
+                  '0/1 |')
