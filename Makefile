@@ -6,7 +6,7 @@
 #                  and the long program runs (about 35 minutes on 2 cores)
 #   make cloud-deps  what launching on Google Cloud needs (xmanager; see
 #                  docs/google_cloud.md); the tests need it too
-#   make bench     throughput benchmarks (about 14 minutes; results in
+#   make bench     throughput benchmarks (about 20 minutes; results in
 #                  benchmarks/results/)
 SHELL := /bin/bash
 PYTHON := .venv/bin/python
@@ -46,3 +46,4 @@ bench: venv
 	$(PYTHON) benchmarks/scaling.py
 	$(PYTHON) benchmarks/replay_headroom.py
 	$(PYTHON) benchmarks/replay_shards.py
+	$(PYTHON) benchmarks/learner_xla.py

@@ -92,6 +92,7 @@ class ApeXBuilder(interfaces.ReplayBuilder):
     clients, one per shard (`agents.replay.shards`)."""
     common = dict(
         importance_sampling_exponent=self.config.importance_sampling_exponent,
+        jit_compile=self.config.jit_compile,
         counter=counter, logger=logger, log_every=log_every)
     clients = _clients(replay_client)
     if len(clients) > 1:

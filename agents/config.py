@@ -104,6 +104,11 @@ class ApeXConfig(AgentConfig):
   transitions."""
   prefetch_size: int = 4
   """Batches the learner's Reverb dataset keeps ready in memory."""
+  jit_compile: bool = False
+  """Compiles the learner's loss, gradients and optimiser step with XLA
+  (`tf.function(jit_compile=True)`; sampling and priority writes stay
+  outside it). Off: TensorFlow's own kernels, as the paper's learner
+  (benchmarks/learner_xla.py measures both)."""
 
   # Fields that a run's checkpoints depend on (network shapes, what replay
   # holds): a run cannot be resumed with other values.

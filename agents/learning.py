@@ -54,6 +54,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
                replay_client: Optional[reverb.TFClient],
                importance_sampling_exponent: float,
                target_update_period: int,
+               jit_compile: bool = False,
                table: str = tables.TABLE,
                counter: Optional[counting.Counter] = None,
                logger: Optional[loggers.Logger] = None,
@@ -65,6 +66,9 @@ class ApeXLearner(acme.Learner, abc.ABC):
         serves `MAX_PRIORITY`: the largest priority written so far).
       target_pairs: (online, target) modules; each target becomes a copy of
         its online module every `target_update_period` steps.
+      jit_compile: whether `_update` (loss, gradients, optimiser step) is
+        compiled with XLA; the rest of the step (sampling, priorities) is
+        made of Reverb's operations, which XLA cannot compile.
       (the rest as described in the class docstring)
     """
     # The largest priority written so far (1 before the first update), for
@@ -78,6 +82,8 @@ class ApeXLearner(acme.Learner, abc.ABC):
     self._make_iterator = make_iterator
     self._replay_client = replay_client
     self._importance_sampling_exponent = importance_sampling_exponent
+    self._compiled_update = (tf.function(self._update, jit_compile=True)
+                             if jit_compile else self._update)
     self._target_update_period = target_update_period
     self._table = table
     self._counter = counter or counting.Counter()
@@ -136,7 +142,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
     weights = tables.importance_sampling_weights(
         sample.info.probability, sample.info.table_size,
         self._importance_sampling_exponent)
-    td_errors, metrics = self._update(sample.data, weights)
+    td_errors, metrics = self._compiled_update(sample.data, weights)
 
     priorities = tf.abs(td_errors)
     self._max_priority.assign(tf.maximum(

@@ -21,6 +21,7 @@ reads its rate over the windows in which it ran.
   .venv/bin/python benchmarks/bare_loops.py learner --cpus=1
 """
 
+import dataclasses
 import os
 import time
 
@@ -37,14 +38,17 @@ flags.DEFINE_list('cpus', [], 'CPUs to pin this process to (empty: all).')
 flags.DEFINE_float('report_every', 0.25, 'Seconds between progress lines.')
 flags.DEFINE_integer('batch_size', None,
                      'learner: the batch size (default: the config\'s).')
+flags.DEFINE_bool('jit_compile', False, 'learner: its update compiled with '
+                  'XLA (the config\'s --jit_compile).')
 FLAGS = flags.FLAGS
 
 
 def _builder():
   from agents.envs import environments  # pylint: disable=g-import-not-at-top
   from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
-  config = (ApeXDQNConfig() if FLAGS.batch_size is None else
-            ApeXDQNConfig(batch_size=FLAGS.batch_size))
+  config = ApeXDQNConfig(jit_compile=FLAGS.jit_compile)
+  if FLAGS.batch_size is not None:
+    config = dataclasses.replace(config, batch_size=FLAGS.batch_size)
   return ApeXDQNBuilder(config, environments.resolve_discrete(FLAGS.env))
 
 

@@ -12,6 +12,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -112,6 +113,33 @@ def bare_rates(lines: Sequence[str], windows: Sequence[Tuple[float, float]],
       rates.append((inside[-1][1] - inside[0][1]) /
                    (inside[-1][0] - inside[0][0]))
   return rates
+
+
+def define_setting_repeats():
+  """The flags of a benchmark that alternates settings of a bare loop:
+  --repeats, --seconds measured in each, --warmup left out before."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  flags.DEFINE_integer('repeats', 3, 'Repeats of each case and setting.')
+  flags.DEFINE_float('seconds', 20.0, 'Seconds measured in each repeat.')
+  flags.DEFINE_float('warmup', 3.0,
+                     'Seconds left out after the loop says it is ready.')
+
+
+def bare_loop_rate(kind: str, *flags_: str, warmup: float, seconds: float,
+                   env: Optional[Dict[str, str]] = None) -> float:
+  """Work per second of `bare_loops.py <kind> <flags>` (`env`: its
+  environment) over `seconds`, after `warmup` seconds from when it says it
+  is ready."""
+  process = start_bare_loop(kind, *flags_, '--report_every=0.5', env=env)
+  ready = time.time()
+  try:
+    time.sleep(warmup + seconds)
+  finally:
+    process.kill()
+  lines = process.communicate()[0].splitlines()
+  rate, = bare_rates(lines, [(ready + warmup, ready + warmup + seconds)],
+                     margin=0.0)
+  return rate
 
 
 def write_result(name: str, result: Dict[str, Any]) -> str:

@@ -15,7 +15,6 @@ benchmarks/results/onednn.json.
 """
 
 import os
-import time
 
 from absl import app
 from absl import flags
@@ -27,31 +26,17 @@ flags.DEFINE_integer('batch_size', 64,
                      'The learner\'s batch (64: the atari_small preset).')
 flags.DEFINE_list('envs', ['1', '16'],
                   'Environments per actor forward pass, one case each.')
-flags.DEFINE_integer('repeats', 3, 'Repeats of each case and setting.')
-flags.DEFINE_float('seconds', 20.0, 'Seconds measured in each repeat.')
-flags.DEFINE_float('warmup', 3.0,
-                   'Seconds left out after the loop says it is ready.')
+common.define_setting_repeats()
 FLAGS = flags.FLAGS
 
 SETTINGS = ('0', '1')  # TF_ENABLE_ONEDNN_OPTS: off, on.
 
 
 def _rate(args, setting: str) -> float:
-  """Work per second of `bare_loops.py <args>` with oneDNN `setting`, over
-  `--seconds` after its warm-up."""
-  process = common.start_bare_loop(
-      *args, '--report_every=0.5',
+  """Work per second of `bare_loops.py <args>` with oneDNN `setting`."""
+  return common.bare_loop_rate(
+      *args, warmup=FLAGS.warmup, seconds=FLAGS.seconds,
       env=dict(os.environ, TF_ENABLE_ONEDNN_OPTS=setting))
-  ready = time.time()
-  try:
-    time.sleep(FLAGS.warmup + FLAGS.seconds)
-  finally:
-    process.kill()
-  lines = process.communicate()[0].splitlines()
-  rate, = common.bare_rates(
-      lines, [(ready + FLAGS.warmup, ready + FLAGS.warmup + FLAGS.seconds)],
-      margin=0.0)
-  return rate
 
 
 def main(argv):

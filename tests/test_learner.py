@@ -281,10 +281,13 @@ def test_loss_with_beta_zero_and_beta_one():
 # --------------------------------------------------------------------------
 
 
-def test_sgd_step_moves_weights_by_minus_lr_times_gradient():
+# --jit_compile: the same step, compiled by XLA, against the same references.
+@pytest.mark.parametrize('jit_compile', [False, True])
+def test_sgd_step_moves_weights_by_minus_lr_times_gradient(jit_compile):
   beta, lr = 0.4, 0.1
   sample = make_sample(seed=12)
-  learner, online, target = make_learner([sample], learning_rate=lr, beta=beta)
+  learner, online, target = make_learner([sample], learning_rate=lr, beta=beta,
+                                         jit_compile=jit_compile)
   before_online, before_target = params_of(online), params_of(target)
   expected = reference(before_online, before_target, sample, beta)
 
@@ -324,10 +327,12 @@ def test_sgd_step_moves_weights_by_minus_lr_times_gradient():
   np.testing.assert_array_equal(flat(params_of(target)), flat(before_target))
 
 
-def test_gradient_clipping_by_global_norm():
+@pytest.mark.parametrize('jit_compile', [False, True])
+def test_gradient_clipping_by_global_norm(jit_compile):
   beta, lr, clip = 0.4, 1.0, 0.01
   sample = make_sample(seed=13)
   learner, online, target = make_learner([sample], learning_rate=lr,
+                                         jit_compile=jit_compile,
                                          beta=beta, max_gradient_norm=clip)
   before = params_of(online)
   gradient = flat(finite_difference_gradient(before, params_of(target),
