@@ -1,29 +1,42 @@
 """Ape-X DQN on the five MinAtar games beside Young & Tian's DQN (a result,
 not a test): runs `results.run minatar` (one preset, the same frame budget
-for each game), evaluates each run's final policy, and writes
-results/minatar.{png,json,md}.
+for each game, all 6 of MinAtar's actions), evaluates each run's final
+policy twice, and writes results/minatar.{png,json,md}.
 
-  .venv/bin/python -m results.minatar --seeds=0 --runs=<dir outside the repo>
-  .venv/bin/python -m results.minatar --seeds=0 --runs=<dir> --report_only \
+  .venv/bin/python -m results.minatar --seeds=0,1,2 --runs=<dir outside repo>
+  .venv/bin/python -m results.minatar --seeds=0,1,2 --runs=<dir> --dry_run
+  .venv/bin/python -m results.minatar --seeds=0,1,2 --runs=<dir> --report_only \
       --notes="What else ran on the machine."
   .venv/bin/python -m results.pages minatar    # the page, from its JSON
 
-A run already finished is not run again; a final policy already evaluated
-(<run>/final_evaluation.json) is not evaluated again. Collecting (`collect`)
-writes the plot and results/minatar.json (every run's figures, and what the
-page says of how they were made); rendering (`render`) makes the page from
-that JSON alone.
+The same command again carries on where it stopped: a finished run is not
+run again, an unfinished one resumes from its checkpoints (`--workdir`
+alone: its run.json holds its flags, the action set among them), and an
+evaluation already made (its JSON in the run's directory) is not made
+again. `--dry_run` lists what that would do. Collecting (`collect`) writes
+the plot and results/minatar.json (every run's figures, and what the page
+says of how they were made); rendering (`render`) makes the page from that
+JSON alone.
+
+Young & Tian's curves are the mean return of the last 100 *training*
+episodes, played at epsilon 0.1 with all 6 actions. The matched measure
+here is each run's final policy played at epsilon 0.1 with all 6 actions,
+its mean over 100 episodes (`MATCHED`); the page argues why this is the
+fairest figure these runs give, and how it still differs. Beside it, the
+evaluator's near-greedy figure (`NEAR_GREEDY`), which is not theirs and is
+not compared with it.
 """
 
 import json
 import os
 import subprocess
-from typing import Dict, List
+from typing import Dict, List, NamedTuple, Tuple
 
 from absl import app
 from absl import flags
 import numpy as np
 
+from agents.runs import run_manifest
 from results import long_run
 from results import run
 from results import spread
@@ -34,13 +47,31 @@ ROOT = os.path.dirname(RESULTS)
 # --notes (results/long_run.py's flag): a sentence the page adds after its
 # set-up, e.g. what else ran on the machine.
 flags.DEFINE_integer('final_episodes', 30, 'Episodes of each run\'s final '
-                     'policy (programs/evaluate.py).')
+                     'policy at the evaluator\'s near-greedy epsilon '
+                     '(programs/evaluate.py).')
+flags.DEFINE_list('games', None, 'The games to run (default: all five); '
+                  'the page has every game with finished runs.')
+flags.DEFINE_bool('dry_run', False, 'Only list what would run (train, '
+                  'resume, evaluate) for each game and seed.')
 FLAGS = flags.FLAGS
 
 ANALYSIS = 'minatar'
-# The evaluator's exploration (--evaluation_epsilon's default), also used
-# for the final policy.
-EVALUATION_EPSILON = 0.001
+
+
+class Evaluation(NamedTuple):
+  """One evaluation of a run's final policy (programs/evaluate.py)."""
+  episodes: int
+  epsilon: float
+  file: str  # In the run's directory.
+
+
+# Young & Tian's measure (their §4): training episodes at epsilon 0.1 after
+# its annealing, a moving average over 100 of them; the same epsilon and
+# number of episodes here.
+MATCHED = Evaluation(100, 0.1, 'evaluation_epsilon0.1.json')
+# The evaluator's exploration (--evaluation_epsilon's default).
+NEAR_GREEDY_EPSILON = 0.001
+NEAR_GREEDY_FILE = 'final_evaluation.json'
 
 # Young & Tian's DQN (Young & Tian 2019, "MinAtar: An Atari-Inspired Testbed
 # for Thorough and Reproducible Reinforcement Learning Experiments",
@@ -59,17 +90,82 @@ DQN_REFERENCE = {  # game: (return at 1M frames, at 2M frames)
     'space_invaders': (32.6, 41.4),
 }
 GAMES = list(run.ANALYSES[ANALYSIS]['settings'])
+# The environment of each game's runs (results/run.py's settings).
+ENVS = {game: run.ANALYSES[ANALYSIS]['settings'][game][0].split('=', 1)[1]
+        for game in GAMES}
 
 
-def final_evaluation(workdir: str) -> Dict[str, object]:
-  """The run's last learner checkpoint, `--final_episodes` episodes of
-  programs/evaluate.py (kept in <workdir>/final_evaluation.json)."""
-  path = os.path.join(workdir, 'final_evaluation.json')
+def chosen_games() -> List[str]:
+  """`--games`, in the page's order; all five by default."""
+  chosen = FLAGS.games or GAMES
+  unknown = sorted(set(chosen) - set(GAMES))
+  if unknown:
+    raise ValueError(f'--games: no MinAtar game {unknown}; the games: '
+                     f'{", ".join(GAMES)}.')
+  return [game for game in GAMES if game in chosen]
+
+
+def near_greedy() -> Evaluation:
+  return Evaluation(FLAGS.final_episodes, NEAR_GREEDY_EPSILON,
+                    NEAR_GREEDY_FILE)
+
+
+def evaluations() -> List[Evaluation]:
+  return [MATCHED, near_greedy()]
+
+
+def evaluation_command(workdir: str, seed: int,
+                       evaluation: Evaluation) -> List[str]:
+  """programs/evaluate.py on the run's last learner checkpoint. Its
+  environment and epsilon draw from the run's seed, so that the seeds'
+  evaluations are independent of one another."""
+  return [os.path.join('.venv', 'bin', 'python'),
+          os.path.join('programs', 'evaluate.py'), f'--workdir={workdir}',
+          f'--episodes={evaluation.episodes}',
+          f'--epsilon={evaluation.epsilon:g}', f'--seed={seed}',
+          f'--output={os.path.join(workdir, evaluation.file)}']
+
+
+def check_environment(workdir: str, game: str):
+  """Refuses a run in `workdir` made with another environment (e.g. the
+  minimal action set): its figures would be taken for this protocol's."""
+  if not run.started(workdir):
+    return
+  env = run_manifest.read_manifest(workdir)['env']
+  if env != ENVS[game]:
+    raise ValueError(
+        f'{workdir} holds a run of {env!r}, not of {ENVS[game]!r}: choose '
+        'another --runs for this protocol\'s runs.')
+
+
+def plan(seeds: List[int]) -> List[Tuple[str, int, str, List[str]]]:
+  """What running `seeds` would do now, in order: (game, seed, step,
+  command), the step one of 'train', 'resume', 'evaluate'."""
+  steps = []
+  for seed in seeds:
+    for game in chosen_games():
+      workdir = run.run_directory(ANALYSIS, game, seed)
+      check_environment(workdir, game)
+      if not run.finished(workdir):
+        if run.started(workdir):
+          steps.append((game, seed, 'resume',
+                        run.resume_command(ANALYSIS, game, workdir)))
+        else:
+          steps.append((game, seed, 'train',
+                        run.command(ANALYSIS, game, seed, workdir)))
+      for evaluation in evaluations():
+        if not os.path.isfile(os.path.join(workdir, evaluation.file)):
+          steps.append((game, seed, 'evaluate',
+                        evaluation_command(workdir, seed, evaluation)))
+  return steps
+
+
+def evaluate(workdir: str, seed: int,
+             evaluation: Evaluation) -> Dict[str, object]:
+  """The final policy's `evaluation` (made now unless already made)."""
+  path = os.path.join(workdir, evaluation.file)
   if not os.path.isfile(path):
-    argv = [os.path.join('.venv', 'bin', 'python'),
-            os.path.join('programs', 'evaluate.py'), f'--workdir={workdir}',
-            f'--episodes={FLAGS.final_episodes}',
-            f'--epsilon={EVALUATION_EPSILON}', f'--output={path}']
+    argv = evaluation_command(workdir, seed, evaluation)
     print(' '.join(argv), flush=True)
     subprocess.check_call(argv, cwd=ROOT)
   with open(path) as f:
@@ -80,13 +176,18 @@ def run_record(workdir: str, seed: int) -> Dict[str, object]:
   """What the page shows of one finished run."""
   curves = long_run.plot.run_curves(workdir, 1)
   rounds = long_run.evaluation_rounds(workdir, curves['start'])
-  final = final_evaluation(workdir)
+  final = evaluate(workdir, seed, near_greedy())
+  matched = evaluate(workdir, seed, MATCHED)
   counts = run.final_counts(workdir)
   with open(os.path.join(workdir, 'finished.json')) as f:
-    seconds = json.load(f)['seconds']
+    finished = json.load(f)
   best = max(rounds, key=lambda row: row['mean_return']) if rounds else None
   return {
       'seed': seed,
+      'env': run_manifest.read_manifest(workdir)['env'],
+      'matched_mean': matched['mean'], 'matched_std': matched['std'],
+      'matched_episodes': matched['episodes'],
+      'matched_mean_length': float(np.mean(matched['lengths'])),
       'final_mean': final['mean'], 'final_std': final['std'],
       'final_episodes': final['episodes'],
       'final_learner_steps': final['learner_steps'],
@@ -95,14 +196,17 @@ def run_record(workdir: str, seed: int) -> Dict[str, object]:
       'rounds': rounds,
       'actor_frames': counts.get('actor_steps', 0),
       'learner_updates': counts.get('learner_steps', 0),
-      'wall_clock_minutes': seconds / 60.0,
+      'wall_clock_minutes': finished['seconds'] / 60.0,
+      'launches': finished.get('launches', 1),
       **long_run.speeds(curves),
   }
 
 
-def plot_games(records: Dict[str, List[Dict[str, object]]], out: str):
+def plot_games(records: Dict[str, List[Dict[str, object]]], out: str,
+               matched: bool):
   """One panel per game: each seed's evaluation rounds against frames, its
-  final policy's mean, and the DQN reference at 1M and 2M frames."""
+  final policy's means (at epsilon 0.1, when `matched`, and near-greedy),
+  and the DQN reference at 1M and 2M frames."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
@@ -113,11 +217,18 @@ def plot_games(records: Dict[str, List[Dict[str, object]]], out: str):
       colour = f'C{index}'
       frames = [r['actor_frames'] / 1e6 for r in row['rounds']]
       means = [r['mean_return'] for r in row['rounds']]
-      axis.plot(frames, means, '.-', color=colour,
-                label=f'Ape-X DQN, seed {row["seed"]} (evaluator rounds)')
+      axis.plot(frames, means, '.-', color=colour, alpha=0.6,
+                label=f'seed {row["seed"]}: evaluator rounds (epsilon '
+                      f'{NEAR_GREEDY_EPSILON:g})')
       axis.errorbar([row['actor_frames'] / 1e6], [row['final_mean']],
-                    yerr=[row['final_std']], fmt='s', color=colour,
-                    label='final policy' if index == 0 else None)
+                    yerr=[row['final_std']], fmt='^', color=colour,
+                    label=(f'final policy, epsilon {NEAR_GREEDY_EPSILON:g}'
+                           if index == 0 else None))
+      if matched:
+        axis.errorbar([row['actor_frames'] / 1e6], [row['matched_mean']],
+                      yerr=[row['matched_std']], fmt='s', color=colour,
+                      label=(f'final policy, epsilon {MATCHED.epsilon:g}'
+                             if index == 0 else None))
     reference = DQN_REFERENCE[game]
     axis.plot([1.0, 2.0], reference, 'kx', markersize=9,
               label='Young & Tian DQN (read off their curves)')
@@ -131,26 +242,43 @@ def plot_games(records: Dict[str, List[Dict[str, object]]], out: str):
   plt.close(figure)
 
 
+def actor_epsilons(workdir: str) -> List[float]:
+  """The epsilons of the run's actors' environments (Ape-X §4.1's
+  schedule over all of them, as its flags set it)."""
+  from agents.apex_dqn import actor  # pylint: disable=g-import-not-at-top
+  values = run_manifest.read_manifest(workdir)['flags']
+  epsilons = actor.apex_epsilons(
+      int(values['num_actors']) * int(values['envs_per_actor']),
+      float(values['epsilon_base']), float(values['epsilon_alpha']))
+  return [float(epsilon) for epsilon in epsilons]
+
+
 def collect(seeds: List[int]) -> Dict[str, object]:
   """Writes results/minatar.png and .json from the finished runs (their
   final policies evaluated first, where not yet), and returns that JSON's
   content."""
-  records = {}
+  records, workdirs = {}, []
   for game in GAMES:
     rows = []
     for seed in seeds:
       workdir = run.run_directory(ANALYSIS, game, seed)
+      check_environment(workdir, game)
       if run.finished(workdir):
         rows.append(run_record(workdir, seed))
+        workdirs.append(workdir)
     if rows:
       records[game] = rows
   if not records:
     raise ValueError('No finished MinAtar runs yet.')
-  plot_games(records, os.path.join(RESULTS, f'{ANALYSIS}.png'))
+  plot_games(records, os.path.join(RESULTS, f'{ANALYSIS}.png'), matched=True)
   data = {
+      'protocol': 'matched',
       'frames': int(run.MINATAR_FRAMES * FLAGS.scale), 'seeds': seeds,
+      'matched_episodes': MATCHED.episodes,
+      'matched_epsilon': MATCHED.epsilon,
       'final_episodes': FLAGS.final_episodes,
-      'final_epsilon': EVALUATION_EPSILON,
+      'final_epsilon': NEAR_GREEDY_EPSILON,
+      'actor_epsilons': actor_epsilons(workdirs[0]),
       'command': ' '.join(run.command(ANALYSIS, GAMES[0], seeds[0],
                                       '<workdir>')),
       'notes': FLAGS.notes, 'reference': DQN_REFERENCE, 'games': records}
@@ -158,131 +286,343 @@ def collect(seeds: List[int]) -> Dict[str, object]:
   return data
 
 
+def _by_seed(records, key: str) -> Dict[str, Dict[int, float]]:
+  return {game: {row['seed']: row[key] for row in rows}
+          for game, rows in records.items()}
+
+
 def iqm_over_games(records: Dict[str, List[Dict[str, object]]],
-                   reference: Dict[str, List[float]]):
-  """(IQM, low, high, seeds) of the final policies over every game and seed:
-  each one's return over Young & Tian's DQN at 1M frames (the games'
-  returns are on different scales), with its stratified-bootstrap 95%
+                   reference: Dict[str, List[float]],
+                   key: str = 'final_mean'):
+  """(IQM, low, high, seeds) over every game and seed of each run's `key`
+  over Young & Tian's DQN at 1M frames (the games' returns are on
+  different scales; 1: level with it), with its stratified-bootstrap 95%
   interval (seeds resampled within each game; the seeds every game has).
   None with fewer than 2 such seeds: nothing to resample."""
   seeds = sorted(set.intersection(
       *({row['seed'] for row in rows} for rows in records.values())))
   if len(seeds) < 2:
     return None
-  by_seed = {game: {row['seed']: row['final_mean'] for row in rows}
-             for game, rows in records.items()}
+  by_seed = _by_seed(records, key)
   scores = [[by_seed[game][seed] / reference[game][0] for game in records]
             for seed in seeds]
   return (*spread.iqm_interval(scores), len(seeds))
 
 
+# What the page calls Young & Tian's DQN in its verdicts.
+THEIRS = 'Young & Tian\'s DQN'
+OURS = 'Ape-X DQN'
+
+
+def against_one(low: float, high: float) -> str:
+  """What the interval of the IQM of returns over Young & Tian's supports:
+  ahead or behind only where it excludes 1 (level with theirs)."""
+  if low > 1:
+    return f'{OURS} ahead of {THEIRS}: the interval lies above 1'
+  if high < 1:
+    return f'{OURS} behind {THEIRS}: the interval lies below 1'
+  return 'no difference shown: the interval holds 1'
+
+
 def over_games(records: Dict[str, List[Dict[str, object]]],
-               reference: Dict[str, List[float]]) -> str:
-  """The page's sentence on `iqm_over_games`."""
-  figures = iqm_over_games(records, reference)
+               reference: Dict[str, List[float]], matched: bool) -> str:
+  """The page's sentence on `iqm_over_games`: of the matched measure, with
+  what its interval supports; of the old protocol's near-greedy figure, a
+  ratio and no comparison."""
+  figures = iqm_over_games(records, reference,
+                           'matched_mean' if matched else 'final_mean')
   if figures is None:
     return ('**Over the games:** no interquartile mean with an interval: a '
             'stratified bootstrap resamples the seeds within each game, and '
             'with one seed a game it has nothing to resample.')
   value, low, high, seeds = figures
   interval = spread.interval_text(low, high, '{:.2f}')
+  how = ('stratified bootstrap, `rliable`, '
+         f'{spread.BOOTSTRAP_REPS:,} resamples of the seeds within each game')
+  if not matched:
+    return (f'**Over the {len(records)} games and {seeds} seeds:** the '
+            'interquartile mean of the final policies\' returns, each over '
+            'Young & Tian\'s DQN at 1M frames (the games\' returns are on '
+            f'different scales), is {value:.2f} {interval} (95% interval; a '
+            f'{how}). A ratio to a figure measured another way (below), not '
+            'a comparison.')
   return (f'**Over the {len(records)} games and {seeds} seeds:** the '
-          'interquartile mean of the final policies\' returns, each over '
-          'Young & Tian\'s DQN at 1M frames (the games\' returns are on '
-          f'different scales), is {value:.2f} {interval} (95% interval; a '
-          'stratified bootstrap, `rliable`, '
-          f'{spread.BOOTSTRAP_REPS:,} resamples of the seeds within each '
-          'game). A ratio to a figure measured another way (below), not a '
-          'comparison.')
+          'interquartile mean (IQM) of each run\'s matched return over Young '
+          '& Tian\'s DQN at 1M frames (the games\' returns are on different '
+          f'scales; 1 is level with theirs) is {value:.2f} {interval} (95% '
+          f'interval; a {how}): {against_one(low, high)}. The interval '
+          'holds the spread of these seeds only: theirs is a mean over 30 '
+          'seeds read off a curve (about ±0.3), taken here as exact.')
 
 
-def render(data: Dict[str, object]) -> str:
-  """The page (results/minatar.md) from its JSON, `data`, alone: first each
-  game's final policy over seeds beside the reference, then the runs'
-  evaluation rounds and speeds, then where the reference comes from and
-  how the page was made."""
-  records, reference = data['games'], data['reference']
-  episodes, epsilon = data['final_episodes'], data['final_epsilon']
-  count = max(len(rows) for rows in records.values())
+def against_theirs(values: List[float], theirs: float) -> str:
+  """A game's cell: its seeds' IQM less Young & Tian's figure, the
+  interval of that difference and a one-sample t-test's p, and what they
+  support (`spread.verdict`); a dash for one seed."""
+  if len(values) < 2:
+    return '-'
+  value, low, high = spread.iqm_interval(values)
+  p = spread.one_sample_p(values, theirs)
+  said = spread.verdict(OURS, THEIRS, low - theirs, high - theirs, p,
+                        test='the t-test\'s p')
+  return (f'{value - theirs:+.1f} '
+          f'{spread.interval_text(low - theirs, high - theirs)}, p = '
+          f'{p:.2f}: {said}')
+
+
+def _runs_table(records, reference, matched: bool) -> List[str]:
+  """How each game's runs went: the final policies' spread over their
+  episodes, the evaluator's rounds, speeds."""
+  sd_cell = lambda rows, key: '; '.join(
+      f'{row[key + "_std"]:.1f} ({row[key + "_episodes"]} episodes)'
+      for row in rows)
   lines = [
-      '# Ape-X DQN on MinAtar beside Young & Tian\'s DQN', '',
-      f'**Final policy after {data["frames"]:,} frames, '
-      f'{spread.seeds_phrase(count, "a game")}.** Its mean return over '
-      f'{episodes} episodes at epsilon {epsilon:g}'
-      f'{spread.how_stated(count)}. Beside it, '
-      'Young & Tian\'s DQN at 1M frames, read off their published curves '
-      '(below): a different measure, and no test compares the two.', '',
-      *spread.seed_table(
-          'game', 'Ape-X DQN, final policy',
-          {game: {row['seed']: row['final_mean'] for row in rows}
-           for game, rows in records.items()},
-          extra={'Young & Tian\'s DQN at 1M frames': [
-              f'{reference[game][0]:.1f}' for game in records]}), '',
-      over_games(records, reference), '',
-      f'![MinAtar]({ANALYSIS}.png)', '',
-      'One preset (`--preset=minatar`) for all five games, '
-      f'{data["frames"]:,} frames each (a MinAtar step is one frame; the '
-      'budget counts the actors\' steps), on 2 CPU cores (no GPU), one game '
-      'after another.' + (f' {data["notes"]}' if data['notes'] else ''), '',
-      '| game | final policy: sd over its episodes | last evaluation round '
-      '(frames) | best round (frames) | Young & Tian DQN at 2M frames | '
-      'wall-clock (min) | learner updates | frames/s | updates/s |',
-      '|---|---|---|---|---|---|---|---|---|',
-  ]
+      '| game | ' + ('final policy at epsilon 0.1: sd over its episodes | '
+                     if matched else '') +
+      'final policy' + (f' at epsilon {NEAR_GREEDY_EPSILON:g}'
+                        if matched else '') +
+      ': sd over its episodes | last evaluation round (frames) | best round '
+      '(frames) | Young & Tian DQN at 2M frames | wall-clock (min) | learner '
+      'updates | frames/s | updates/s |',
+      '|---|' + ('---|' if matched else '') + '---|' * 8]
   mean = lambda rows, key: np.mean([row[key] for row in rows])
   for game, rows in records.items():
     round_cell = lambda key: '; '.join(  # pylint: disable=cell-var-from-loop
         f'{row[key]["mean_return"]:.1f} ({row[key]["actor_frames"] / 1e3:,.0f}K)'
         if row[key] else '-' for row in rows)
-    episodes_sd = '; '.join(
-        f'{row["final_std"]:.1f} ({row["final_episodes"]} episodes)'
-        for row in rows)
     lines.append(
-        f'| {game} | {episodes_sd} | '
+        f'| {game} | ' + (f'{sd_cell(rows, "matched")} | ' if matched else '') +
+        f'{sd_cell(rows, "final")} | '
         f'{round_cell("last_round")} | {round_cell("best_round")} | '
         f'{reference[game][1]:.1f} | '
         f'{mean(rows, "wall_clock_minutes"):.1f} | '
         f'{mean(rows, "learner_updates"):,.0f} | '
         f'{mean(rows, "actor_frames_per_second"):,.0f} | '
         f'{mean(rows, "learner_updates_per_second"):.0f} |')
-  lines += [
-      '',
+  return lines
+
+
+def _columns_text(final_policy: str) -> str:
+  """What the runs table's columns are; `final_policy`: how the final
+  policy was played."""
+  return (
       '**The columns.** *Final policy*: the run\'s last learner checkpoint '
-      f'(taken when the budget ran out), {episodes} episodes of '
-      f'`programs/evaluate.py --epsilon={epsilon:g}` (the '
-      'evaluator\'s exploration). *Evaluation rounds*: the in-run '
-      'evaluator\'s mean over its 10 episodes, every 10,000 updates '
-      '(about 80K frames); frames are the actors\' count when the round '
-      'began. *Wall-clock*: the whole program, start-up included. '
-      '*frames/s*, *updates/s*: medians over the run of the actors\' summed '
-      'rate and of the learner\'s. With several seeds a game, a cell lists '
-      'each seed\'s, and the last four columns are means over seeds.', '',
-      '**Young & Tian\'s DQN** (arXiv:1903.03176): read off the learning '
-      'curves of the MinAtar repository (github.com/kenjyoung/MinAtar, '
-      '`img/learning_curves.gif`, "DQN"): the height of the curve\'s pixels '
-      'at 1M and 2M frames on the scale of the panel\'s ticks (about ±0.3 '
-      'where the curve is flat; Asterix\'s rises steeply through 1M, from '
-      'about 4 at 0.9M to 9.5 at 1.1M). Their curve '
-      'is the mean of the last 100 *training* episodes (epsilon 0.1 after '
-      'its first 100K frames), over 30 seeds, with one update of 32 per '
-      'frame. Ours is a near-greedy evaluator (epsilon 0.001) after 8 '
-      'samples per frame (one update of 64 per 8 frames): the same frames, '
-      'an eighth of the updates, and 16 environments exploring at once with '
-      'Ape-X\'s fixed epsilons 0.4^(1 + 7 i / 15). The minimal action set '
-      'of each game (MinAtar\'s `-v1` environments; theirs: all 6 actions) '
-      'and sticky actions (0.1) as theirs; the pinned minatar 1.0.15 has '
-      'the Seaquest oxygen fix, which its README says may change Seaquest\'s '
-      'returns from the published ones.', '',
-      'Made by:', '', '```sh',
+      f'(taken when the budget ran out), {final_policy}. *Evaluation '
+      'rounds*: the in-run evaluator\'s mean over its 10 episodes, every '
+      '10,000 updates (about 80K frames); frames are the actors\' count '
+      'when the round began. *Wall-clock*: the whole program, start-up '
+      'included. *frames/s*, *updates/s*: medians over the run of the '
+      'actors\' summed rate and of the learner\'s. With several seeds a '
+      'game, a cell lists each seed\'s, and the last four columns are means '
+      'over seeds.')
+
+
+# How Young & Tian's figures were read, and what they measure.
+READING = (
+    '**Young & Tian\'s DQN** (arXiv:1903.03176): read off the learning '
+    'curves of the MinAtar repository (github.com/kenjyoung/MinAtar, '
+    '`img/learning_curves.gif`, "DQN"): the height of the curve\'s pixels '
+    'at 1M and 2M frames on the scale of the panel\'s ticks (about ±0.3 '
+    'where the curve is flat; Asterix\'s rises steeply through 1M, from '
+    'about 4 at 0.9M to 9.5 at 1.1M). Their curve '
+    'is the mean of the last 100 *training* episodes (epsilon 0.1 after '
+    'its first 100K frames), over 30 seeds, with one update of 32 per '
+    'frame, all 6 actions and sticky actions (0.1).')
+# How our runs learn, beside theirs.
+OUR_LEARNING = (
+    'Ours learns from 8 samples per frame (one update of 64 per 8 frames): '
+    'the same frames, an eighth of the updates, and 16 environments '
+    'exploring at once with Ape-X\'s fixed epsilons 0.4^(1 + 7 i / 15). '
+    'The pinned minatar 1.0.15 has the Seaquest oxygen fix, which its '
+    'README says may change Seaquest\'s returns from the published ones.')
+
+
+def _made_by(data, made_by: str, evaluation_lines: List[str]) -> List[str]:
+  return [
+      made_by, '', '```sh',
       '.venv/bin/python -m results.minatar '
       f'--seeds={",".join(map(str, data["seeds"]))}'
       ' --runs=<a directory outside the repository>', '```', '',
       'which runs, for each game and seed, e.g.:', '', '```sh',
-      data['command'], '```', '',
-      'then `programs/evaluate.py --workdir=<workdir> '
-      f'--episodes={episodes} --epsilon={epsilon:g}` '
-      'on its final checkpoint.', '']
+      data['command'], '```', '', *evaluation_lines]
+
+
+def render_earlier(data: Dict[str, object]) -> str:
+  """The page of the runs made before the matched protocol (minimal action
+  sets, the near-greedy evaluator alone), from their JSON."""
+  records, reference = data['games'], data['reference']
+  episodes, epsilon = data['final_episodes'], data['final_epsilon']
+  count = max(len(rows) for rows in records.values())
+  lines = [
+      '# Ape-X DQN on MinAtar beside Young & Tian\'s DQN', '',
+      f'**The earlier protocol, {spread.seeds_phrase(count, "a game")}: '
+      'MinAtar\'s minimal action sets and the near-greedy evaluator alone, '
+      'so not Young & Tian\'s measure.** The matched protocol (all 6 '
+      'actions, the final policy at epsilon 0.1 over 100 episodes, 3 seeds '
+      'a game: `.venv/bin/python -m results.minatar --seeds=0,1,2`) '
+      'replaces this page once its runs are made. Below, each run\'s final '
+      f'policy after {data["frames"]:,} frames, its mean return over '
+      f'{episodes} episodes at epsilon {epsilon:g}{spread.how_stated(count)}. '
+      'Beside it, Young & Tian\'s DQN at 1M frames, read off their published '
+      'curves (below): a different measure, and no test compares the two.',
+      '',
+      *spread.seed_table(
+          'game', 'Ape-X DQN, final policy', _by_seed(records, 'final_mean'),
+          extra={'Young & Tian\'s DQN at 1M frames': [
+              f'{reference[game][0]:.1f}' for game in records]}), '',
+      over_games(records, reference, matched=False), '',
+      f'![MinAtar]({ANALYSIS}.png)', '',
+      'One preset (`--preset=minatar`) for all five games, '
+      f'{data["frames"]:,} frames each (a MinAtar step is one frame; the '
+      'budget counts the actors\' steps), on 2 CPU cores (no GPU), one game '
+      'after another.' + (f' {data["notes"]}' if data['notes'] else ''), '',
+      *_runs_table(records, reference, matched=False), '',
+      _columns_text(f'{episodes} episodes of `programs/evaluate.py '
+                    f'--epsilon={epsilon:g}` (the evaluator\'s exploration)'),
+      '',
+      READING + ' Ours is a near-greedy evaluator (epsilon 0.001) with the '
+      'minimal action set of each game (MinAtar\'s `-v1` environments). '
+      + OUR_LEARNING, '',
+      *_made_by(data, 'Made by (before the matched protocol, which this '
+                'command now runs):', [
+          'then `programs/evaluate.py --workdir=<workdir> '
+          f'--episodes={episodes} --epsilon={epsilon:g}` '
+          'on its final checkpoint.', ''])]
   return '\n'.join(lines)
+
+
+def nearest_actor(epsilons: List[float], epsilon: float) -> Tuple[int, float]:
+  """(index, epsilon) of the actors' environment whose epsilon is nearest
+  `epsilon`."""
+  index = int(np.argmin([abs(value - epsilon) for value in epsilons]))
+  return index, epsilons[index]
+
+
+def _window_table(data) -> List[str]:
+  """Per game, the frames that 100 episodes at epsilon 0.1 span (the
+  matched evaluation's mean length over seeds): the length of Young &
+  Tian's trailing window, and what the actors' environment nearest epsilon
+  0.1 would need for as many of its own episodes."""
+  records, frames = data['games'], data['frames']
+  epsilons = data['actor_epsilons']
+  index, nearest = nearest_actor(epsilons, data['matched_epsilon'])
+  own_frames = frames / len(epsilons)
+  lines = [
+      f'| game | episode at epsilon {data["matched_epsilon"]:g} (frames) | '
+      f'{data["matched_episodes"]} such episodes (frames) | their window: '
+      f'share of {frames:,} frames | environment {index} (epsilon '
+      f'{nearest:.3f}): {data["matched_episodes"]} of its episodes over its '
+      f'{own_frames:,.0f} frames |', '|---|---|---|---|---|']
+  for game, rows in records.items():
+    length = float(np.mean([row['matched_mean_length'] for row in rows]))
+    window = length * data['matched_episodes']
+    lines.append(f'| {game} | {length:,.0f} | {window:,.0f} | '
+                 f'{window / frames:.1%} | {window / own_frames:.0%} |')
+  return lines
+
+
+def render_matched(data: Dict[str, object]) -> str:
+  """The page of the matched protocol, from its JSON."""
+  records, reference = data['games'], data['reference']
+  count = max(len(rows) for rows in records.values())
+  matched_episodes, matched_epsilon = (data['matched_episodes'],
+                                       data['matched_epsilon'])
+  episodes, epsilon = data['final_episodes'], data['final_epsilon']
+  epsilons = data['actor_epsilons']
+  index, nearest = nearest_actor(epsilons, matched_epsilon)
+  matched = _by_seed(records, 'matched_mean')
+  lines = [
+      '# Ape-X DQN on MinAtar beside Young & Tian\'s DQN', '',
+      f'**After {data["frames"]:,} frames, '
+      f'{spread.seeds_phrase(count, "a game")}, all 6 actions: the matched '
+      'measure.** Each run\'s final policy played at epsilon '
+      f'{matched_epsilon:g}, its mean return over {matched_episodes} '
+      'episodes, as Young & Tian\'s curves average their last 100 training '
+      f'episodes at epsilon 0.1 (why this is the fairest figure these runs '
+      f'give, and how it still differs: below){spread.how_stated(count)}. '
+      'Beside it, Young & Tian\'s DQN at 1M frames, read off their '
+      'published curves, and our seeds\' IQM less their figure, with the '
+      '95% interval of that difference and a one-sample t-test of our '
+      'seeds against it: ahead or behind only where the interval excludes '
+      '0 and p is below 0.05.', '',
+      *spread.seed_table(
+          'game', f'Ape-X DQN, epsilon {matched_epsilon:g}', matched,
+          extra={
+              'Young & Tian\'s DQN at 1M frames': [
+                  f'{reference[game][0]:.1f}' for game in records],
+              'ours less theirs, 95% CI, p': [
+                  against_theirs(list(matched[game].values()),
+                                 reference[game][0]) for game in records]}),
+      '',
+      over_games(records, reference, matched=True), '',
+      f'**Our evaluator\'s figure**, the same final policies near-greedy: '
+      f'mean return over {episodes} episodes at epsilon {epsilon:g} (the '
+      'in-run evaluator\'s exploration). Not Young & Tian\'s measure, so '
+      'not compared with it.', '',
+      *spread.seed_table('game', f'Ape-X DQN, epsilon {epsilon:g}',
+                         _by_seed(records, 'final_mean')), '',
+      f'![MinAtar]({ANALYSIS}.png)', '',
+      '## The matched measure, and why', '',
+      'Young & Tian\'s DQN is measured on its own training episodes: the '
+      'mean return of the last 100, played at epsilon 0.1 (annealed from 1 '
+      'over the first 100K frames) with all 6 of MinAtar\'s actions and '
+      'sticky actions (0.1), after 1M frames. Ape-X has no such episodes: '
+      f'its {len(epsilons)} environments explore at fixed epsilons from '
+      f'{max(epsilons):.2f} to {min(epsilons):.4f}. The matched measure '
+      'takes what theirs holds fixed: the runs train and are evaluated with '
+      'all 6 actions (`--env=minatar:<game>:full`, MinAtar\'s full action '
+      'set), so the network chooses, and epsilon\'s random actions are drawn, '
+      'among the same 6 as theirs; the final policy plays at epsilon '
+      f'{matched_epsilon:g}, sticky actions 0.1 (MinAtar\'s own), and its '
+      f'return is averaged over {matched_episodes} episodes, after the same '
+      f'{data["frames"]:,} frames.', '',
+      'What still differs, and which way: their window of 100 episodes '
+      'reaches back over the frames below (from our episodes\' lengths at '
+      'epsilon 0.1), so it averages the policies of those frames, while '
+      'ours is the policy at the end; where their curve still rises at 1M '
+      '(Asterix, Seaquest, Space Invaders) that favours ours by a little. '
+      'Their policy also learns during its episodes, and their figure is a '
+      'mean over 30 seeds, ours a few.', '',
+      f'Why not the actors\' own episodes: the environment whose epsilon is '
+      f'nearest {matched_epsilon:g} is number {index} of {len(epsilons)} '
+      f'(epsilon {nearest:.3f}, not {matched_epsilon:g}), and it plays '
+      f'1/{len(epsilons)} of the frames, so its last {matched_episodes} '
+      'episodes reach back over the share of its frames in the last column: '
+      'a window of most of the run (or more than it holds), not of its end. '
+      'The actors\' logs also keep one episode per actor every few seconds, '
+      'not every episode.', '',
+      *_window_table(data), '',
+      '## The runs', '',
+      'One preset (`--preset=minatar`) for all five games, '
+      f'{data["frames"]:,} frames each (a MinAtar step is one frame; the '
+      'budget counts the actors\' steps), on 2 CPU cores (no GPU), one run '
+      'after another. A run interrupted is resumed from its checkpoints '
+      '(its wall-clock: the launches\' sum).'
+      + (f' {data["notes"]}' if data['notes'] else ''), '',
+      *_runs_table(records, reference, matched=True), '',
+      _columns_text(
+          f'{matched_episodes} episodes of `programs/evaluate.py '
+          f'--epsilon={matched_epsilon:g}` and {episodes} of '
+          f'`--epsilon={epsilon:g}` (the evaluator\'s exploration), each '
+          'drawing from the run\'s seed'), '',
+      READING + ' ' + OUR_LEARNING, '',
+      *_made_by(data, 'Made by:', [
+          'then `programs/evaluate.py --workdir=<workdir> '
+          f'--episodes={matched_episodes} --epsilon={matched_epsilon:g} '
+          f'--seed=<seed>` and `--episodes={episodes} --epsilon={epsilon:g} '
+          '--seed=<seed>` on its final checkpoint. The same command again '
+          'resumes what is unfinished; `--dry_run` lists what it would '
+          'do.', ''])]
+  return '\n'.join(lines)
+
+
+def render(data: Dict[str, object]) -> str:
+  """The page (results/minatar.md) from its JSON, `data`, alone: the
+  matched protocol's, or the earlier runs' (their JSON has no
+  `protocol`)."""
+  if data.get('protocol') == 'matched':
+    return render_matched(data)
+  return render_earlier(data)
 
 
 def report(seeds: List[int]):
@@ -296,10 +636,18 @@ def report(seeds: List[int]):
 def main(argv):
   del argv
   seeds = [int(seed) for seed in FLAGS.seeds]
+  if FLAGS.dry_run:
+    for game, seed, step, argv in plan(seeds):
+      print(f'{game} seed {seed} {step}: {" ".join(argv)}')
+    return
   if not FLAGS.report_only:
     for seed in seeds:
-      for game in GAMES:
-        run.run(ANALYSIS, game, seed)
+      for game in chosen_games():
+        workdir = run.run_directory(ANALYSIS, game, seed)
+        check_environment(workdir, game)
+        run.run(ANALYSIS, game, seed, resume=True)
+        for evaluation in evaluations():
+          evaluate(workdir, seed, evaluation)
   report(seeds)
 
 

@@ -123,7 +123,8 @@ ANALYSES.update({
 })
 
 # MinAtar (Young & Tian 2019): the five games with one preset and the same
-# frame budget (a MinAtar step is one frame). Its page, beside their DQN's
+# frame budget (a MinAtar step is one frame), with all 6 of MinAtar's
+# actions as their DQN had (their §4). Its page, beside their DQN's
 # returns, is written by results/minatar.py, which runs it.
 MINATAR_FRAMES = 1_000_000
 ANALYSES['minatar'] = dict(
@@ -131,7 +132,7 @@ ANALYSES['minatar'] = dict(
     program='apex_dqn', flags=['--preset=minatar'],
     budget=('steps', MINATAR_FRAMES), threshold=None,
     page='results.minatar',
-    settings={game: [f'--env=minatar:{game}'] for game in (
+    settings={game: [f'--env=minatar:{game}:full'] for game in (
         'asterix', 'breakout', 'freeway', 'seaquest', 'space_invaders')})
 
 
@@ -232,26 +233,78 @@ def finished(workdir: str) -> bool:
   return os.path.isfile(os.path.join(workdir, 'finished.json'))
 
 
-def run(analysis: str, setting: str, seed: int) -> str:
-  """Runs one setting and seed unless already finished; returns its dir."""
+def started(workdir: str) -> bool:
+  """Whether `workdir` holds a run that a launch with `--workdir` alone can
+  resume: its program wrote run.json (the flags it resumes with)."""
+  return os.path.isfile(os.path.join(workdir, run_manifest.MANIFEST))
+
+
+def resume_command(analysis: str, setting: str, workdir: str) -> List[str]:
+  """The command that resumes the run in `workdir` from its checkpoints:
+  `--workdir` alone, every other flag taken from its run.json
+  (docs/checkpoints.md)."""
+  program, _ = _program_and_flags(ANALYSES[analysis], setting)
+  return [os.path.join('.venv', 'bin', 'python'),
+          os.path.join('programs', f'{program}.py'),
+          '--lp_launch_type=local_mp', f'--workdir={workdir}']
+
+
+def steps_reached(workdir: str) -> int:
+  """The actor steps at which the run's latest launch stopped (its
+  stop.json); 0 when it has none."""
+  record = run_manifest.read_stop_record(workdir)
+  return int(record['counts'].get('actor_steps', 0)) if record else 0
+
+
+def run(analysis: str, setting: str, seed: int, resume: bool = False) -> str:
+  """Runs one setting and seed unless already finished; returns its dir.
+
+  An unfinished run is started again from nothing, or, with `resume` (a
+  step budget), resumed from its checkpoints (`resume_command`); then a
+  launch that stopped before the budget (a Ctrl-C, `programs/stop.py`)
+  leaves the run unfinished, for the next call to resume. Each launch's
+  wall-clock goes to <workdir>/launches.json; finished.json holds their
+  sum."""
   workdir = run_directory(analysis, setting, seed)
   if finished(workdir):
     return workdir
-  if os.path.isdir(workdir):  # An unfinished run: start it again.
-    import shutil  # pylint: disable=g-import-not-at-top
-    shutil.rmtree(workdir)
-  os.makedirs(workdir)
-  argv = command(analysis, setting, seed, workdir)
+  if resume and started(workdir):
+    argv = resume_command(analysis, setting, workdir)
+  else:
+    if os.path.isdir(workdir):  # An unfinished run: start it again.
+      import shutil  # pylint: disable=g-import-not-at-top
+      shutil.rmtree(workdir)
+    os.makedirs(workdir)
+    argv = command(analysis, setting, seed, workdir)
   print(f'[{analysis}] {setting}, seed {seed}: {" ".join(argv)}', flush=True)
   begin = time.time()
-  with open(os.path.join(workdir, 'output.txt'), 'w') as output:
+  # Appended to, so that a resumed run's output keeps its earlier launches'.
+  with open(os.path.join(workdir, 'output.txt'), 'a') as output:
     status = subprocess.call(argv, cwd=ROOT, stdout=output,
                              stderr=subprocess.STDOUT)
+  launches_path = os.path.join(workdir, 'launches.json')
+  launches = []
+  if os.path.isfile(launches_path):
+    with open(launches_path) as f:
+      launches = json.load(f)
+  launches.append({'command': argv, 'seconds': time.time() - begin,
+                   'status': status})
+  with open(launches_path, 'w') as f:
+    json.dump(launches, f, indent=2)
   if status != 0:
     raise RuntimeError(f'{" ".join(argv)} exited with {status}; see '
                        f'{workdir}/output.txt.')
+  kind, budget = ANALYSES[analysis]['budget']
+  if resume and kind == 'steps' and (
+      steps_reached(workdir) < int(budget * FLAGS.scale)):
+    raise RuntimeError(
+        f'{workdir} stopped at {steps_reached(workdir):,} actor steps, '
+        f'before its budget of {int(budget * FLAGS.scale):,}: run the same '
+        'command again to resume it.')
   with open(os.path.join(workdir, 'finished.json'), 'w') as f:
-    json.dump({'command': argv, 'seconds': time.time() - begin}, f)
+    json.dump({'command': launches[0]['command'],
+               'seconds': sum(launch['seconds'] for launch in launches),
+               'launches': len(launches)}, f)
   return workdir
 
 

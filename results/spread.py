@@ -11,7 +11,9 @@ Precipice" (NeurIPS 2021), with their library `rliable`:
   interval, each setting's seeds resampled on their own, and Welch's
   t-test of their means; one setting is "ahead" of another only where that
   interval excludes 0 and the test's p is below 0.05 (a percentile
-  bootstrap of 3 seeds alone tends to be too narrow);
+  bootstrap of 3 seeds alone tends to be too narrow); against a published
+  figure without its seeds, the seeds' IQM interval less that figure and
+  a one-sample t-test, by the same rule;
 - a median over the seeds that reached a threshold, with how many did.
 
 With one seed there is no spread over seeds, and the text says so instead
@@ -130,15 +132,24 @@ def welch_p(a: Sequence[float], b: Sequence[float]) -> float:
     return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
-def verdict(label: str, other: str, low: float, high: float,
-            p: float) -> str:
-  """What the interval of `label`'s IQM minus `other`'s, with Welch's p,
+def one_sample_p(values: Sequence[float], reference: float) -> float:
+  """The one-sample t-test of the mean of `values` against a fixed
+  `reference` (a published figure without its seeds), two-sided p (NaN
+  where the values do not vary)."""
+  with np.errstate(all='ignore'):
+    return float(stats.ttest_1samp(values, reference).pvalue)
+
+
+def verdict(label: str, other: str, low: float, high: float, p: float,
+            test: str = 'Welch\'s p') -> str:
+  """What the interval of `label`'s IQM minus `other`'s, with the p of
+  `test` (Welch's t-test; a one-sample t-test against a published figure),
   supports: ahead or behind only where the interval excludes 0 and p is
   below 0.05."""
   if low <= 0 <= high:
     return 'no difference shown (the interval holds 0)'
   if not p < 0.05:
-    return ('no difference shown (the interval excludes 0, Welch\'s p does '
+    return (f'no difference shown (the interval excludes 0, {test} does '
             'not fall below 0.05)')
   return f'{label} {"ahead of" if low > 0 else "behind"} {other}'
 

@@ -123,6 +123,34 @@ def _long_run_row(name: str, what: str) -> str:
 
 def _minatar_row() -> str:
   data = _load('minatar.json')
+  if data.get('protocol') != 'matched':
+    return _minatar_earlier_row(data)
+  key = 'matched_mean'
+  figures = '; '.join(
+      f'{title} {_spread([run[key] for run in data["games"][game]])}'
+      f' (Young & Tian\'s DQN {data["reference"][game][0]})'
+      for game, title in MINATAR_GAMES.items() if game in data['games'])
+  return (f'| Ape-X DQN on the five MinAtar games, `minatar` preset, all 6 '
+          f'actions; {data["frames"] / 1e6:.0f}M frames each | final '
+          f'policy at epsilon {data["matched_epsilon"]:g}, '
+          f'{data["matched_episodes"]} episodes (Young & Tian\'s measure): '
+          f'{figures} | {len(data["seeds"])} | '
+          f'{_minatar_over_games(data, key)} | {_link("minatar.md")} |')
+
+
+def _minatar_over_games(data, key: str) -> str:
+  """The IQM over games and seeds and what its interval supports, as the
+  page says it (`minatar.over_games`)."""
+  figures = minatar.iqm_over_games(data['games'], data['reference'], key)
+  if figures is None:
+    return 'one seed a game: no interval'
+  value, low, high, _ = figures
+  return (f'IQM over games and seeds of the return over Young & Tian\'s: '
+          f'{value:.2f} {spread.interval_text(low, high, "{:.2f}")}: '
+          f'{minatar.against_one(low, high)}')
+
+
+def _minatar_earlier_row(data) -> str:
   figures = '; '.join(
       f'{title} {_spread([run["final_mean"] for run in data["games"][game]])}'
       f' (Young & Tian\'s DQN {data["reference"][game][0]})'

@@ -322,6 +322,39 @@ def test_resolve_minatar_snake_case_name():
   assert spec.spec.actions.num_values >= 2
 
 
+# Each game's actions besides no-op, by its rules (Young & Tian 2019, §3):
+# Breakout's paddle and Freeway's chicken move two ways, Asterix's player
+# four, Space Invaders' cannon moves and fires, Seaquest's submarine does
+# all of it. MinAtar's full set is those 6: no-op, left, up, right, down,
+# fire.
+MINATAR_MINIMAL_ACTIONS = {'asterix': 5, 'breakout': 3, 'freeway': 3,
+                           'seaquest': 6, 'space_invaders': 4}
+
+
+@pytest.mark.parametrize('game', sorted(MINATAR_MINIMAL_ACTIONS))
+def test_minatar_plays_its_minimal_action_set_or_all_six(game):
+  minimal = resolve_discrete(f'minatar:{game}')
+  full = resolve_discrete(f'minatar:{game}:full')
+  assert minimal.spec.actions.num_values == MINATAR_MINIMAL_ACTIONS[game]
+  assert full.spec.actions.num_values == 6
+  assert full.spec.observations == minimal.spec.observations
+  assert full.name == f'minatar:{game}:full'
+  env = full.make_environment(seed=0)
+  timestep = env.reset()
+  for action in range(6):  # Every one of the six is a move of the game.
+    if timestep.last():
+      timestep = env.reset()
+    timestep = env.step(np.int32(action))
+    full.spec.observations.validate(timestep.observation)
+  env.close()
+
+
+def test_minatar_refuses_another_action_set():
+  with pytest.raises(UnknownEnvironmentError,
+                     match="'all' is not an action set of MinAtar"):
+    resolve_discrete('minatar:breakout:all')
+
+
 @pytest.mark.parametrize('name', [
     'Pong',  # No prefix.
     'atari:NoSuchGame',

@@ -100,6 +100,18 @@ def test_welchs_p_from_its_formula():
   assert spread.welch_p(a, b) == pytest.approx(2 * stats.t.sf(t, df))
 
 
+def test_one_sample_p_from_its_formula():
+  values, reference = [10.0, 11.0, 15.0], 9.2
+  t = (np.mean(values) - reference) / (np.std(values, ddof=1) / np.sqrt(3))
+  from scipy import stats  # pylint: disable=g-import-not-at-top
+  assert spread.one_sample_p(values, reference) == pytest.approx(
+      2 * stats.t.sf(t, 2))
+  # The verdict names the test whose p it used.
+  assert spread.verdict('A', 'B', 1.0, 5.0, 0.2, test='the t-test\'s p') == (
+      'no difference shown (the interval excludes 0, the t-test\'s p does '
+      'not fall below 0.05)')
+
+
 def test_a_median_over_the_seeds_that_reached_says_how_many():
   assert spread.reached([None, 2.0, 4.0]) == (3.0, 2)
   assert spread.reached_text([None, 2.0, 4.0], '{:.1f}') == '3.0 (2/3)'

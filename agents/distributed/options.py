@@ -26,7 +26,8 @@ class RunOptions:
   preprocessing: 84x84 grey, action repeat 4, stack 4, training episodes
   capped at 50,000 frames; evaluation: see --atari_evaluation, 108,000
   frames; default atari:Pong), gym:<id> (discrete actions, vector observations),
-  minatar:<game>. Ape-X DPG: control:<domain>:<task> (dm_control; default
+  minatar:<game> (its minimal action set) or minatar:<game>:full (all 6
+  actions, as Young & Tian's DQN). Ape-X DPG: control:<domain>:<task> (dm_control; default
   control:manipulator:bring_ball), gym:<id> (a bounded 1-D Box action
   space). A bad name is answered with the accepted forms."""
   workdir: Optional[str] = None

@@ -15,7 +15,12 @@ An environment is named by a string `<kind>:<name>`:
   without either, "10 episodes" would be a few outcomes, repeated.
 * `gym:<id>`: any registered gymnasium environment with a discrete action space
   and a flat vector observation, e.g. `gym:CartPole-v1`.
-* `minatar:<game>`: a MinAtar game (Young & Tian 2019), 10x10 binary images.
+* `minatar:<game>`: a MinAtar game (Young & Tian 2019), 10x10 binary images,
+  with sticky actions (p = 0.1, MinAtar's own) and the game's minimal action
+  set (MinAtar's `-v1` environments: Breakout's 3 actions, Freeway's 3, ...);
+  `minatar:<game>:full` plays it with all 6 of MinAtar's actions, as Young &
+  Tian's agents did (their §4), so that epsilon's random actions and the
+  network's choice are among the same actions as theirs.
 
 For continuous actions (Ape-X DPG):
 
@@ -49,7 +54,8 @@ ACCEPTED_DISCRETE_FORMS = (
     'atari:<Game> (e.g. atari:Pong, atari:Breakout), '
     'gym:<id> (a gymnasium environment with a discrete action space and vector '
     'observations, e.g. gym:CartPole-v1), '
-    'minatar:<game> (asterix, breakout, freeway, seaquest, space_invaders)')
+    'minatar:<game> (asterix, breakout, freeway, seaquest, space_invaders; '
+    'its minimal action set) or minatar:<game>:full (all 6 actions)')
 ACCEPTED_CONTINUOUS_FORMS = (
     'control:<domain>:<task> (a dm_control suite task, e.g. '
     'control:manipulator:bring_ball, control:humanoid:run), '
@@ -90,6 +96,8 @@ ATARI_EVALUATIONS = {
 DEFAULT_ATARI_EVALUATION = 'sticky'
 
 MINATAR_GAMES = ('asterix', 'breakout', 'freeway', 'seaquest', 'space_invaders')
+# minatar:<game>:<this>: every one of MinAtar's actions (module docstring).
+MINATAR_FULL_ACTION_SET = 'full'
 
 
 class UnknownEnvironmentError(ValueError):
@@ -341,11 +349,15 @@ def _rgb_array_if_offered(env_id: str) -> Dict[str, str]:
 
 
 def _make_minatar(game: str, seed: Optional[int] = None,
-                  evaluation: bool = False):
+                  evaluation: bool = False, full_action_set: bool = False):
   del evaluation
   _register_minatar()
-  # 'rgb_array' renders only when asked (videos), not at every step.
+  # MinAtar registers each game as -v1 with its minimal action set and as
+  # -v0 with all 6 actions; gymnasium warns that -v0 is out of date at every
+  # make, so the full set is -v1 with its option turned off. 'rgb_array'
+  # renders only when asked (videos), not at every step.
   environment = gymnasium.make(f'MinAtar/{_minatar_id(game)}-v1',
+                               use_minimal_action_set=not full_action_set,
                                render_mode='rgb_array')
   return GymnasiumToDmEnv(environment, seed, observation_dtype=np.uint8)
 
@@ -440,10 +452,16 @@ def resolve_discrete(env_name: str) -> EnvironmentSpec:
     make = functools.partial(_make_gym, name)
     pixels, frames_per_step = False, 1
   elif kind == 'minatar':
-    if name not in MINATAR_GAMES:
-      raise _fail(env_name, f'MinAtar has no game called {name!r}; games: '
+    game, sep, actions = name.partition(':')
+    if game not in MINATAR_GAMES:
+      raise _fail(env_name, f'MinAtar has no game called {game!r}; games: '
                   f'{", ".join(MINATAR_GAMES)}')
-    make = functools.partial(_make_minatar, name)
+    if sep and actions != MINATAR_FULL_ACTION_SET:
+      raise _fail(env_name, f'{actions!r} is not an action set of MinAtar: '
+                  f'minatar:{game} plays its minimal set, '
+                  f'minatar:{game}:{MINATAR_FULL_ACTION_SET} all 6 actions')
+    make = functools.partial(_make_minatar, game,
+                             full_action_set=bool(sep))
     pixels, frames_per_step = True, 1
   else:
     raise _fail(env_name, f'unknown kind {kind!r}')
