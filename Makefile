@@ -6,8 +6,9 @@
 #                  and the long program runs (about 35 minutes on 2 cores)
 #   make cloud-deps  what launching on Google Cloud needs (xmanager; see
 #                  docs/google_cloud.md); the tests need it too
-#   make bench     throughput benchmarks (about 14 minutes; results in
-#                  benchmarks/results/)
+#   make bench     throughput benchmarks (about 14 minutes, and variable
+#                  cachers' 6 program runs about 30 more on a shared 2-core
+#                  machine; results in benchmarks/results/)
 SHELL := /bin/bash
 PYTHON := .venv/bin/python
 TRAIN_FLAGS ?=
@@ -46,3 +47,4 @@ bench: venv
 	$(PYTHON) benchmarks/scaling.py
 	$(PYTHON) benchmarks/replay_headroom.py
 	$(PYTHON) benchmarks/replay_shards.py
+	$(PYTHON) benchmarks/variable_cachers.py
