@@ -88,9 +88,9 @@ class RunOptions:
   (the others go on)."""
   heartbeat_timeout: float = 30.0
   """Seconds after which the learner, the counter, replay, a variable
-  cacher or an actor that has stopped answering the coordinator's heartbeats (over the program's own
-  RPC), or the coordinator that has stopped answering the launcher's
-  (local_mp), counts as gone, dead or frozen: the program then stops as
+  cacher or an actor that has stopped answering the coordinator's
+  heartbeats (over the program's own RPC), or the coordinator that has
+  stopped answering the launcher's (local_mp), counts as gone, dead or frozen: the program then stops as
   failed, as when its process dies (not under local_mt, where nodes are
   threads)."""
   workdir_access: str = 'user'
