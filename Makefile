@@ -6,7 +6,8 @@
 #                  and the long program runs (about 35 minutes on 2 cores)
 #   make cloud-deps  what launching on Google Cloud needs (xmanager; see
 #                  docs/google_cloud.md); the tests need it too
-#   make bench     throughput benchmarks (about 20 minutes; results in
+#   make bench     throughput benchmarks (about 50 minutes on 2 cores, 30 of
+#                  them the variable cachers' 6 program runs; results in
 #                  benchmarks/results/)
 SHELL := /bin/bash
 PYTHON := .venv/bin/python
@@ -47,3 +48,4 @@ bench: venv
 	$(PYTHON) benchmarks/replay_headroom.py
 	$(PYTHON) benchmarks/replay_shards.py
 	$(PYTHON) benchmarks/learner_xla.py
+	$(PYTHON) benchmarks/variable_cachers.py

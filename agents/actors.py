@@ -111,6 +111,12 @@ class ApeXActor(acme.Actor, abc.ABC):
   def observe(self, action, next_timestep: dm_env.TimeStep):
     self.observe_at(0, action, next_timestep)
 
+  @property
+  def parameters_version(self):
+    """The version (the learner's step) of the parameters acted with; None
+    before the first copy, or without a versioned source."""
+    return getattr(self._variable_client, 'version', None)
+
   def update(self, wait: bool = False):
     """Pulls the learner's parameters every `update_period` calls; with
     `wait`, pulls them now and blocks until they are copied."""

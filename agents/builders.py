@@ -126,6 +126,19 @@ class ApeXBuilder(interfaces.ReplayBuilder):
 
     return max_so_far, {learning.MAX_PRIORITY: [max_priority]}
 
+  def actor_parameter_bytes(self) -> int:
+    """The bytes of the parameters one actor's pull copies: its networks'
+    (`actor_networks`) and, with `initial_priority` 'max', the largest
+    priority."""
+    size = sum(int(np.prod(variable.shape)) * variable.dtype.size
+               for network in self.actor_networks()
+               for variable in network.trainable_variables)
+    return size + (8 if self.config.initial_priority == 'max' else 0)
+
+  def actor_networks(self) -> List[Any]:
+    """The networks whose parameters an actor that writes pulls."""
+    raise NotImplementedError
+
   def make_adder(self, replay_client: reverb.Client,
                  priority_fn: Optional[adders.PriorityFn] = None
                  ) -> adders.NStepPrioritizedAdder:

@@ -6,9 +6,14 @@ makes a few updates per second, most of those pulls would copy the same
 parameters again (tens of MB for the Atari network, serialised by the
 learner and deserialised by the actor). `NewestVariableClient` asks the
 source for parameters newer than the ones it holds, and copies only those.
+A source tallies what it sends in a `ServedBytes` (logged by the learner
+node and the variable cachers, `agents.distributed.variable_cache`).
 """
 
-from typing import Any, List, Mapping, Optional, Sequence
+import threading
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
 
 import tensorflow as tf
 from acme.tf import variable_utils
@@ -31,23 +36,29 @@ class NewestVariableClient(variable_utils.VariableClient):
     self._versioned = True
     self._request = self._request_newer
 
-  def _request_newer(self) -> Optional[List[Any]]:
+  @property
+  def version(self):
+    """The source's version of the parameters this client holds (the
+    learner's step); None before the first copy, or from a source without
+    versions."""
+    return self._version
+
+  def _request_newer(self):
+    """(version, variables), variables None when the source has nothing
+    newer than the version held."""
     if self._versioned:
       try:
-        version, values = self._client.get_variables_if_newer(
-            self._keys, self._version)
+        return self._client.get_variables_if_newer(self._keys, self._version)
       except AttributeError:
         self._versioned = False
-      else:
-        if values is not None:
-          self._version = version
-        return values
-    return self._client.get_variables(self._keys)
+    return None, self._client.get_variables(self._keys)
 
-  def _copy(self, new_variables):
+  def _copy(self, answer):
+    version, new_variables = answer
     if new_variables is not None:  # None: the source had nothing newer.
       super()._copy(new_variables)
-
+      # Set as they are copied: the version of what the actor acts with.
+      self._version = version
 
 
 def if_newer(current, version, get_variables):
@@ -56,3 +67,38 @@ def if_newer(current, version, get_variables):
   if version is not None and version == current:
     return current, None
   return current, get_variables()
+
+
+def parameter_bytes(values) -> int:
+  """The bytes of a pull's parameters (nested lists of arrays): what is
+  sent, less the RPC's framing."""
+  if values is None:
+    return 0
+  if isinstance(values, (list, tuple)):
+    return sum(parameter_bytes(value) for value in values)
+  return int(np.asarray(values).nbytes)
+
+
+class ServedBytes:
+  """A tally of the parameters a source has sent: bytes, answers, and the
+  answers that carried parameters (copies)."""
+
+  def __init__(self):
+    self._lock = threading.Lock()
+    self.bytes = 0
+    self.answers = 0
+    self.copies = 0
+
+  def add(self, values):
+    size = parameter_bytes(values)
+    with self._lock:
+      self.bytes += size
+      self.answers += 1
+      self.copies += values is not None
+
+  def columns(self) -> Dict[str, int]:
+    """What a log row says of it."""
+    with self._lock:
+      return {'parameter_bytes_sent': self.bytes,
+              'parameter_answers': self.answers,
+              'parameter_copies': self.copies}

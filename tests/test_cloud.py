@@ -230,28 +230,29 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
                    r'n1-highmem-2 .*: coordinator\n', out), out
   assert 'Primary replica (its exit ends the job and gives its status): ' \
          'coordinator (workerpool0)' in out
-  # 256 actors share the small machines with the counter and the evaluator.
-  assert re.search(r': 258 replica\(s\), each on its own n1-highmem-2 '
-                   r'\(2 CPUs, 13 GiB\): counter, 256 x actor, evaluator',
-                   out), out
+  # 256 actors share the small machines with the counter, the evaluator
+  # and the variable cachers the plan chose (below).
+  assert re.search(r': 290 replica\(s\), each on its own n1-highmem-2 '
+                   r'\(2 CPUs, 13 GiB\): counter, 32 x cacher, 256 x actor, '
+                   r'evaluator', out), out
   assert re.search(r'n1-standard-8 \(8 CPUs, 30 GiB\) \+ 1 x T4: learner',
                    out), out
   # Replay: 2,000,000 Atari transitions, about 8.7 GiB, on the smallest N1
   # machine with 4 CPUs and that memory (the next test draws the line).
   assert re.search(r'n1-standard-4 \(4 CPUs, 15 GiB\): replay', out), out
-  assert 'Machine-hours per hour of running: 259 x n1-highmem-2, ' \
+  assert 'Machine-hours per hour of running: 291 x n1-highmem-2, ' \
          '1 x n1-standard-4, 1 x n1-standard-8.' in out
   # Each pool's resources and cost, their totals and the quotas, by hand
   # from the price table: n1-highmem-2 2 x $0.03635265 + 13 x $0.00487255,
   # n1-standard-4 $0.21849885, n1-standard-8 8 x ... + 30 x ...; the T4
   # is named as not priced.
-  assert ('workerpool2: 258 x n1-highmem-2: 516 vCPUs, 3,354 GB, no GPU: '
-          '$35.10/h') in out, out
+  assert ('workerpool2: 290 x n1-highmem-2: 580 vCPUs, 3,770 GB, no GPU: '
+          '$39.45/h') in out, out
   assert ('workerpool3: 1 x n1-standard-8 + 1 x T4: 8 vCPUs, 30 GB, 1 GPU '
           '(T4): $0.4370/h without 1 x T4 (not in the price table)') in out, out
-  assert ('Total: 261 replicas, 530 vCPUs, 3,412 GB, 1 GPU (T4): '
-          '$35.89/h, plus 1 x T4 (not in the price table).') in out, out
-  assert f'{costs.N1_CPU_QUOTA}: 530\n' in out, out
+  assert ('Total: 293 replicas, 594 vCPUs, 3,828 GB, 1 GPU (T4): '
+          '$40.25/h, plus 1 x T4 (not in the price table).') in out, out
+  assert f'{costs.N1_CPU_QUOTA}: 594\n' in out, out
   assert f'{costs.gpu_quota("T4")}: 1\n' in out, out
   assert costs.PRICE_SOURCE in out and \
       compatibility.COMPATIBILITY_SOURCE in out, out
@@ -263,11 +264,25 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
          f'{load.inserts_per_second:,.0f} transitions/s' in out, out
   assert (f'raise --replay_shards to {load.shards}.' if load.shards > 1 else
           '--replay_shards=1 does.') in out, out
+  # The parameters, by hand: the Atari network's 13,175,452 bytes a pull,
+  # 220.31 steps/s / 100 steps = 2.2031 pulls/s of each actor: 256 actors
+  # would take 7,431 MB/s of the learner's n1-standard-8 (16 Gbps). A
+  # cacher's n1-highmem-2 (4 Gbps; half: 250 MB/s) serves 8 actors (8 x
+  # 29.03 MB/s = 232 MB/s; 9 would pass): 32 cachers, which take 32 x
+  # 13.18 MB x 2 pulls/s = 843 MB/s (6.75 Gbps) of the learner.
+  assert ('From the learner alone, 256 actors would take 7,431 MB/s (59.45 '
+          'Gbps, 372% of its 16 Gbps cap) of the n1-standard-8.') in out, out
+  assert ('With --variable_cachers=32 (each on a n1-highmem-2, pulling every '
+          '0.5 s): the learner sends 843 MB/s (6.75 Gbps, 42% of its 16 Gbps '
+          'cap); each cacher serves up to 8 actors and sends 232 MB/s (1.86 '
+          'Gbps, 46% of its 4 Gbps cap).') in out, out
+  assert '--variable_cachers=32: the fewest' in out, out
+  assert 'A cacher adds up to 0.5 s to the age of the parameters' in out, out
   # A plan creates nothing where the run's files would go.
   assert not workdir.exists()
 
   job = json.loads((package_dir / 'job.json').read_text())
-  assert sum(pool['replicas'] for pool in job['pools']) == 256 + 5
+  assert sum(pool['replicas'] for pool in job['pools']) == 256 + 5 + 32
   # The images' pip is the one the local environment is made with.
   with open(os.path.join(helpers.ROOT, 'scripts', 'setup_venv.sh')) as f:
     assert f'"pip=={packaging.PIP_VERSION}"' in f.read()

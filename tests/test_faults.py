@@ -327,6 +327,46 @@ def test_a_dead_counter_stops_the_program_with_an_error(tmp_path, launch):
   assert record['counts']['actor_steps'] > 0, record
 
 
+def _versions(workdir, label: str) -> List[int]:
+  """The versions (learner steps) of the parameters node `label` logged
+  acting with, or holding (a cacher), row by row."""
+  return [int(float(row['parameters_version']))
+          for row in _rows(workdir, label)]
+
+
+def _actors_learn_through_the_cacher(workdir) -> bool:
+  """Whether each actor has acted with parameters of two of the learner's
+  updates (the learner's step, carried with them as their version), and
+  the cacher has copied them from the learner and served them."""
+  cacher = _rows(workdir, 'cacher')
+  return (all(len({version for version in _versions(workdir, label)
+                   if version > 0}) >= 2 for label in ('actor', 'actor_1'))
+          and bool(cacher) and int(cacher[-1]['parameter_copies']) > 0)
+
+
+@pytest.mark.slow
+def test_actors_learn_through_a_variable_cacher_whose_death_stops_the_run(
+    tmp_path, launch):
+  # With --variable_cachers=1 the actors get the learner's parameters
+  # through the cacher, newer ones as the learner learns. Without it they
+  # would act on ever older parameters: like the learner, a dead cacher
+  # stops the program, which exits 1 saying so.
+  workdir = tmp_path / 'run'
+  program = _launch(launch, 'run', workdir, extra=['--variable_cachers=1'])
+  program.wait_until(lambda: _actors_learn_through_the_cacher(workdir),
+                     START_TIMEOUT, 'actors acting with two versions of the '
+                     'parameters, through the cacher')
+  # Each node's parameters only get newer.
+  for label in ('actor', 'actor_1', 'cacher'):
+    versions = _versions(workdir, label)
+    assert versions == sorted(versions), (label, versions)
+  returncode, output = _exit_after_kill(program, workdir, 'cacher')
+  victim = _pid(workdir, 'cacher')
+  _check_stopped_as_failed(
+      workdir, returncode, output,
+      f"the cacher's process (pid {victim}) has died")
+
+
 def _kill_right_after_a_log_row(program: helpers.Program, workdir,
                                 attempts: int = 60):
   """SIGKILLs the program's group at a moment when the learner has logged a

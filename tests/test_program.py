@@ -33,17 +33,27 @@ def test_program_under_test_mt_learns_and_reprioritises(tmp_path):
   helpers.check_every_node_logs(tmp_path, NUM_ACTORS)
 
 
-@pytest.mark.parametrize('launch_type', [
-    pytest.param('local_mp', marks=pytest.mark.slow),
-    pytest.param('local_mt', marks=pytest.mark.slow),
-    'test_mt',
+@pytest.mark.parametrize('launch_type, extra', [
+    # With a variable cacher between the learner and the actors, which the
+    # ordered stop stops after the actors and before the learner.
+    pytest.param('local_mp', ['--variable_cachers=1'], marks=pytest.mark.slow,
+                 id='local_mp'),
+    pytest.param('local_mt', [], marks=pytest.mark.slow, id='local_mt'),
+    pytest.param('test_mt', [], id='test_mt'),
 ])
-def test_program_stops_cleanly_at_max_actor_steps(tmp_path, launch_type):
+def test_program_stops_cleanly_at_max_actor_steps(tmp_path, launch_type,
+                                                  extra):
   # The rate limit makes the learner keep pace with the actors' 4,000 steps:
   # they cannot take them without the learner's updates.
-  helpers.run_to_step_limit('apex_dqn', tmp_path, SMALL_RUN,
+  helpers.run_to_step_limit('apex_dqn', tmp_path, SMALL_RUN + extra,
                             MAX_ACTOR_STEPS, launch_type)
   helpers.check_learner_logs(tmp_path)
+  if extra:
+    # The cacher served the actors (their first pulls, at least), and
+    # logged its last row as it stopped.
+    cacher = helpers.rows(tmp_path, 'cacher')
+    assert cacher and int(cacher[-1]['parameter_answers']) >= NUM_ACTORS, (
+        cacher)
   # The coordinator's record of why it stopped the program, with the counts
   # then (at least the limit, and not much more).
   helpers.check_stopped_at_step_limit(tmp_path, MAX_ACTOR_STEPS,

@@ -85,6 +85,12 @@ class A3CConfig(AgentConfig):
           f'--envs_per_actor={options.envs_per_actor}: an A3C worker is one '
           'actor-learner acting in one environment (Algorithm S3); for more '
           'environments give more workers with --num_actors.')
+    if options.variable_cachers:
+      raise ValueError(
+          f'--variable_cachers={options.variable_cachers}: cachers serve the '
+          'parameters of a program with replay to its actors; an A3C '
+          'worker exchanges gradients and parameters with the parameter '
+          'server itself. Leave --variable_cachers at 0.')
 
   @property
   def hidden_sizes(self):

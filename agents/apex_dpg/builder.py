@@ -66,6 +66,9 @@ class ApeXDPGBuilder(builders.ApeXBuilder):
         **self.replay_learner_arguments(replay_client, counter, logger,
                                         log_every))
 
+  def actor_networks(self):
+    return [self.make_policy(), self.make_critic()]
+
   def make_actor(self,
                  variable_source: acme.VariableSource,
                  exploration: Union[float, Sequence[float]],

@@ -74,6 +74,9 @@ class ApeXDQNBuilder(builders.ApeXBuilder):
         **self.replay_learner_arguments(replay_client, counter, logger,
                                         log_every))
 
+  def actor_networks(self):
+    return [self.make_network()]
+
   def make_actor(self,
                  variable_source: acme.VariableSource,
                  exploration: Union[float, Sequence[float]],

@@ -389,8 +389,33 @@ def build_program(program_name: str, config_class,
     raise TypeError(f'{builder_class.__name__} is not an '
                     'agents.distributed.interfaces.Builder.')
   builder = builder_class(config, environment).with_options(options)
+  if plan is not None and isinstance(builder, interfaces.ReplayBuilder):
+    plan, options = _plan_parameters(plan, options, builder)
   program = program_lib.make_program(builder, options)
   return program, options, environment, plan
+
+
+def _plan_parameters(plan: machines.Plan, options: RunOptions, builder):
+  """The plan with what sending the parameters costs the learner and the
+  variable cachers, and the options with the cachers it runs with: those
+  given (--variable_cachers), or the fewest that keep every sender within
+  half its network egress cap (`capacity.parameter_advice`)."""
+  from agents.distributed import variable_cache  # pylint: disable=g-import-not-at-top
+  from agents.distributed.cloud import compatibility  # pylint: disable=g-import-not-at-top
+
+  def machine(group):
+    name = plan.requests[group].machine
+    return name, compatibility.machine_shape(name)[0]
+
+  given = (options.variable_cachers if FLAGS['variable_cachers'].present
+           else None)
+  cachers, text = capacity.parameter_advice(
+      builder.actor_parameter_bytes(), options.num_actors,
+      options.envs_per_actor, builder.variable_update_period,
+      machine('learner'), machine('cacher'), given,
+      variable_cache.CACHER_PERIOD_SECONDS)
+  return (dataclasses.replace(plan, parameters=text),
+          dataclasses.replace(options, variable_cachers=cachers))
 
 
 def _warn_unread_record(workdir: str, error: Exception):

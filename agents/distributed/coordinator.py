@@ -9,14 +9,16 @@ launcher's answer to Ctrl-C), or by a stop request in the workdir
 that is not a request is logged and moved aside, not taken). It stops it
 as failed once every actor has given up on its environment (a learner left
 alone would train on stale data, or wait forever on a rate limiter), or
-once the learner, the counter or every actor has died (or frozen: see
-`heartbeat`).
+once the learner, the counter, a replay shard, a variable cacher or every
+actor has died (or frozen: see `heartbeat`).
 
 It stops the nodes (unless one has died) in an order in which none waits on
-a node that has already gone: first the actors and the evaluator (which call the learner,
-the counter and replay), then the learner (which calls replay and the
-counter), then, through Launchpad, the rest (replay and the counter save
-their last checkpoints). Why it stopped goes to `<workdir>/stop.json`.
+a node that has already gone: first the actors and the evaluator (which
+call the learner or a variable cacher, the counter and replay), then the
+variable cachers (which call the learner), then the learner (which calls
+replay and the counter), then, through Launchpad, the rest (replay and the
+counter save their last checkpoints). Why it stopped goes to
+`<workdir>/stop.json`.
 """
 
 from concurrent import futures
@@ -69,6 +71,9 @@ class Coordinator:
       `agents.distributed.platforms`).
     replays: the replay shards' Reverb clients (one without shards), for
       heartbeats and for `end_program`'s final replay checkpoints.
+    cachers: the variable cachers (`agents.distributed.variable_cache`), if
+      any: watched as the learner is (their actors would act on stale
+      parameters without them), and stopped after the actors.
   """
 
   def __init__(self, counter: counting.Counter, learner,
@@ -80,11 +85,12 @@ class Coordinator:
                replays: Sequence[Any] = (),
                end_program: Optional[Callable[..., None]] = None,
                heartbeat_timeout: Optional[float] = None,
-               poll_seconds: float = 1.0):
+               cachers: Sequence[Any] = (), poll_seconds: float = 1.0):
     self._counter = counter
     self._learner = learner
     self._actors = list(actors)
     self._evaluators = list(evaluators)
+    self._cachers = list(cachers)
     self._max_actor_steps = max_actor_steps
     self._max_seconds = max_seconds
     self._workdir = storage.node_path(workdir) if workdir else None
@@ -92,7 +98,8 @@ class Coordinator:
     watches = [node_watch() if node_watch else None]
     if heartbeat_timeout is not None:
       watches.append(heartbeat.HeartbeatWatch(
-          learner, counter, actors, replays, timeout=heartbeat_timeout))
+          learner, counter, actors, replays, timeout=heartbeat_timeout,
+          cachers=cachers))
     self._watch = heartbeat.EitherWatch(watches) if any(watches) else None
     # {label: client} of every replay shard.
     self._replays = {replay_label(shard, len(replays)): client
@@ -270,6 +277,9 @@ class Coordinator:
                        'actors and evaluators', ACTING_STOP_SECONDS, living)
       if self._watch:
         self._watch.close()
+      # No actor pulls from them any more; their pulls from the learner end
+      # before the learner stops.
+      self._stop_nodes(self._cachers, 'variable cachers', ACTING_STOP_SECONDS)
       self._stop_nodes([self._learner], 'learner', LEARNER_STOP_SECONDS)
       self._end(failed)
 

@@ -5,9 +5,9 @@ there a frozen node (a SIGSTOP, a deadlock: the process is there, and does
 nothing). The coordinator instead calls every node it cannot go on without,
 once a `period`, with the cheapest call each serves: `ping()` over Courier
 (a Python method, so that a node whose interpreter is stuck does not answer
-either) for the learner, the counter and the actors, and Reverb's
-`server_info` for replay. At most one call per node is outstanding, so that
-a silent node does not collect calls.
+either) for the learner, the counter, the variable cachers and the actors,
+and Reverb's `server_info` for replay. At most one call per node is
+outstanding, so that a silent node does not collect calls.
 
 A node that has answered once and then not for `timeout` seconds is gone
 (dead or frozen). A node that has never answered is still starting (a
@@ -28,6 +28,7 @@ from typing import Any, Callable, List, Optional, Sequence
 from absl import logging
 
 from agents.distributed.options import actor_label
+from agents.distributed.options import cacher_label
 from agents.distributed.options import replay_label
 
 # How long a node may take to answer its first heartbeat.
@@ -130,8 +131,9 @@ def address_of(client) -> str:
 
 
 class HeartbeatWatch:
-  """The coordinator's watch over the learner, the counter, replay and the
-  actors, by heartbeats; the interface of `local.ProgramWatch`. The
+  """The coordinator's watch over the learner, the counter, replay, the
+  variable cachers and the actors, by heartbeats; the interface of
+  `local.ProgramWatch`. The
   launcher's watch over the coordinator is one too: `coordinator` given,
   and None for the learner and the counter."""
 
@@ -139,7 +141,7 @@ class HeartbeatWatch:
                replays: Sequence[Any] = (),
                timeout: float = 30.0, period: float = 1.0,
                start_timeout: float = START_TIMEOUT_SECONDS,
-               coordinator=None):
+               coordinator=None, cachers: Sequence[Any] = ()):
     self._timeout = timeout
     self._start_timeout = start_timeout
     self._started = time.time()
@@ -154,6 +156,11 @@ class HeartbeatWatch:
       self._single.append(_Beat(
           label.replace('_', ' '), label,
           _reverb_call(address_of(replay), call_timeout)))
+    for index, cacher in enumerate(cachers):  # Each variable cacher.
+      label = cacher_label(index, len(cachers))
+      self._single.append(_Beat(
+          f'variable {label.replace("_", " ")}', label,
+          _courier_call(address_of(cacher), call_timeout)))
     self._actors = [_Beat(f'actor {actor_id}', actor_label(actor_id),
                           _courier_call(address_of(actor), call_timeout))
                     for actor_id, actor in enumerate(actors)]

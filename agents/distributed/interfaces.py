@@ -105,6 +105,11 @@ class ReplayBuilder(Builder):
     sequence of clients, one per shard."""
 
   @abc.abstractmethod
+  def actor_parameter_bytes(self) -> int:
+    """The bytes of the parameters one actor's pull copies (the plan's
+    estimate of the learner's and the variable cachers' egress)."""
+
+  @abc.abstractmethod
   def actor_exploration(self, actor_id: int, num_actors: int,
                         envs_per_actor: int = 1) -> Sequence[float]:
     """The exploration of each environment of actor `actor_id`."""

@@ -158,13 +158,14 @@ def _on_vertex_ai(program: lp.Program, options: RunOptions, plan):
   if plan.options.dry_run:
     try:
       dry_run.dry_run(program, plan.requests, options.workdir, plan.options,
-                      plan.replay)
+                      plan.replay, plan.parameters)
     except ValueError as error:
       sys.stderr.write(f'error: {error}\n')
       sys.exit(2)
     return
-  if plan.replay:
-    print(plan.replay, flush=True)
+  for advice in (plan.replay, plan.parameters):
+    if advice:
+      print(advice, flush=True)
   try:
     run_manifest.remove_earlier_launch_records(options.workdir)
     submission.submit(program, plan.requests, plan.options)

@@ -6,9 +6,9 @@ when one node dies. On this platform:
 
 * every node writes its process id to `<workdir>/nodes/<label>.pid` (for
   the coordinator's watch, for operators, and for tests that kill a node);
-* the coordinator watches the learner, the counter and the actors by those
-  files (`NodeWatch`), and stops a program whose learner, counter or last
-  actor has died;
+* the coordinator watches the learner, the counter, the variable cachers
+  and the actors by those files (`NodeWatch`), and stops a program whose
+  learner, counter, a cacher or last actor has died;
 * a stop watchdog (`stop_watchdog.py`) ends a node that calls other nodes
   and still runs a grace period after the program's stop, which only a
   genuinely stuck node does (`agents.distributed.coordinator` stops the
@@ -188,12 +188,14 @@ def end_node(workdir: str, label: str, launcher: Optional[int] = None):
 class ProgramWatch:
   """The coordinator's watch over the nodes the program cannot go on
   without: the learner (actors would act on for nobody), the counter (every
-  node would wait on it forever) and the actors (all of them)."""
+  node would wait on it forever), each variable cacher (its actors would
+  act on ever older parameters) and the actors (all of them)."""
 
-  def __init__(self, workdir: str, actor_labels: Sequence[str]):
+  def __init__(self, workdir: str, actor_labels: Sequence[str],
+               cacher_labels: Sequence[str] = ()):
     self._workdir = workdir
-    self._single = [NodeWatch(workdir, 'learner'),
-                    NodeWatch(workdir, 'counter')]
+    self._single = [NodeWatch(workdir, label) for label in
+                    ('learner', 'counter', *cacher_labels)]
     self._actors = [NodeWatch(workdir, label) for label in actor_labels]
 
   def dead(self) -> Optional[str]:
@@ -321,5 +323,7 @@ class LocalProcesses(platforms.ProcessPerNode):
     return functools.partial(SupervisedReplayServer, workdir=self._workdir,
                              label=label)
 
-  def node_watch(self, actor_labels: Sequence[str]):
-    return functools.partial(ProgramWatch, self._workdir, actor_labels)
+  def node_watch(self, actor_labels: Sequence[str],
+                 cacher_labels: Sequence[str] = ()):
+    return functools.partial(ProgramWatch, self._workdir, actor_labels,
+                             cacher_labels)

@@ -34,6 +34,7 @@ from acme.utils import counting
 from acme.utils import signals
 from launchpad.launch import worker_manager
 
+from agents import variables as variables_lib
 from agents.runs import checkpointing
 from agents.runs import loggers as loggers_lib
 from agents.envs import resilience
@@ -100,12 +101,16 @@ class LearningNode(acme.Learner, acme.VariableSource):
     # learner's own count whenever either is saved.
     self._learner_counter = counting.Counter(counter, prefix='learner',
                                              time_delta=0.0)
+    # The parameters it sends to actors, cachers and the evaluator, logged
+    # with its rows (`parameter_bytes_sent`).
+    self._served = variables_lib.ServedBytes()
     self._learner = builder.make_learner(
         **learner_args,
         counter=self._learner_counter,
-        logger=loggers_lib.make_logger(
+        logger=loggers_lib.WithColumns(loggers_lib.make_logger(
             options.node_workdir, 'learner', steps_key='learner_steps',
             max_actor_steps=options.max_actor_steps),
+                                       self._served.columns),
         log_every=options.log_every)
     self._checkpointer = checkpointing.make_checkpointer(
         self._learner.state, options.node_workdir, 'learner',
@@ -119,10 +124,14 @@ class LearningNode(acme.Learner, acme.VariableSource):
     self._learner.step()
 
   def get_variables(self, names: Sequence[str]) -> List[Any]:
-    return self._learner.get_variables(names)
+    values = self._learner.get_variables(names)
+    self._served.add(values)
+    return values
 
   def get_variables_if_newer(self, names: Sequence[str], version):
-    return self._learner.get_variables_if_newer(names, version)
+    version, values = self._learner.get_variables_if_newer(names, version)
+    self._served.add(values)
+    return version, values
 
   @property
   def variable_names(self) -> List[str]:
@@ -222,9 +231,13 @@ class ActingNode:
     self._options = options
     self._num_built = 0
     self._actor = actor
-    self._logger = loggers_lib.make_logger(
-        options.node_workdir, self._label, steps_key='actor_steps',
-        max_actor_steps=options.max_actor_steps)
+    # Each row says which parameters the actor acts with: the learner's step
+    # that made them (-1: none yet, or a source without versions).
+    self._logger = loggers_lib.WithColumns(
+        loggers_lib.make_logger(
+            options.node_workdir, self._label, steps_key='actor_steps',
+            max_actor_steps=options.max_actor_steps),
+        self._parameters_version)
     self._counter = FlushableCounter(counter, prefix='actor')
     self._stop = Stop()
     self._budget = resilience.RetryBudget(options.actor_max_failures)
@@ -232,6 +245,10 @@ class ActingNode:
         [self._make_environment() for _ in range(options.envs_per_actor)],
         self._actor, counter=self._counter, logger=self._logger,
         log_every=options.log_every, on_failure=self._on_failure)
+
+  def _parameters_version(self):
+    version = getattr(self._actor, 'parameters_version', None)
+    return {'parameters_version': -1 if version is None else version}
 
   @staticmethod
   def actor_seed(options: RunOptions, actor_id: int) -> int:

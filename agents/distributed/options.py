@@ -75,14 +75,23 @@ class RunOptions:
   replay_checkpoint_every: float = 3600.0
   """Seconds between two checkpoints of the replay table (Reverb's own);
   0: none."""
+  variable_cachers: int = 0
+  """Variable cachers, nodes between the learner and the actors: each pulls
+  the learner's parameters every 0.5 s (when they have changed) and serves
+  the actors i with i mod N its index, so that the learner sends them to N
+  cachers instead of to every actor. A cacher adds up to 0.5 s to the age
+  of the parameters its actors act with (docs/architecture.md). 0: the
+  actors pull from the learner. Under vertex_ai, when not given, the plan
+  chooses N so that neither the learner nor a cacher sends more than half
+  its machine's network egress cap (docs/google_cloud.md)."""
   actor_max_failures: int = 5
   """Environment failures within a minute after which an actor gives up
   (the others go on)."""
   heartbeat_timeout: float = 30.0
-  """Seconds after which the learner, the counter, replay or an actor that
-  has stopped answering the coordinator's heartbeats (over the program's own
-  RPC), or the coordinator that has stopped answering the launcher's
-  (local_mp), counts as gone, dead or frozen: the program then stops as
+  """Seconds after which the learner, the counter, replay, a variable
+  cacher or an actor that has stopped answering the coordinator's
+  heartbeats (over the program's own RPC), or the coordinator that has
+  stopped answering the launcher's (local_mp), counts as gone, dead or frozen: the program then stops as
   failed, as when its process dies (not under local_mt, where nodes are
   threads)."""
   workdir_access: str = 'user'
@@ -103,7 +112,8 @@ class RunOptions:
 
   # Options that say how this launch runs, not what the run is: a relaunch
   # of a run may change them freely (see `command_line`).
-  PER_LAUNCH = ('workdir', 'launch_type', 'allow_network_exposure')
+  PER_LAUNCH = ('workdir', 'launch_type', 'allow_network_exposure',
+                'variable_cachers')
 
   @property
   def node_workdir(self) -> str:
@@ -117,6 +127,11 @@ class RunOptions:
                     'actor_max_failures')
     for name in at_least_one:
       check_flag(name, getattr(self, name) >= 1, getattr(self, name), '>= 1')
+    check_flag('variable_cachers',
+               0 <= self.variable_cachers <= self.num_actors,
+               self.variable_cachers,
+               f'between 0 and --num_actors={self.num_actors} (each cacher '
+               'serves one actor or more)')
     check_flag('heartbeat_timeout', self.heartbeat_timeout > 0,
                self.heartbeat_timeout, '> 0')
     for name in ('log_every', 'evaluation_period'):
@@ -143,6 +158,13 @@ def actor_label(actor_id: int) -> str:
   """An actor's name in logs/ and nodes/ (Acme's convention: the first
   actor writes `logs/actor/`)."""
   return 'actor' if actor_id == 0 else f'actor_{actor_id}'
+
+
+def cacher_label(index: int, cachers: int) -> str:
+  """A variable cacher's name in logs/ and nodes/: `cacher` when there is
+  one, `cacher_<k>` of several (as Launchpad's groups of nodes are
+  named)."""
+  return 'cacher' if cachers == 1 else f'cacher_{index}'
 
 
 def replay_label(shard: int, shards: int) -> str:

@@ -106,11 +106,13 @@ class SharedProcess:
     del label
     return InProcessReplayServer
 
-  def node_watch(self, actor_labels: Sequence[str]):
+  def node_watch(self, actor_labels: Sequence[str],
+                 cacher_labels: Sequence[str] = ()):
     """None, or a factory (called in the coordinator's process) of a watch
-    over the learner, the counter and the actors `actor_labels` (see
+    over the learner, the counter, the variable cachers `cacher_labels`
+    and the actors `actor_labels` (see
     `agents.distributed.coordinator.Coordinator`)."""
-    del actor_labels
+    del actor_labels, cacher_labels
     return None
 
 

@@ -12,6 +12,10 @@ agent:
     evaluator ◀─(parameters)─ learner;  every node ─(step counts)─▶ counter
     coordinator: stops the program (agents/distributed/coordinator.py)
 
+With `--variable_cachers=N` the actors' parameters come through N cachers
+(`agents.distributed.variable_cache`): learner ─▶ cacher k ─▶ actors i with
+i mod N = k.
+
 Replay may be several Reverb servers (`--replay_shards`): each actor
 writes to one, and the learner samples them as one table (`agents.replay.shards`).
 
@@ -34,10 +38,12 @@ from agents.distributed import interfaces
 from agents.distributed import local
 from agents.distributed import platforms
 from agents.distributed import replay_nodes as replay_nodes_lib
+from agents.distributed import variable_cache
 from agents.distributed.coordinator import Coordinator
 from agents.distributed.nodes import EvaluatorNode
 from agents.distributed.options import RunOptions
 from agents.distributed.options import actor_label
+from agents.distributed.options import cacher_label
 from agents.distributed.options import replay_label
 
 
@@ -56,7 +62,7 @@ def platform_for(options: RunOptions) -> platforms.SharedProcess:
 class _Nodes:
   """The nodes a program's shape gives, and the handles the rest of the
   program takes (to the counter, to the node in the learner's place, to
-  each replay server)."""
+  each replay server), and the variable cachers, if any."""
 
   counter_node: Any
   counter: Any
@@ -65,6 +71,7 @@ class _Nodes:
   actor_nodes: List[Any]
   replay_nodes: List[Any] = dataclasses.field(default_factory=list)
   replays: List[Any] = dataclasses.field(default_factory=list)
+  cacher_nodes: List[Any] = dataclasses.field(default_factory=list)
 
 
 def _counter_node(platform: platforms.SharedProcess, options: RunOptions):
@@ -97,6 +104,15 @@ def _replay_program_nodes(builder: interfaces.ReplayBuilder,
   learner_node = node('learner', replay_nodes_lib.LearnerNode, builder,
                       replay, counter, options)
   learner = learner_node.create_handle()
+  # Parameters: from the learner, or from a tier of cachers of its
+  # parameters, actor i served by cacher i mod N (`variable_cache`).
+  cachers = options.variable_cachers
+  cacher_nodes = [node(cacher_label(index, cachers),
+                       variable_cache.VariableCacherNode, learner,
+                       cacher_label(index, cachers), options)
+                  for index in range(cachers)]
+  sources = ([cacher.create_handle() for cacher in cacher_nodes] or
+             [learner])
   # Each actor writes to one shard, all its environments included, the
   # actors dealt to the shards in turn. Not one shard per environment: a
   # shard's rate limiter holds an actor's writes back whenever the learner
@@ -106,11 +122,12 @@ def _replay_program_nodes(builder: interfaces.ReplayBuilder,
   # epsilons, so an actor writing to several shards could be held back by
   # one while the learner waits for its writes to another.
   actor_nodes = [node(actor_label(actor_id), replay_nodes_lib.ActorNode,
-                      builder, replays[actor_id % len(replays)], learner,
-                      counter, actor_id, options)
+                      builder, replays[actor_id % len(replays)],
+                      sources[actor_id % len(sources)], counter, actor_id,
+                      options)
                  for actor_id in range(options.num_actors)]
   return _Nodes(counter_node, counter, learner_node, learner, actor_nodes,
-                replay_nodes, replays)
+                replay_nodes, replays, cacher_nodes)
 
 
 def _worker_program_nodes(builder: interfaces.WorkerBuilder,
@@ -152,6 +169,7 @@ def make_program(builder: interfaces.Builder,
   platform = platform_for(options)
   node = platform.courier_node
   shape = _program_nodes(builder, platform, options)
+  cachers = shape.cacher_nodes
   evaluator_nodes = [
       node('evaluator', EvaluatorNode, builder, shape.learner, shape.counter,
            options) for _ in range(options.num_evaluators)]
@@ -160,15 +178,19 @@ def make_program(builder: interfaces.Builder,
       [actor.create_handle() for actor in shape.actor_nodes],
       [evaluator.create_handle() for evaluator in evaluator_nodes],
       options.max_actor_steps, options.max_seconds, options.workdir,
-      platform.node_watch([actor_label(i) for i in range(options.num_actors)]),
+      platform.node_watch(
+          [actor_label(i) for i in range(options.num_actors)],
+          [cacher_label(i, len(cachers)) for i in range(len(cachers))]),
       shape.replays, platform.end_program,
-      options.heartbeat_timeout if platform.heartbeats else None)
+      options.heartbeat_timeout if platform.heartbeats else None,
+      [cacher.create_handle() for cacher in cachers])
 
   program = lp.Program(name=builder.name)
   groups = [('coordinator', [coordinator_node]),
             ('replay', shape.replay_nodes),
             ('counter', [shape.counter_node]),
             ('learner', [shape.learner_node]),
+            ('cacher', cachers),
             ('actor', shape.actor_nodes), ('evaluator', evaluator_nodes)]
   for label, group in groups:
     if group:

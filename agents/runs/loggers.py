@@ -50,6 +50,21 @@ class _WithWalltime(loggers.Logger):
     self._to.close()
 
 
+class WithColumns(loggers.Logger):
+  """Adds the columns `columns()` gives at each row (a node's own figures,
+  e.g. the parameters it has sent) to the rows written through it."""
+
+  def __init__(self, to: loggers.Logger, columns):
+    self._to = to
+    self._columns = columns
+
+  def write(self, data: loggers.LoggingData):
+    self._to.write({**data, **self._columns()})
+
+  def close(self):
+    self._to.close()
+
+
 def format_duration(seconds: float) -> str:
   """'2h05m', '7m30s', '45s'."""
   seconds = int(round(seconds))
@@ -103,7 +118,8 @@ def make_logger(workdir: str,
                 time_delta: float = 0.0,
                 steps_key: Optional[str] = None,
                 terminal: bool = True,
-                max_actor_steps: Optional[int] = None) -> loggers.Logger:
+                max_actor_steps: Optional[int] = None,
+                counts: bool = True) -> loggers.Logger:
   """A logger writing to the node's output, to CSV and to TensorBoard.
 
   Args:
@@ -114,6 +130,9 @@ def make_logger(workdir: str,
     terminal: whether to print rows to the node's output.
     max_actor_steps: the run's step budget, if any: printed rows then show
       the progress towards it and an ETA.
+    counts: whether every row carries the program's counts (`COUNT_KEYS`,
+      0 until reported): the rows of a node that counts nothing (a variable
+      cacher) do not.
   """
   outputs = [
       _WithWalltime(loggers.CSVLogger(workdir, label=label, add_uid=False,
@@ -128,7 +147,9 @@ def make_logger(workdir: str,
       output = WithProgress(output, max_actor_steps)
     outputs.append(output)
   logger = loggers.Dispatcher(outputs, serialize_fn=loggers.to_numpy)
-  logger = _WithCounts(loggers.NoneFilter(logger))
+  logger = loggers.NoneFilter(logger)
+  if counts:
+    logger = _WithCounts(logger)
   if time_delta > 0:
     logger = loggers.TimeFilter(logger, time_delta)
   return logger

@@ -135,10 +135,10 @@ def package(program, group_requests: Dict[str, Request], directory: str,
 
 
 def dry_run(program, group_requests: Dict[str, Request], workdir: str,
-            options: CloudOptions, replay: str = ''):
+            options: CloudOptions, replay: str = '', parameters: str = ''):
   """Packages the program for Vertex AI in `options.package_dir` (a new
   directory if none), prints the plan (and `replay`, what it says of the
-  replay's load), exits 0."""
+  replay's load, and `parameters`, of the parameters' egress), exits 0."""
   directory = options.package_dir
   directory = directory or tempfile.mkdtemp(prefix='apex-vertex-')
   os.makedirs(directory, exist_ok=True)
@@ -146,5 +146,5 @@ def dry_run(program, group_requests: Dict[str, Request], workdir: str,
     raise ValueError(f'--package_dir={directory} is not empty; choose a new '
                      'or empty directory.')
   job = package(program, group_requests, directory, workdir, options)
-  print(format_plan(job, workdir, directory, replay))
+  print(format_plan(job, workdir, directory, replay, parameters))
   sys.stdout.flush()

@@ -81,10 +81,13 @@ class Request:
 class Plan:
   """A checked Vertex AI launch: each node group's request, and the
   launch's cloud flags (a plan only, or a submission); `replay` says what
-  the replay's load will be and how many shards it needs (no replay: '')."""
+  the replay's load will be and how many shards it needs (no replay: ''),
+  `parameters` what sending the parameters costs the learner and the
+  variable cachers (`capacity.parameter_advice`; none estimated: '')."""
   requests: Dict[str, Request]
   options: CloudOptions
   replay: str = ''
+  parameters: str = ''
 
 
 def _request(cpus: int, memory: int, flags: Tuple[str, ...] = (),
@@ -120,6 +123,9 @@ def requests(cloud: CloudOptions, env_kind: str,
       'learner': _learner_request(cloud),
       'actor': actor,
       'evaluator': small,
+      # A variable cacher's work is its network: the small nodes' machine,
+      # in their pool (the plan chooses how many for their egress caps).
+      'cacher': small,
   }
   if replay_capacity is None:
     return groups

@@ -1,8 +1,8 @@
 """The plan --dry_run prints: the worker pools, each with its replicas,
 machine and nodes, the job's primary replica, the containers, the
 machine-hours, each pool's resources and cost and the quotas they need
-(`costs`), who can reach the job, where its files go, and the sources of
-the tables.
+(`costs`), who can reach the job, where its files go, the replay's load and
+the parameters' egress (`capacity`), and the sources of the tables.
 """
 
 from typing import Any, Dict, List
@@ -22,9 +22,10 @@ def _counted(labels: List[str]) -> str:
 
 
 def format_plan(job: Dict[str, Any], workdir: str, directory: str,
-                replay: str = '') -> str:
+                replay: str = '', parameters: str = '') -> str:
   """The plan `--dry_run` prints (`replay`: what it says of the replay's
-  load), its tables' sources last."""
+  load; `parameters`: of the parameters' egress, and the variable cachers),
+  its tables' sources last."""
   lines = [f'Vertex AI job "{job["name"]}" (not submitted: --dry_run).', '']
   machine_hours: Dict[str, int] = {}
   for pool in job['pools']:
@@ -51,8 +52,9 @@ def format_plan(job: Dict[str, Any], workdir: str, directory: str,
   lines += ['', f'Run files (logs, checkpoints, run.json, stop.json): '
                 f'{workdir}',
             f'Packaged containers and job.json: {directory}', '']
-  if replay:
-    lines += [replay, '']
+  for advice in (replay, parameters):
+    if advice:
+      lines += [advice, '']
   lines += costs.footnote()
   return '\n'.join(lines)
 
