@@ -426,7 +426,7 @@ RANGE_EDGES = {
     'epsilon_alpha': ([0.0, 7.0], [BELOW_0]),
 }
 # Fields `validate` does not check: any value passes.
-UNCHECKED = ()
+UNCHECKED = ('jit_compile',)  # A bool: either value is valid.
 
 
 def test_default_config_lies_inside_every_range_validate_enforces():
