@@ -162,7 +162,8 @@ def make_program(builder: interfaces.Builder,
       options.max_actor_steps, options.max_seconds, options.workdir,
       platform.node_watch([actor_label(i) for i in range(options.num_actors)]),
       shape.replays, platform.end_program,
-      options.heartbeat_timeout if platform.heartbeats else None)
+      options.heartbeat_timeout if platform.heartbeats else None,
+      platform.records_outside_stop)
 
   program = lp.Program(name=builder.name)
   groups = [('coordinator', [coordinator_node]),
