@@ -4,6 +4,9 @@ Importing this module registers them; the programs take them as
 `--env=gym:tests.faulty_envs:<Id>` (gymnasium's module:Id convention).
 """
 
+import json
+import os
+
 import gymnasium
 import numpy as np
 from gymnasium.envs.classic_control import cartpole
@@ -38,6 +41,23 @@ class FaultyCartPole(cartpole.CartPoleEnv):
     return observation, reward, terminated, truncated, info
 
 
+# The replica of an emulated Vertex AI job whose environments always crash
+# (ReplicaCrashingCartPole-v0): "<pool>-<index>", as CLUSTER_SPEC's task.
+CRASHING_REPLICA = 'APEX_TEST_CRASHING_REPLICA'
+
+
+class ReplicaCrashingCartPole(FaultyCartPole):
+  """CartPole that crashes on every step in one replica of a Vertex AI job
+  (`CRASHING_REPLICA`, matched against CLUSTER_SPEC's task) and nowhere
+  else: one actor of the job keeps failing, the others act."""
+
+  def __init__(self, **kwargs):
+    task = json.loads(os.environ.get('CLUSTER_SPEC', '{}')).get('task', {})
+    replica = f'{task.get("type")}-{task.get("index")}'
+    crashing = os.environ.get(CRASHING_REPLICA) == replica
+    super().__init__(raise_every=1 if crashing else 0, **kwargs)
+
+
 def _register(env_id: str, **kwargs):
   if env_id not in gymnasium.registry:
     gymnasium.register(env_id, entry_point=FaultyCartPole,
@@ -47,3 +67,7 @@ def _register(env_id: str, **kwargs):
 _register('FaultyCartPole-v0', raise_every=1000, nan_every=97,
           inf_reward_every=131)
 _register('AlwaysCrashingCartPole-v0', raise_every=1)
+if 'ReplicaCrashingCartPole-v0' not in gymnasium.registry:
+  gymnasium.register('ReplicaCrashingCartPole-v0',
+                     entry_point=ReplicaCrashingCartPole,
+                     max_episode_steps=500)

@@ -10,15 +10,18 @@
   a relaunch naming only the workdir resumes with them.
 * The packaged job runs on this machine as Vertex AI would run it
   (`tests/vertex_emulator.py`: every replica a process with its
-  own loopback address, from CLUSTER_SPEC, and the bucket mounted): it
+  own host, from CLUSTER_SPEC, and the bucket mounted): it
   trains to its step limit, ends with its primary replica, leaves its files
   in the bucket, resumes from them, and stops in order when asked
-  (`programs/stop.py`).
+  (`programs/stop.py`); a replica that dies fails it, and the
+  coordinator's stop record names it; an actor that gives up on its
+  environment does not.
 """
 
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,6 +38,7 @@ from agents.distributed.cloud import costs
 from agents.distributed.cloud import machines
 from agents.distributed.cloud import packaging
 from agents.distributed.cloud.options import CloudOptions
+from tests import faulty_envs
 from tests import helpers
 from tests.conftest import BUCKET
 
@@ -671,9 +675,10 @@ def test_replicas_on_hosts_of_their_own_reach_each_other_only_there(
     tmp_path):
   # Each replica in a network namespace of its own, linked to the others by
   # a virtual switch: nothing listens on this machine's interfaces, and a
-  # replica reaches another only at the address CLUSTER_SPEC gives it. The
-  # replay is four shards (`--replay_shards=4`, one per actor of 4), each on
-  # a host of its own, which the learner samples.
+  # replica reaches another only at the address CLUSTER_SPEC gives it, as on
+  # Vertex AI a host name and port 2222 on every host. The replay is four
+  # shards (`--replay_shards=4`, one per actor of 4), each on a host of its
+  # own, which the learner samples.
   workdir = tmp_path / 'run'
   package_dir = _package(tmp_path, 'job', workdir, '--max_actor_steps=2000',
                          '--num_actors=4', '--replay_shards=4')
@@ -684,18 +689,30 @@ def test_replicas_on_hosts_of_their_own_reach_each_other_only_there(
     shards = _replicas(package_dir, 'replay')
     (learner,) = _replicas(package_dir, 'learner')
     assert len(shards) == 4
+    for replica in _replicas(package_dir):
+      assert re.fullmatch(r'cmle-training-workerpool\d-\d+-\d+:2222',
+                          replica['address']), replica
+      assert replica['ip'].startswith('10.66.'), replica
     for replay in shards:
-      assert replay['address'].startswith('10.66.')
       port = replay['address'].rsplit(':', 1)[1]
-      # Each shard is reached at its address from the learner's host ...
+      # Each shard is reached at its name from the learner's host (whose
+      # own loopback port 2222 is the learner's own server) ...
       assert _connects(replay['address'], learner['namespace'])
-      # ... and at no other: not at the learner's own loopback, not from
-      # this machine, where nothing of the job listens.
-      assert not _connects(f'127.0.0.1:{port}', learner['namespace'])
+      # ... and not from this machine, which does not know the name (and
+      # is not asked to: a look-up or a connection to 10.66.* there would
+      # leave the machine), and where nothing of the job listens.
+      with open('/etc/hosts') as f:
+        assert replay['address'].split(':')[0] not in f.read()
       assert not _connects(f'127.0.0.1:{port}')
-      assert not _connects(replay['address'])
     output, _ = emulator.communicate(timeout=300)
   finally:
+    # Asked first, so that it removes its namespaces if the test failed.
+    if emulator.poll() is None:
+      emulator.send_signal(signal.SIGTERM)
+      try:
+        emulator.wait(timeout=120)
+      except subprocess.TimeoutExpired:
+        pass
     helpers.kill_group(emulator)
   assert emulator.returncode == 0, output[-3000:]
   record = json.loads((workdir / 'stop.json').read_text())
@@ -708,10 +725,12 @@ def test_replicas_on_hosts_of_their_own_reach_each_other_only_there(
   for shard in range(4):
     assert sum(int(row[f'shard_{shard}_samples']) for row in rows) > 0
     assert any((workdir / 'checkpoints' / f'replay_{shard}').iterdir())
-  # The namespaces went with the job.
+  # The namespaces, and their host files, went with the job.
   namespaces = subprocess.run(['ip', 'netns', 'list'], capture_output=True,
                               text=True, check=True).stdout
   assert learner['namespace'] not in namespaces
+  assert not os.path.exists(os.path.join('/etc/netns',
+                                         learner['namespace']))
 
 
 def test_the_emulator_refuses_a_directory_without_a_job(tmp_path):
@@ -763,14 +782,31 @@ def _wait_for(condition, timeout: float, what: str):
     ('replay', signal.SIGKILL), ('counter', signal.SIGSTOP),
     ('actor', signal.SIGKILL),
 ])
-def test_a_killed_or_frozen_replica_fails_the_job(tmp_path, node, signum):
-  # No pid file or /proc can see another machine: the coordinator learns
-  # that a node is gone (or frozen) from its heartbeats over Courier (Reverb
-  # for replay). The timeout leaves the nodes left alive room to answer on a
-  # busy machine (replay was once silent for 11 s there), so that the first
+def test_a_killed_or_frozen_replica_fails_the_job(tmp_path, monkeypatch,
+                                                  node, signum):
+  # A killed replica fails the job by Vertex AI's rule (the emulator's
+  # default): the emulator names it and sends every replica SIGTERM; the
+  # coordinator, still up, writes the stop record naming the nodes that no
+  # longer answer it. A frozen replica exits never: no pid file or /proc can
+  # see another machine, so the coordinator learns that it is gone from its
+  # heartbeats over Courier (Reverb for replay), and fails the job itself.
+  # The timeout leaves the nodes left alive room to answer on a busy
+  # machine (replay was once silent for 11 s there), so that the first
   # lapse is the signalled node's.
+  #
+  # With actors, the first actor's environment keeps failing (on its
+  # replica only): it gives up, its replica stays up (answering the
+  # coordinator) and the job goes on, as under local_mp; then the other
+  # actors are killed, and the record names them, not it.
   workdir = tmp_path / 'run'
-  package_dir = _package(tmp_path, 'job', workdir, '--heartbeat_timeout=20')
+  faulty = node == 'actor'
+  flags = ['--heartbeat_timeout=20']
+  if faulty:
+    flags += [f'--env=gym:tests.faulty_envs:{REPLICA_CRASHING_ENV}',
+              '--actor_max_failures=2']
+  package_dir = _package(tmp_path, 'job', workdir, *flags,
+                         PYTHONPATH=helpers.ROOT)
+  crashing = _crashing_actor(package_dir, monkeypatch) if faulty else None
   emulator = _start_emulator(package_dir, '--grace_seconds=10')
   try:
     _wait_for_learner(workdir)
@@ -778,7 +814,18 @@ def test_a_killed_or_frozen_replica_fails_the_job(tmp_path, node, signum):
     _wait_for(lambda: helpers.HEARD_FROM_ALL in _replica_log(package_dir,
                                                              'coordinator'),
               300, 'the coordinator\'s first answer from every node')
-    pids = [r['pid'] for r in _replicas(package_dir, node)]
+    if faulty:
+      _wait_for(lambda: 'actors have stopped after repeated environment '
+                'failures' in _replica_log(package_dir, 'coordinator'), 300,
+                'the failing actor to give up')
+      assert 'Actor 0 stops: 2 environment failures' in (
+          package_dir / 'logs' / f'{crashing}.log').read_text()
+      steps = helpers.last(workdir, 'learner', 'learner_steps')
+      _wait_for(lambda: helpers.last(workdir, 'learner',
+                                     'learner_steps') > steps, 300,
+                'learning to go on after the actor gave up')
+    pids = [r['pid'] for r in _replicas(package_dir, node)
+            if r['replica'] != crashing]
     assert pids
     for pid in pids:
       os.kill(pid, signum)
@@ -786,7 +833,6 @@ def test_a_killed_or_frozen_replica_fails_the_job(tmp_path, node, signum):
   finally:
     helpers.kill_group(emulator)
   assert emulator.returncode == 1, output[-3000:]
-  assert 'Job failed' in output
   record = json.loads((workdir / 'stop.json').read_text())
   assert record['failed'], record
   assert node in record['reason'], record
@@ -795,7 +841,45 @@ def test_a_killed_or_frozen_replica_fails_the_job(tmp_path, node, signum):
     assert not psutil.pid_exists(pid) or psutil.Process(
         pid).status() == psutil.STATUS_ZOMBIE
   coordinator = _replica_log(package_dir, 'coordinator')
-  assert 'Ending the job (failed).' in coordinator
+  if signum == signal.SIGKILL:
+    # The first killed replica failed the job, before any heartbeat lapsed.
+    named = {replica['replica'] for replica in _replicas(package_dir, node)}
+    failed = re.search(r'Job failed \(replica (\S+), the (\w+), killed by '
+                       r'SIGKILL\)\.', output)
+    assert failed and failed.group(1) in named, output[-3000:]
+    assert failed.group(2) == node
+    assert record['reason'].startswith('ended from outside while the '), (
+        record)
+    assert 'Stopping: ended from outside' in coordinator
+  else:
+    assert 'Job failed (primary exit 1).' in output, output[-3000:]
+    assert 'Ending the job (failed).' in coordinator
+  if faulty:
+    # The actor that gave up stayed up, and answered to the end.
+    assert f'Replica {crashing} ' not in output, output[-3000:]
+    assert 'the actor 0' not in record['reason'], record
+    assert record['counts']['actor_stopped_on_failures'] == 1, record
+
+
+# The environment that fails on every step in one replica of an emulated
+# job, and nowhere else (tests/faulty_envs.py).
+REPLICA_CRASHING_ENV = 'ReplicaCrashingCartPole-v0'
+
+
+def _crashing_actor(package_dir, monkeypatch) -> str:
+  """Makes the environments of the job's first actor replica fail (the
+  replicas inherit the test's environment); returns that replica. The
+  environment's module goes into every container, as a user's own module
+  would go into the image."""
+  job = json.loads((package_dir / 'job.json').read_text())
+  for pool in job['pools']:
+    tests = package_dir / pool['directory'] / 'tests'
+    tests.mkdir()
+    shutil.copy(os.path.join(helpers.ROOT, 'tests', 'faulty_envs.py'), tests)
+  pool = next(pool for pool in job['pools'] if 'actor' in pool['nodes'])
+  replica = f'{pool["name"]}-{pool["nodes"].index("actor")}'
+  monkeypatch.setenv(faulty_envs.CRASHING_REPLICA, replica)
+  return replica
 
 
 def _planned_small_job(tmp_path, program: str, *flags: str) -> str:

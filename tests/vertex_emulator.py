@@ -20,10 +20,13 @@ replica of every pool the way Vertex AI starts a container's command:
     wrong address and the emulation would not notice;
   - `netns`: each replica in a network namespace of its own, whose only
     link is a virtual Ethernet cable to a switch (a Linux bridge in one
-    more namespace), at `10.66.<a>.<b>`: as on Vertex AI, a replica reaches
-    another only at the address CLUSTER_SPEC gives it, and nothing of the
-    job listens on this machine's own interfaces. Needs root (to make
-    namespaces) and iproute2's `ip`;
+    more namespace), at `10.66.<a>.<b>`, and named as on Vertex AI:
+    `cmle-training-<pool>-<id>-<index>:2222`, a host name and the same
+    port on every host, which only the job's namespaces resolve (a hosts
+    file each). As on Vertex AI, a replica reaches another only at the
+    address CLUSTER_SPEC gives it, and nothing of the job listens on this
+    machine's own interfaces. Needs root (to make namespaces) and
+    iproute2's `ip`;
 * each replica's output in `<replica_log_dir>/<pool>-<index>.log` (Cloud
   Logging's place), and `<replica_log_dir>/replicas.json` saying which
   process runs which node at which address;
@@ -39,9 +42,21 @@ replica of every pool the way Vertex AI starts a container's command:
   everything reaches the bucket at the job's end.)
 
 As on Vertex AI, the job ends when its primary replica (the first pool's)
-exits: the others are sent SIGTERM, then SIGKILL after `--grace_seconds`, and
-the job's state is the primary's (exit 0: succeeded). The emulator exits
-with 0 for a succeeded job, 1 for a failed one.
+exits, and its state is the primary's (exit 0: succeeded). It also ends,
+failed, as soon as any other replica exits with a non-zero status or is
+killed by a signal (`--any_replica_fails`, on by default), naming that
+replica. Either way the replicas left are sent SIGTERM, then SIGKILL after
+`--grace_seconds`. The emulator exits with 0 for a succeeded job, 1 for a
+failed (or cancelled) one.
+
+What Vertex AI does with a replica's non-zero exit (Google's "Understand
+the custom training service", "Restart workers during the training job"):
+it restarts that replica in place, with the same host name; an exit for
+one of its listed common errors is permanent and shuts the whole job down,
+and a replica that fails a sixth time fails the job (after up to three
+retries of the whole job). The emulator takes the strict reading, a
+failed replica fails the job at once: a program right under it is right
+where Vertex AI ends the job, and restarts in place are not emulated.
 
   python -m tests.vertex_emulator --package_dir=DIR
 
@@ -59,7 +74,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from absl import app
 from absl import flags
@@ -84,6 +99,10 @@ flags.DEFINE_enum('hosts', 'loopback', ['loopback', 'netns'],
                   'switch (10.66.<a>.<b>; needs root).')
 flags.DEFINE_string('job_id', 'emulated', 'The job id the replicas see '
                     '(CLOUD_ML_JOB_ID).')
+flags.DEFINE_bool('any_replica_fails', True, 'Whether a replica other '
+                  'than the primary that exits non-zero (or is killed) fails '
+                  'the job at once; with --noany_replica_fails only the '
+                  'primary\'s exit ends the job.')
 FLAGS = flags.FLAGS
 
 
@@ -159,14 +178,21 @@ def host(n: int) -> str:
   return f'127.0.{n // 250}.{n % 250 + 2}'
 
 
-class LoopbackHosts:
-  """Replica n at the loopback address `host(n)` (see the module
-  docstring)."""
+# The port of every replica on Vertex AI (CLUSTER_SPEC's addresses).
+VERTEX_AI_PORT = 2222
 
-  def __init__(self, count: int):
-    del count
+
+class LoopbackHosts:
+  """Replica n at the loopback address `host(n)`, on a port of its own
+  (see the module docstring)."""
+
+  def __init__(self, replicas: List[Tuple[str, int]]):
+    del replicas
 
   def address(self, n: int) -> str:
+    return f'{host(n)}:{portpicker.pick_unused_port()}'
+
+  def ip(self, n: int) -> str:
     return host(n)
 
   def command(self, n: int, command: List[str]) -> List[str]:
@@ -182,30 +208,47 @@ class LoopbackHosts:
 
 
 class NamespaceHosts:
-  """Replica n in the network namespace `namespace(n)`, at `address(n)` on a
-  virtual switch (see the module docstring). `close` removes the namespaces
-  and with them their cables and the switch."""
+  """Replica n in the network namespace `namespace(n)`, at `ip(n)` on a
+  virtual switch, named as Vertex AI names it (`address(n)`: host name and
+  port; see the module docstring). `close` removes the namespaces, and
+  with them their cables and the switch, and their host files.
 
-  def __init__(self, count: int, tag: Optional[str] = None):
+  Names resolve through a hosts file per namespace,
+  /etc/netns/<namespace>/hosts, which `ip netns exec` mounts over
+  /etc/hosts for the command it runs: the job's names resolve inside its
+  namespaces, and nowhere else on this machine.
+  """
+
+  def __init__(self, replicas: List[Tuple[str, int]],
+               tag: Optional[str] = None):
     if os.geteuid() != 0 or not shutil.which('ip'):
       raise ValueError('--hosts=netns makes network namespaces, which needs '
                        'root and iproute2\'s `ip`; run as root, or use '
                        '--hosts=loopback.')
     self._tag = tag or str(os.getpid())
     self._switch = f'apex-{self._tag}-switch'
+    # Vertex AI's names: cmle-training-<pool>-<job's id>-<index>.
+    self._names = [f'cmle-training-{pool}-{self._tag}-{index}'
+                   for pool, index in replicas]
     self._made: List[str] = []
     try:
       self._add_namespace(self._switch)
       self._ip('-n', self._switch, 'link', 'add', 'switch', 'type', 'bridge')
       self._ip('-n', self._switch, 'link', 'set', 'switch', 'up')
-      for n in range(count):
+      hosts = ''.join(f'{self.ip(n)}\t{name}\n'
+                      for n, name in enumerate(self._names))
+      for n in range(len(replicas)):
         namespace = self.namespace(n)
         self._add_namespace(namespace)
+        directory = os.path.join('/etc/netns', namespace)
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, 'hosts'), 'w') as f:
+          f.write('127.0.0.1\tlocalhost\n::1\tlocalhost\n' + hosts)
         self._ip('link', 'add', 'eth0', 'netns', namespace, 'type', 'veth',
                  'peer', 'name', f'port{n}', 'netns', self._switch)
         self._ip('-n', self._switch, 'link', 'set', f'port{n}', 'master',
                  'switch', 'up')
-        self._ip('-n', namespace, 'addr', 'add', f'{self.address(n)}/16',
+        self._ip('-n', namespace, 'addr', 'add', f'{self.ip(n)}/16',
                  'dev', 'eth0')
         self._ip('-n', namespace, 'link', 'set', 'eth0', 'up')
         self._ip('-n', namespace, 'link', 'set', 'lo', 'up')
@@ -228,18 +271,23 @@ class NamespaceHosts:
   def namespace(self, n: int) -> str:
     return f'apex-{self._tag}-{n}'
 
-  def address(self, n: int) -> str:
+  def ip(self, n: int) -> str:
     return f'10.66.{n // 250}.{n % 250 + 1}'
 
+  def address(self, n: int) -> str:
+    return f'{self._names[n]}:{VERTEX_AI_PORT}'
+
   def command(self, n: int, command: List[str]) -> List[str]:
-    # `ip netns exec` enters the namespace and then runs (execs) the
-    # command: the replica's process id is the command's own.
+    # `ip netns exec` enters the namespace, mounts its hosts file, and then
+    # runs (execs) the command: the replica's process id is the command's
+    # own.
     return ['ip', 'netns', 'exec', self.namespace(n), *command]
 
   def close(self):
     for name in reversed(self._made):
       subprocess.run(['ip', 'netns', 'del', name], capture_output=True,
                      check=False)
+      shutil.rmtree(os.path.join('/etc/netns', name), ignore_errors=True)
     self._made = []
 
 
@@ -265,7 +313,8 @@ class Replica:
     environment.update(image_environment)
     task = {'type': self.pool, 'index': self.index}
     environment.update({
-        'CLUSTER_SPEC': json.dumps({'cluster': cluster, 'task': task,
+        'CLUSTER_SPEC': json.dumps({'cluster': cluster,
+                                    'environment': 'cloud', 'task': task,
                                     'job': {'id': job_id}}),
         'TF_CONFIG': json.dumps({'cluster': cluster, 'task': task}),
         'CLOUD_ML_JOB_ID': job_id,
@@ -295,27 +344,33 @@ def _command(text: str) -> List[str]:
   return [sys.executable] + words[1:]
 
 
+def _replica_ids(job: Dict) -> List[Tuple[str, int]]:
+  """(pool, index) of every replica of the job, in order."""
+  return [(pool['name'], index) for pool in job['pools']
+          for index in range(pool['replicas'])]
+
+
 def replicas_of(job: Dict, hosts) -> List[Replica]:
   """Every replica of the job, each with an address of its own from
   `hosts` (`LoopbackHosts` or `NamespaceHosts`)."""
-  replicas = []
-  for pool in job['pools']:
-    for index in range(pool['replicas']):
-      address = (f'{hosts.address(len(replicas))}:'
-                 f'{portpicker.pick_unused_port()}')
-      replicas.append(Replica(pool['name'], index, address,
-                              pool['nodes'][index]))
-  return replicas
+  nodes = {pool['name']: pool['nodes'] for pool in job['pools']}
+  return [Replica(pool, index, hosts.address(n), nodes[pool][index])
+          for n, (pool, index) in enumerate(_replica_ids(job))]
 
 
-def _count(job: Dict) -> int:
-  return sum(pool['replicas'] for pool in job['pools'])
+def exit_text(status: int) -> str:
+  """A replica's exit status (Popen's: negative for a signal) in words."""
+  if status < 0:
+    return f'killed by {signal.Signals(-status).name}'
+  return f'exit {status}'
 
 
 def run(package_dir: str, log_dir: Optional[str] = None,
         grace_seconds: float = 30.0, job_id: str = 'emulated',
-        storage_dir: Optional[str] = None, hosts: str = 'loopback') -> int:
-  """Runs the job until its primary replica exits; returns 0 if the job
+        storage_dir: Optional[str] = None, hosts: str = 'loopback',
+        any_replica_fails: bool = True) -> int:
+  """Runs the job until its primary replica exits (or, with
+  `any_replica_fails`, until any replica fails); returns 0 if the job
   succeeded, 1 if it failed. Raises ValueError for a job it cannot run."""
   with open(os.path.join(package_dir, JOB_FILE)) as f:
     job = json.load(f)
@@ -328,17 +383,17 @@ def run(package_dir: str, log_dir: Optional[str] = None,
     mirror = BucketMirror(job['workdir'], mount)
     mirror.pull()
   network = (NamespaceHosts if hosts == 'netns' else LoopbackHosts)(
-      _count(job))
+      _replica_ids(job))
   try:
     return _run_job(job, package_dir, log_dir, grace_seconds, job_id, mount,
-                    mirror, network)
+                    mirror, network, any_replica_fails)
   finally:
     network.close()
 
 
 def _run_job(job, package_dir: str, log_dir: str, grace_seconds: float,
              job_id: str, mount: str, mirror: Optional[BucketMirror],
-             network) -> int:
+             network, any_replica_fails: bool) -> int:
   """`run`, once the job's hosts and storage are ready."""
   replicas = replicas_of(job, network)
   cluster: Dict[str, List[str]] = {}
@@ -354,11 +409,13 @@ def _run_job(job, package_dir: str, log_dir: str, grace_seconds: float,
                   log_dir, job_id, mount, pool['environment'])
   with open(os.path.join(log_dir, 'replicas.json'), 'w') as f:
     json.dump([{'replica': replica.name, 'node': replica.node,
-                'address': replica.address, 'pid': replica.process.pid,
+                'address': replica.address, 'ip': network.ip(n),
+                'pid': replica.process.pid,
                 'namespace': network.namespace(n)}
                for n, replica in enumerate(replicas)], f, indent=2)
   primary = replicas[0]
   stop = {'signal': None}
+  failed: Optional[Replica] = None  # The first replica that failed the job.
 
   def on_signal(signum, frame):
     del frame
@@ -368,8 +425,19 @@ def _run_job(job, package_dir: str, log_dir: str, grace_seconds: float,
               for signum in (signal.SIGINT, signal.SIGTERM)}
   try:
     synced = time.time()
+    ended = set()  # The replicas seen to have exited while the job ran.
     while primary.process.poll() is None and stop['signal'] is None:
       time.sleep(0.2)
+      for replica in replicas[1:]:
+        status = replica.process.poll()
+        if status is not None and replica.name not in ended:
+          ended.add(replica.name)
+          print(f'Replica {replica.name} (the {replica.node}) exited while '
+                f'the job ran ({exit_text(status)}).', flush=True)
+          if status and any_replica_fails and failed is None:
+            failed = replica
+      if failed is not None:
+        break
       if mirror is not None and time.time() - synced >= SYNC_SECONDS:
         mirror.pull()
         synced = time.time()
@@ -392,8 +460,13 @@ def _run_job(job, package_dir: str, log_dir: str, grace_seconds: float,
   if stop['signal'] is not None:
     print('Job cancelled.', flush=True)
     return 1
+  if failed is not None:
+    print(f'Job failed (replica {failed.name}, the {failed.node}, '
+          f'{exit_text(failed.process.returncode)}).', flush=True)
+    return 1
   status = primary.process.returncode
-  state = 'succeeded' if status == 0 else f'failed (primary exit {status})'
+  state = ('succeeded' if status == 0 else
+           f'failed (primary {exit_text(status)})')
   print(f'Job {state}.', flush=True)
   return 0 if status == 0 else 1
 
@@ -409,7 +482,7 @@ def main(argv):
   try:
     status = run(FLAGS.package_dir, FLAGS.replica_log_dir,
                  FLAGS.grace_seconds, FLAGS.job_id, FLAGS.storage_dir,
-                 FLAGS.hosts)
+                 FLAGS.hosts, FLAGS.any_replica_fails)
   except ValueError as error:
     sys.stderr.write(f'error: {error}\n')
     sys.exit(2)

@@ -19,6 +19,13 @@ variable cachers (which call the learner), then the learner (which calls
 replay and the counter), then, through Launchpad, the rest (replay and the
 counter save their last checkpoints). Why it stopped goes to
 `<workdir>/stop.json`.
+
+Where the platform ends the program from outside before the coordinator
+has stopped it (`record_outside_stop`: on Vertex AI, SIGTERM to every
+replica once the job is cancelled, or once a replica has failed, which
+fails the job), the coordinator still writes the stop record, naming the
+nodes that no longer answer it: the one whose replica failed is among
+them, and whoever reads the record learns why the run ended.
 """
 
 from concurrent import futures
@@ -51,6 +58,11 @@ LEARNER_STOP_SECONDS = 120.0
 # file read: on Vertex AI, of the Cloud Storage mount).
 STOP_REQUEST_POLL_SECONDS = 2.0
 
+# How long the stop record of a stop from outside waits for the nodes'
+# answers: the platform kills the coordinator some seconds after its
+# SIGTERM.
+OUTSIDE_STOP_ANSWER_SECONDS = 3.0
+
 Stop = Tuple[str, bool]  # (why, whether the run failed)
 
 
@@ -74,6 +86,8 @@ class Coordinator:
     cachers: the variable cachers (`agents.distributed.variable_cache`), if
       any: watched as the learner is (their actors would act on stale
       parameters without them), and stopped after the actors.
+    record_outside_stop: whether a stop from outside (SIGTERM) writes the
+      stop record (see the module docstring).
   """
 
   def __init__(self, counter: counting.Counter, learner,
@@ -85,7 +99,9 @@ class Coordinator:
                replays: Sequence[Any] = (),
                end_program: Optional[Callable[..., None]] = None,
                heartbeat_timeout: Optional[float] = None,
-               cachers: Sequence[Any] = (), poll_seconds: float = 1.0):
+               cachers: Sequence[Any] = (),
+               record_outside_stop: bool = False,
+               poll_seconds: float = 1.0):
     self._counter = counter
     self._learner = learner
     self._actors = list(actors)
@@ -110,6 +126,9 @@ class Coordinator:
     self._bad_request: Optional[str] = None  # The last one reported.
     self._wake = threading.Event()
     self._node_died = False
+    self._record_outside_stop = record_outside_stop
+    self._stopping = False  # Set once this coordinator stops the program.
+    self._last_counts: Dict[str, Any] = {}
 
   def ping(self) -> bool:
     """Answers the launcher's heartbeats (`launcher`): a Python method, so
@@ -190,7 +209,7 @@ class Coordinator:
       new_counts, stop = self._counts()
       if stop is not None:
         return stop, counts  # With the last counts seen.
-      counts = new_counts
+      counts = self._last_counts = new_counts
       actor_steps = counts.get('actor_steps', 0)
       if initial is None:
         initial = counts
@@ -249,9 +268,40 @@ class Coordinator:
                       'the program\'s stop ends them.', len(unconfirmed),
                       len(nodes), what, timeout)
 
+  def _on_outside_stop(self):
+    """The program is ended from outside before this coordinator stopped
+    it: the stop record says so, naming the nodes that no longer answer
+    (see the module docstring). Runs in the signal handler of the thread
+    that runs `run`, which it interrupts: it takes no lock `run` may hold."""
+    if self._stopping or not self._workdir:
+      return
+    self._stopping = True
+    silent = (self._watch.not_answering(OUTSIDE_STOP_ANSWER_SECONDS)
+              if self._watch is not None and
+              hasattr(self._watch, 'not_answering') else [])
+    if silent:
+      names = [f'the {name}' for name in silent]
+      if len(names) > 1:
+        names[-2:] = [f'{names[-2]} and {names[-1]}']
+      reason = (f'ended from outside while {", ".join(names)} no '
+                'longer answered (on Vertex AI a replica that fails ends '
+                'the job); launch again with the same --workdir to resume '
+                'from the newest checkpoints')
+    else:
+      reason = ('ended from outside (on Vertex AI: the job was cancelled); '
+                'launch again with the same --workdir to resume from the '
+                'newest checkpoints')
+    counts = {key: int(value) for key, value in
+              sorted(self._last_counts.items())}
+    logging.error('Stopping: %s. Counts: %s', reason, json.dumps(counts))
+    run_manifest.write_stop_record(self._workdir, reason, bool(silent),
+                                   counts)
+
   def run(self):
-    with signals.runtime_terminator():
+    with signals.runtime_terminator(
+        self._on_outside_stop if self._record_outside_stop else None):
       (reason, failed), counts = self._watch_until_stop()
+      self._stopping = True
       counts = {key: int(value) for key, value in sorted(counts.items())}
       # The counts at the stop, for whoever reads the run's output.
       (logging.error if failed else logging.info)(

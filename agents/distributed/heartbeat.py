@@ -95,6 +95,10 @@ class _Beat:
     """The outstanding call, if any."""
     return self._pending
 
+  def call_now(self) -> Optional[futures.Future]:
+    """A call sent now, beside the periodic one; None once closed."""
+    return self._call() if self._call is not None else None
+
   def close(self):
     """Lets go of the client (after a wait: see `HeartbeatWatch.close`). A
     Courier client destroyed with a call in flight aborts the process: one
@@ -207,6 +211,26 @@ class HeartbeatWatch:
       for beat in beats:
         beat.close()
 
+  def not_answering(self, timeout: float) -> List[str]:
+    """The names of the watched nodes that do not answer a call sent now
+    within `timeout` seconds. Fresh calls, not the periodic ones, which can
+    be a period old; and no lock taken, so that a signal handler of the
+    thread that holds it can ask."""
+    calls = {}
+    for beat in self._single + self._actors:
+      try:
+        calls[beat.name] = beat.call_now()
+      except Exception:  # pylint: disable=broad-except
+        calls[beat.name] = None
+    sent = [call for call in calls.values() if call is not None]
+    futures.wait(sent, timeout=timeout)
+    for call in sent:
+      if not call.done():
+        end_call(call)
+    return [name for name, call in calls.items()
+            if call is None or not call.done() or call.cancelled() or
+            call.exception() is not None]
+
   def _gone(self, beat: _Beat, now: float) -> Optional[str]:
     silent = beat.silent_for(now)
     if silent is None:
@@ -269,6 +293,12 @@ class EitherWatch:
     for watch in self._watches:
       if hasattr(watch, 'close'):
         watch.close()
+
+  def not_answering(self, timeout: float) -> List[str]:
+    """What the watches that can call the nodes find silent now."""
+    return sorted(set().union(*[watch.not_answering(timeout)
+                                for watch in self._watches
+                                if hasattr(watch, 'not_answering')]))
 
   def gone_labels(self) -> List[str]:
     """The labels of every node that a watch able to tell sees gone."""

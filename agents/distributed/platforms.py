@@ -18,7 +18,9 @@ launch type inside the nodes:
 from concurrent import futures
 import functools
 import os
+import signal
 import sys
+import time
 from typing import Any, Callable, Dict, Optional, Sequence
 
 import launchpad as lp
@@ -84,6 +86,9 @@ class SharedProcess:
   # Whether the coordinator watches the nodes by heartbeats: not where a
   # node cannot die or freeze alone.
   heartbeats = False
+  # Whether the coordinator writes the stop record when the platform ends
+  # the program from outside (`Coordinator`'s `record_outside_stop`).
+  records_outside_stop = False
 
   def process_setup(self, label: str,
                     constructor=None) -> Callable[[], None]:
@@ -179,6 +184,26 @@ def end_as_primary_replica(failed: bool, replays: Dict[str, Any], counter):
   exit_now(1 if failed else 0)
 
 
+def _with_stop_notice(setup: Callable[[], None]):
+  """`setup`; then SIGTERM (the program's stop) waits `STOP_NOTICE_SECONDS`
+  before Launchpad's own handler stops the node. The wait holds the main
+  thread, whose handler it is, in front of every stop handler (which run
+  in an order of their own); the node's servers, served by threads of
+  their own, go on answering meanwhile."""
+  setup()
+  launchpads = signal.getsignal(signal.SIGTERM)
+  if not callable(launchpads):
+    return
+
+  def after_a_while(signum, frame):
+    time.sleep(STOP_NOTICE_SECONDS)
+    launchpads(signum, frame)
+  try:
+    signal.signal(signal.SIGTERM, after_a_while)
+  except ValueError:  # Not the main thread: no handler of its own to set.
+    pass
+
+
 def exit_now(status: int):
   """Ends this process at once, its output flushed, without Python's
   finalisation: a Courier client that finalisation (or a garbage
@@ -191,9 +216,34 @@ def exit_now(status: int):
   os._exit(status)  # pylint: disable=protected-access
 
 
+# How long a node of a Vertex AI job goes on answering after the SIGTERM
+# that ends the job from outside: longer than the coordinator's wait for
+# answers (`coordinator.OUTSIDE_STOP_ANSWER_SECONDS`), shorter than the
+# platform's notice before SIGKILL.
+STOP_NOTICE_SECONDS = 5.0
+
+
 class ClusterProcesses(ProcessPerNode):
   """Every node a replica on a machine of its own (vertex_ai): no pid files
   or /proc to watch, no shared disk but the run's workdir; the coordinator
-  is the job's primary replica and ends the job (`end_as_primary_replica`)."""
+  is the job's primary replica and ends the job (`end_as_primary_replica`).
+
+  Vertex AI ends every replica at once (SIGTERM) when the job is cancelled
+  or a replica has failed it; the coordinator then names the nodes that no
+  longer answer it. A node that is merely stopping would not answer either,
+  and one with nothing in hand (an actor that gave up) stops within
+  milliseconds: every other node goes on answering for
+  `STOP_NOTICE_SECONDS` after the SIGTERM, so that only a node that is
+  gone is named."""
 
   end_program = staticmethod(end_as_primary_replica)
+
+  def process_setup(self, label: str,
+                    constructor=None) -> Callable[[], None]:
+    setup = super().process_setup(label, constructor)
+    if label == 'coordinator':
+      return setup
+    return functools.partial(_with_stop_notice, setup)
+  # Vertex AI ends every replica with SIGTERM when the job is cancelled or
+  # a replica has failed it.
+  records_outside_stop = True

@@ -183,7 +183,8 @@ def make_program(builder: interfaces.Builder,
           [cacher_label(i, len(cachers)) for i in range(len(cachers))]),
       shape.replays, platform.end_program,
       options.heartbeat_timeout if platform.heartbeats else None,
-      [cacher.create_handle() for cacher in cachers])
+      [cacher.create_handle() for cacher in cachers],
+      platform.records_outside_stop)
 
   program = lp.Program(name=builder.name)
   groups = [('coordinator', [coordinator_node]),
