@@ -332,6 +332,21 @@ def test_progress_and_eta_by_hand(monkeypatch):
   assert rows.rows[3] == {'loss': 1.0}
 
 
+def _tensorflow_counter_checkpoint(tmp_path) -> str:
+  """The directory of a counter's TensorFlow checkpoint, made by a
+  process of its own (this one leaves TensorFlow to the programs)."""
+  subprocess.run([sys.executable, '-c', (
+      'import sys\n'
+      'from acme.utils import counting\n'
+      'from agents.runs import checkpointing\n'
+      'counter = counting.Counter()\n'
+      'counter.increment(actor_steps=1)\n'
+      'checkpointing.make_checkpointer({"counter": counter}, sys.argv[1], '
+      '"counter", 1.0).save(force=True)\n'), str(tmp_path / 'old')],
+                 check=True, cwd=helpers.ROOT)
+  return str(tmp_path / 'old' / 'checkpoints' / 'counter')
+
+
 @pytest.mark.slow  # Reads the two local_mp runs.
 def test_bad_input_is_refused_with_the_fix(runs, tmp_path):
   workdir, _ = runs['dpg']
@@ -341,7 +356,12 @@ def test_bad_input_is_refused_with_the_fix(runs, tmp_path):
       ([f'--workdir={tmp_path / "none"}'], 'does not exist'),
       ([f'--workdir={tmp_path}'], 'not a run directory'),
       ([f'--checkpoint={tmp_path}'], 'No learner checkpoint'),
+      # The counter's counts are JSON: no TensorFlow checkpoint there.
       ([f'--checkpoint={workdir}/checkpoints/counter'],
+       'No learner checkpoint'),
+      # A TensorFlow checkpoint of something else (a counter's, as runs
+      # saved them before their counts were JSON).
+      ([f'--checkpoint={_tensorflow_counter_checkpoint(tmp_path)}'],
        'is not a learner checkpoint (it holds counter)'),
       ([f'--workdir={workdir}', '--epsilon=0.1'], 'Ape-X DQN policies'),
   ]
