@@ -237,6 +237,7 @@ class ClusterProcesses(ProcessPerNode):
   gone is named."""
 
   end_program = staticmethod(end_as_primary_replica)
+  records_outside_stop = True
 
   def process_setup(self, label: str,
                     constructor=None) -> Callable[[], None]:
@@ -244,6 +245,3 @@ class ClusterProcesses(ProcessPerNode):
     if label == 'coordinator':
       return setup
     return functools.partial(_with_stop_notice, setup)
-  # Vertex AI ends every replica with SIGTERM when the job is cancelled or
-  # a replica has failed it.
-  records_outside_stop = True

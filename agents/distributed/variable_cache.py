@@ -104,9 +104,8 @@ class VariableCacherNode(acme.VariableSource):
   def get_variables_if_newer(self, names: Sequence[str], version):
     """(the copy's version, its values of `names`), values None if
     `version` is the copy's (see `agents.variables.NewestVariableClient`)."""
-    current, values = self._held(names)
-    if version is not None and version == current:
-      values = None
+    current, held = self._held(names)
+    current, values = variables_lib.if_newer(current, version, lambda: held)
     self._served.add(values)
     return current, values
 
