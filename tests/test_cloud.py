@@ -622,6 +622,11 @@ def test_the_packaged_job_runs_as_on_vertex_ai_resumes_and_stops_on_request(
     _wait_for(lambda: helpers.last(mount / BUCKET / 'run', 'learner',
                                    'learner_steps') > first['learner_steps'],
               300, 'the resumed learner\'s first logged update')
+    # The learner trains on the restored replay before any actor steps:
+    # wait, too, for an actor's episode counted past the first job's.
+    _wait_for(lambda: helpers.last(mount / BUCKET / 'run', 'actor',
+                                   'actor_steps') > first['actor_steps'],
+              300, 'the resumed actors\' first logged episode')
     result = helpers.run_script('stop', f'--workdir={workdir}', timeout=600)
     output, _ = emulator.communicate(timeout=300)
   finally:
