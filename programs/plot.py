@@ -55,7 +55,9 @@ def read_log(workdir: str, label: str) -> Dict[str, np.ndarray]:
   columns = {}
   for key in (rows[0].keys() if rows else ()):
     try:
-      columns[key] = np.array([float(row[key]) for row in rows])
+      # A column a row lacks (added by a later launch) is empty there.
+      columns[key] = np.array([float(row[key]) if row[key] else np.nan
+                               for row in rows])
     except (TypeError, ValueError):
       continue  # A column that is not numbers.
   return columns

@@ -196,7 +196,7 @@ class RunStatus:
   def _learner_line(learner) -> Line:
     # Its loss, or the first of its losses named for what they are.
     losses = sorted(column for column in (learner or ())
-                    if column.endswith('loss'))
+                    if isinstance(column, str) and column.endswith('loss'))
     loss = 'loss' if 'loss' in losses else (losses or ['loss'])[0]
     return Line('learner', [
         f'{_count(_number(learner, "learner_steps"))} updates',

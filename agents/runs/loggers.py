@@ -9,18 +9,116 @@ Layout under a run's workdir:
 """
 
 import collections
+import csv
+import io
 import os
 import time
-from typing import Optional
+from typing import List, Optional
 
 from acme.utils import loggers
 from acme.utils.loggers import tf_summary
 
-# Every row carries these counts, so that each CSV file has all of them as
-# columns (a CSV file's columns are fixed by its first row).
+# Every row carries these counts, so that every row of each CSV file has
+# all of them.
 COUNT_KEYS = ('actor_steps', 'actor_episodes', 'learner_steps',
               'evaluator_steps', 'evaluator_episodes',
               'actor_environment_errors', 'actor_nonfinite_steps')
+
+
+class CSVLog(loggers.Logger):
+  """Appends rows to `<workdir>/logs/<label>/logs.csv`, whose header names
+  every column of every row.
+
+  Acme's CSV logger takes its columns from the first row it writes and,
+  appending to a file another launch began, writes them under that file's
+  header: a resumed run whose rows carry other columns (a newer version of
+  this code) would put values under the wrong names. Here a row with a
+  column the header lacks rewrites the file first (beside it, then renamed
+  over it) with the header widened; earlier rows leave the new columns
+  empty, and a column a row lacks is left empty.
+  """
+
+  def __init__(self, workdir: str, label: str):
+    directory = os.path.join(workdir, 'logs', label)
+    os.makedirs(directory, exist_ok=True)
+    self.path = os.path.join(directory, 'logs.csv')
+    self._columns = _header(self.path)
+    self._file = None
+
+  def write(self, data: loggers.LoggingData):
+    data = loggers.to_numpy(data)
+    new = sorted(key for key in data if key not in self._columns)
+    if new:
+      self._widen(self._columns + new)
+    if self._file is None:
+      _drop_unfinished_row(self.path)
+      self._file = open(self.path, 'a', newline='')
+      if not self._file.tell():
+        csv.writer(self._file).writerow(self._columns)
+    csv.DictWriter(self._file, fieldnames=self._columns,
+                   restval='').writerow(data)
+    self._file.flush()
+
+  def _widen(self, columns: List[str]):
+    if self._file is not None:
+      self._file.close()
+      self._file = None
+    if os.path.exists(self.path) and os.path.getsize(self.path):
+      with open(self.path, newline='') as f:
+        text = f.read()
+      if not text.endswith('\n'):  # A row a killed process left unfinished.
+        text = text[:text.rfind('\n') + 1]
+      widened = io.StringIO()
+      writer = csv.writer(widened)
+      writer.writerow(columns)
+      for row in list(csv.reader(io.StringIO(text)))[1:]:
+        writer.writerow(row + [''] * (len(columns) - len(row)))
+      temporary = self.path + '.widening'
+      with open(temporary, 'w', newline='') as f:
+        f.write(widened.getvalue())
+        f.flush()
+        os.fsync(f.fileno())
+      os.replace(temporary, self.path)
+    self._columns = columns
+
+  def close(self):
+    if self._file is not None:
+      self._file.close()
+      self._file = None
+
+
+def _drop_unfinished_row(path: str):
+  """Cuts the end of a file a killed process left without its newline, so
+  that the next row starts a line of its own."""
+  try:
+    f = open(path, 'rb+')
+  except FileNotFoundError:
+    return
+  with f:
+    size = f.seek(0, os.SEEK_END)
+    end = size
+    while end > 0:  # Back to the last newline, a block at a time.
+      start = max(end - 65_536, 0)
+      f.seek(start)
+      block = f.read(end - start)
+      if b'\n' in block:
+        end = start + block.rindex(b'\n') + 1
+        break
+      end = start
+    if end < size:
+      f.truncate(end)
+
+
+def _header(path: str) -> List[str]:
+  """The columns a CSV log's first line names ([] without one)."""
+  try:
+    with open(path, newline='') as f:
+      line = f.readline()
+  except FileNotFoundError:
+    return []
+  if not line.endswith('\n'):
+    return []
+  return next(csv.reader([line]))
 
 
 class _WithCounts(loggers.Logger):
@@ -135,8 +233,7 @@ def make_logger(workdir: str,
       cacher) do not.
   """
   outputs = [
-      _WithWalltime(loggers.CSVLogger(workdir, label=label, add_uid=False,
-                                      flush_every=1)),
+      _WithWalltime(CSVLog(workdir, label)),
       tf_summary.TFSummaryLogger(
           os.path.join(workdir, 'tensorboard', label), label=label,
           steps_key=steps_key),
