@@ -767,6 +767,27 @@ def test_the_emulator_refuses_a_bucket_it_cannot_reach(tmp_path):
   assert not (package_dir / 'logs' / 'replicas.json').exists()
 
 
+def test_the_emulator_refuses_a_python_for_a_replica_the_job_has_not(
+    tmp_path):
+  (tmp_path / 'job.json').write_text(json.dumps({
+      'name': 'job', 'workdir': str(tmp_path / 'run'), 'pools': [
+          {'name': 'workerpool0', 'replicas': 1, 'nodes': ['coordinator']},
+          {'name': 'workerpool1', 'replicas': 2, 'nodes': ['actor'] * 2}]}))
+  for flags, named in [
+      (['--replica_python=workerpool2=' + sys.executable],
+       'the job has no pool or replica workerpool2 (its replicas: '
+       'workerpool0-0, workerpool1-0, workerpool1-1)'),
+      (['--replica_python=workerpool1-1'], 'give <pool or replica>=<python>'),
+      (['--replica_python=workerpool1-1=' + str(tmp_path / 'none')],
+       f'{tmp_path / "none"} is not a Python this machine can run'),
+      (['--python=' + str(tmp_path)],
+       f'{tmp_path} is not a Python this machine can run')]:
+    result = helpers.run(_emulator_command(tmp_path, *flags), 60)
+    assert result.returncode == 2, result.stdout
+    assert named in result.stdout, result.stdout
+    assert not (tmp_path / 'logs' / 'replicas.json').exists()
+
+
 def _wait_for(condition, timeout: float, what: str):
   deadline = time.time() + timeout
   while time.time() < deadline:
