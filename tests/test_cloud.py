@@ -16,6 +16,10 @@
   (`programs/stop.py`); a replica that dies fails it, and the
   coordinator's stop record names it; an actor that gives up on its
   environment does not.
+* Each pool's image as far as this machine can build it: its Dockerfile's
+  Python steps carried out into a fresh virtual environment
+  (`tests/image_venv.py`), which holds exactly the project's pins, and from
+  which the job's replicas run.
 """
 
 import json
@@ -40,6 +44,7 @@ from agents.distributed.cloud import packaging
 from agents.distributed.cloud.options import CloudOptions
 from tests import faulty_envs
 from tests import helpers
+from tests import image_venv
 from tests.conftest import BUCKET
 
 
@@ -765,6 +770,299 @@ def test_the_emulator_refuses_a_bucket_it_cannot_reach(tmp_path):
   assert 'does not reach' in result.stderr
   assert 'STORAGE_EMULATOR_HOST' in result.stderr
   assert not (package_dir / 'logs' / 'replicas.json').exists()
+
+
+def test_the_emulator_refuses_a_python_for_a_replica_the_job_has_not(
+    tmp_path):
+  (tmp_path / 'job.json').write_text(json.dumps({
+      'name': 'job', 'workdir': str(tmp_path / 'run'), 'pools': [
+          {'name': 'workerpool0', 'replicas': 1, 'nodes': ['coordinator']},
+          {'name': 'workerpool1', 'replicas': 2, 'nodes': ['actor'] * 2}]}))
+  for flags, named in [
+      (['--replica_python=workerpool2=' + sys.executable],
+       'the job has no pool or replica workerpool2 (its replicas: '
+       'workerpool0-0, workerpool1-0, workerpool1-1)'),
+      (['--replica_python=workerpool1-1'], 'give <pool or replica>=<python>'),
+      (['--replica_python=workerpool1-1=' + str(tmp_path / 'none')],
+       f'{tmp_path / "none"} is not a Python this machine can run'),
+      (['--python=' + str(tmp_path)],
+       f'{tmp_path} is not a Python this machine can run')]:
+    result = helpers.run(_emulator_command(tmp_path, *flags), 60)
+    assert result.returncode == 2, result.stdout
+    assert named in result.stdout, result.stdout
+    assert not (tmp_path / 'logs' / 'replicas.json').exists()
+
+
+# A Dockerfile as xmanager 0.3.0 writes it (build_image.py's template)
+# around Launchpad's own steps for an image of the python:3.10 base.
+XMANAGER_DOCKERFILE = """
+FROM python:3.10.13-bookworm
+
+RUN if ! id 1000; then useradd -m -u 1000 clouduser; fi
+
+RUN apt-get update && apt-get install -y git
+RUN python -m pip install --no-cache-dir pip==24.3.1
+COPY code/requirements.txt requirements.txt
+RUN python -m pip install --no-cache-dir \\
+    -r requirements.txt
+COPY code/ code
+WORKDIR code
+ENV TF_ENABLE_ONEDNN_OPTS="1"
+
+COPY entrypoint.sh ./entrypoint.sh
+RUN chown -R 1000:root ./entrypoint.sh && chmod -R 775 ./entrypoint.sh
+
+ENTRYPOINT ["./entrypoint.sh"]
+"""
+
+
+def _image_context(tmp_path, dockerfile: str):
+  """A pool's directory in `tmp_path`: `dockerfile` and its context."""
+  (tmp_path / 'code').mkdir(exist_ok=True)
+  (tmp_path / 'code' / 'requirements.txt').write_text('six==1.17.0\n')
+  (tmp_path / 'Dockerfile').write_text(dockerfile)
+
+
+def _image_plan(tmp_path, dockerfile: str):
+  _image_context(tmp_path, dockerfile)
+  return image_venv.plan(str(tmp_path / 'Dockerfile'), str(tmp_path))
+
+
+def test_the_image_environment_does_the_python_steps_and_names_the_rest(
+    tmp_path):
+  the_plan = _image_plan(tmp_path, XMANAGER_DOCKERFILE)
+  assert the_plan.base == (3, 10, 13, 'bookworm')
+  assert [(kind, step.line, what) for kind, step, what in the_plan.steps] == [
+      ('pip', 7, ['install', '--no-cache-dir', 'pip==24.3.1']),
+      ('copy', 8, (['code/requirements.txt'], 'requirements.txt')),
+      ('pip', 9, ['install', '--no-cache-dir', '-r', 'requirements.txt']),
+      ('copy', 11, (['code/'], 'code')),
+      ('workdir', 12, 'code'),
+      ('env', 13, {'TF_ENABLE_ONEDNN_OPTS': '1'})]
+  # Every other step is said, with why; none is left out silently.
+  skipped = dict(the_plan.not_reproduced)
+  assert list(skipped) == [
+      'FROM python:3.10.13-bookworm',
+      'RUN if ! id 1000; then useradd -m -u 1000 clouduser; fi',
+      'RUN apt-get update && apt-get install -y git',
+      'COPY entrypoint.sh ./entrypoint.sh',
+      'RUN chown -R 1000:root ./entrypoint.sh && chmod -R 775 '
+      './entrypoint.sh',
+      'ENTRYPOINT ["./entrypoint.sh"]']
+  assert 'operating system (bookworm)' in skipped[
+      'FROM python:3.10.13-bookworm']
+  assert 'system packages' in skipped[
+      'RUN apt-get update && apt-get install -y git']
+
+
+@pytest.mark.parametrize('step, why', [
+    # A pip step whose shell does more than pip.
+    ('RUN python -m pip install six==1.17.0 && rm -rf /tmp/x',
+     'a pip step with shell syntax'),
+    ('RUN pip download six==1.17.0', 'a pip command other than'),
+    ('RUN curl -sSL https://example.com/install.sh | sh',
+     'a RUN step that is neither `pip install` nor a known step'),
+    # An apt step that goes on to something else.
+    ('RUN apt-get update && rm -rf /usr/lib/python3',
+     'a RUN step that is neither'),
+    ('RUN python setup.py install', 'a RUN step that is neither'),
+    ('ADD https://example.com/x.whl x.whl', 'ADD is not translated'),
+    ('USER clouduser', 'USER is not translated'),
+    ('COPY --chown=1000 code/ code', 'a COPY with options'),
+    ('COPY wheels/ wheels', 'wheels/ is not in the build\'s context'),
+    ('ENV PATH="/opt/bin:$PATH"', 'an ENV value with a variable'),
+    ('FROM python:3.11-slim', 'a second FROM'),
+])
+def test_a_dockerfile_step_the_image_environment_cannot_take_is_refused(
+    tmp_path, step, why):
+  dockerfile = XMANAGER_DOCKERFILE.replace(
+      'WORKDIR code\n', f'WORKDIR code\n{step}\n')
+  with pytest.raises(image_venv.UntranslatableStep) as refused:
+    _image_plan(tmp_path, dockerfile)
+  message = str(refused.value)
+  assert message.startswith(f'Dockerfile line 13, `{step}`: {why}'), message
+  assert 'tests/image_venv.py' in message, message
+
+
+def test_the_image_environment_tool_refuses_before_building_anything(
+    tmp_path):
+  cache = tmp_path / 'cache'
+  _image_context(tmp_path, XMANAGER_DOCKERFILE.replace(
+      'WORKDIR code\n', 'WORKDIR code\nRUN make install\n'))
+  command = [sys.executable, '-m', 'tests.image_venv',
+             f'--pool_dir={tmp_path}']
+  result = subprocess.run(command, cwd=helpers.ROOT, capture_output=True,
+                          text=True, timeout=60,
+                          env={**os.environ, image_venv.CACHE_VARIABLE:
+                               str(cache)})
+  assert result.returncode == 2, result.stdout + result.stderr
+  assert result.stderr.startswith(
+      'error: Dockerfile line 13, `RUN make install`: a RUN step that is '
+      'neither'), result.stderr
+  assert not cache.exists()
+  result = subprocess.run(command[:-1] + [f'--pool_dir={tmp_path / "code"}'],
+                          cwd=helpers.ROOT, capture_output=True, text=True,
+                          timeout=60)
+  assert result.returncode == 2
+  assert 'has no Dockerfile: give a worker pool\'s directory' in \
+      result.stderr, result.stderr
+
+
+def test_an_image_on_another_base_is_refused(tmp_path):
+  with pytest.raises(image_venv.UntranslatableStep) as refused:
+    _image_plan(tmp_path, 'FROM ubuntu:22.04\nRUN pip install six\n')
+  assert 'not an official python:<version> image' in str(refused.value)
+
+
+def test_an_image_environment_is_reused_only_for_the_same_python_steps(
+    tmp_path):
+  # Keyed by what its pip steps depend on: the same requirements under
+  # another code directory's name (Launchpad names it anew each time) is
+  # the same environment; another requirement, or a step before the last
+  # pip step, is not; what comes after it (code, ENV) does not count.
+  def key(directory: str, code: str, requirements: str,
+          dockerfile: str = XMANAGER_DOCKERFILE) -> str:
+    context = tmp_path / directory
+    (context / code).mkdir(parents=True)
+    (context / code / 'requirements.txt').write_text(requirements)
+    (context / 'Dockerfile').write_text(dockerfile.replace('code', code))
+    return image_venv.cache_key(str(context), image_venv.plan(
+        str(context / 'Dockerfile'), str(context)), sys.executable)
+  first = key('a', 'tmpabc', 'six==1.17.0\n')
+  assert key('b', 'tmpxyz', 'six==1.17.0\n') == first
+  assert key('c', 'tmpabc', 'six==1.16.0\n') != first
+  assert key('d', 'tmpabc', 'six==1.17.0\n', XMANAGER_DOCKERFILE.replace(
+      'pip==24.3.1', 'pip==24.3')) != first
+  assert key('e', 'tmpabc', 'six==1.17.0\n', XMANAGER_DOCKERFILE.replace(
+      'ONEDNN_OPTS="1"', 'ONEDNN_OPTS="0"')) == first
+
+
+def test_the_image_environment_cache_keeps_the_most_recently_used(
+    tmp_path, monkeypatch):
+  # Each environment takes gigabytes: a build leaves the KEEP most recently
+  # used (and its own), and never one that another build holds.
+  import fcntl  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv(image_venv.CACHE_VARIABLE, str(tmp_path))
+  assert image_venv.KEEP == 2
+  # Seconds since each entry was last used.
+  for name, age in {'current': 50, 'old': 30, 'newest': 1, 'held': 40,
+                    'oldest': 60}.items():
+    (tmp_path / name).mkdir()
+    (tmp_path / name / image_venv.RECORD).write_text('{}')
+    os.utime(tmp_path / name / image_venv.RECORD,
+             (time.time() - age, time.time() - age))
+  # 'newest' and 'old' are the two most recently used but 'current'.
+  with open(tmp_path / 'held.lock', 'w') as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    image_venv._prune(str(tmp_path / 'current'))  # pylint: disable=protected-access
+  assert sorted(path.name for path in tmp_path.iterdir()
+                if path.is_dir()) == ['current', 'held', 'newest', 'old']
+
+
+def _pins(*names: str, leave_out=()) -> dict:
+  """The pins (`name==version` lines) of the repository's requirement
+  files `names`, by normalised name, but those of `leave_out`."""
+  pins = {}
+  for name in names:
+    with open(os.path.join(helpers.ROOT, name)) as f:
+      for line in f:
+        text = line.split('#')[0].strip()
+        if '==' in text:
+          package, version = text.split('==')
+          package = _normalised(package)
+          if package not in leave_out:
+            pins[package] = version
+  return pins
+
+
+def _normalised(name: str) -> str:
+  return re.sub(r'[-_.]+', '-', name).lower()  # PEP 503
+
+
+def _frozen(python: str) -> dict:
+  """`pip freeze --all` of an environment: version by normalised name."""
+  out = subprocess.run([python, '-m', 'pip', 'freeze', '--all'],
+                       capture_output=True, text=True, check=True).stdout
+  return {_normalised(line.split('==')[0]): line.split('==')[1]
+          for line in out.splitlines() if '==' in line}
+
+
+@pytest.mark.slow  # Builds the images' environment (minutes, unless cached).
+def test_the_job_runs_from_environments_built_from_its_dockerfiles(
+    tmp_path, cloud_storage):
+  # Each pool's Dockerfile, its Python steps carried out into a fresh
+  # virtual environment (tests/image_venv.py; cached across runs, keyed by
+  # the Dockerfile and its requirements file), and the job run with each
+  # replica's `python` that of its pool's environment.
+  workdir = f'gs://{BUCKET}/run'
+  package_dir = _package(tmp_path, 'job', workdir, '--max_actor_steps=2000',
+                         **cloud_storage)
+  job = json.loads((package_dir / 'job.json').read_text())
+  images = {}
+  for pool in job['pools']:
+    image = image_venv.build(str(package_dir / pool['name']))
+    images[pool['name']] = image
+    print(f'{pool["name"]}: {"cached" if image.cached else "built"} in '
+          f'{image.seconds:.0f} s')
+    # The Dockerfile's pip steps, all of them, as the package gives them.
+    assert image.pip_steps == [step for step in pool['docker_instructions']
+                               if ' pip ' in step], pool
+    assert len(image.pip_steps) == 2
+    # The emulator gives the replicas the image's ENV lines, and runs them
+    # in the directory that is the image's working directory.
+    assert image.environment == pool['environment']
+    assert image.workdir_source == str(package_dir / pool['directory'])
+    # What was not reproduced: the base image's system, xmanager's user
+    # and entrypoint; no system package (Launchpad's apt steps went).
+    assert [step.split()[0] for step, _ in image.not_reproduced] == [
+        'FROM', 'RUN', 'COPY', 'RUN', 'ENTRYPOINT'], image.not_reproduced
+    assert not any('apt' in step for step, _ in image.not_reproduced)
+  # The environments hold exactly the project's pins: requirements.txt's
+  # but for pytest's (test-only: container_requirements leaves them out),
+  # requirements-cloud.txt's, and the images' pip; nothing unpinned but
+  # the setuptools that a new environment comes with.
+  expected = {**_pins('requirements.txt', 'requirements-cloud.txt',
+                      leave_out=('pytest', 'pytest-xdist')),
+              'pip': packaging.PIP_VERSION}
+  for python in {image.python for image in images.values()}:
+    frozen = _frozen(python)
+    assert {name: frozen.get(name) for name in expected} == expected
+    assert set(frozen) - set(expected) <= {'setuptools'}, frozen
+    # This project is not installed there: a replica's `agents` is the
+    # container's (the image's working directory).
+    assert subprocess.run([python, '-c', 'import agents'], cwd=tmp_path,
+                          capture_output=True).returncode == 1
+
+  emulator = _start_emulator(
+      package_dir, '--grace_seconds=30',
+      *[f'--replica_python={pool}={image.python}'
+        for pool, image in images.items()])
+  try:
+    _wait_for_learner(package_dir / 'gcs' / BUCKET / 'run')
+    # Every replica runs from its pool's environment: its Python, and the
+    # compiled modules it loaded, from there, none from this test's.
+    for replica in _replicas(package_dir):
+      pool = replica['replica'].rsplit('-', 1)[0]
+      prefix = images[pool].prefix
+      with open(f'/proc/{replica["pid"]}/cmdline', 'rb') as f:
+        assert f.read().split(b'\0')[0].decode() == images[pool].python
+      with open(f'/proc/{replica["pid"]}/maps') as f:
+        maps = f.read()
+      assert f'{prefix}/lib/python3.10/site-packages/' in maps, replica
+      assert f'{sys.prefix}/' not in maps, replica
+      if replica['node'] == 'learner':
+        assert re.search(re.escape(prefix) + r'/lib/python3\.10/'
+                         r'site-packages/tensorflow/python/'
+                         r'_pywrap_tensorflow_internal\.so', maps)
+    output, _ = emulator.communicate(timeout=600)
+  finally:
+    helpers.kill_group(emulator)
+  assert emulator.returncode == 0, output[-5000:]
+  assert 'Job succeeded.' in output
+  record = json.loads(helpers.bucket_text(BUCKET, 'run/stop.json'))
+  assert not record['failed'], record
+  assert record['reason'].startswith('reached'), record
+  assert record['counts']['actor_steps'] >= 2000
 
 
 def _wait_for(condition, timeout: float, what: str):

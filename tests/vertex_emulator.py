@@ -8,7 +8,11 @@ replica of every pool the way Vertex AI starts a container's command:
 
 * `python -m process_entry --data_file=job.pkl`, in the container's working
   directory, with this machine's Python in place of the image's (the same
-  pinned packages) and nothing of this repository on its path;
+  pinned packages) and nothing of this repository on its path; or with
+  the Python `--python` names (every replica), or `--replica_python` (a
+  pool's replicas, or one replica), first on the replica's PATH as the
+  image's `python` is: e.g. a virtual environment built from the pool's
+  Dockerfile (`python -m tests.image_venv --pool_dir=<package_dir>/<pool>`);
 * with the environment its image sets (its Dockerfile's ENV lines, as
   `job.json` records them: TensorFlow's oneDNN switch, and a GPU image's
   library path);
@@ -74,7 +78,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from absl import app
 from absl import flags
@@ -99,6 +103,12 @@ flags.DEFINE_enum('hosts', 'loopback', ['loopback', 'netns'],
                   'switch (10.66.<a>.<b>; needs root).')
 flags.DEFINE_string('job_id', 'emulated', 'The job id the replicas see '
                     '(CLOUD_ML_JOB_ID).')
+flags.DEFINE_string('python', None, 'The Python that runs every replica '
+                    '(the image\'s `python`); default: the emulator\'s own.')
+flags.DEFINE_multi_string('replica_python', [], '<pool or replica>=<python>: '
+                          'the Python of one pool\'s replicas (workerpool2) '
+                          'or of one replica (workerpool2-1), over --python; '
+                          'repeat for more.')
 flags.DEFINE_bool('any_replica_fails', True, 'Whether a replica other '
                   'than the primary that exits non-zero (or is killed) fails '
                   'the job at once; with --noany_replica_fails only the '
@@ -307,9 +317,13 @@ class Replica:
 
   def start(self, directory: str, command: List[str],
             cluster: Dict[str, List[str]], log_dir: str, job_id: str,
-            mount: str, image_environment: Dict[str, str]):
+            mount: str, image_environment: Dict[str, str],
+            python: Optional[str] = None):
     environment = {key: value for key, value in os.environ.items()
-                   if key != 'PYTHONPATH'}
+                   if key not in ('PYTHONPATH', 'VIRTUAL_ENV')}
+    if python is not None:  # The image's `python`, first on its PATH.
+      environment['PATH'] = os.path.dirname(python) + os.pathsep + \
+          environment.get('PATH', '')
     environment.update(image_environment)
     task = {'type': self.pool, 'index': self.index}
     environment.update({
@@ -336,12 +350,45 @@ class Replica:
         pass
 
 
-def _command(text: str) -> List[str]:
-  """The container's command, with this machine's Python."""
+def _command(text: str, python: str) -> List[str]:
+  """The container's command, with `python` for the image's."""
   words = text.split()
   if words[0] != 'python':
     raise ValueError(f'Unexpected container command: {text}')
-  return [sys.executable] + words[1:]
+  return [python] + words[1:]
+
+
+def pythons(job: Dict, python: Optional[str] = None,
+            replica_python: Sequence[str] = ()) -> Dict[str, str]:
+  """The Python of each replica (by name, `<pool>-<index>`): `python`
+  (default: this emulator's), over which each `<pool or replica>=<python>`
+  of `replica_python` sets a pool's or a replica's. Raises ValueError for a
+  name the job has not, or a Python that does not run."""
+  ids = _replica_ids(job)
+  chosen = {f'{pool}-{index}': python or sys.executable
+            for pool, index in ids}
+  pools = {pool for pool, _ in ids}
+  for given in replica_python:
+    name, equals, path = given.partition('=')
+    if not equals or not path:
+      raise ValueError(f'--replica_python={given}: give <pool or '
+                       'replica>=<python>, e.g. workerpool3=<venv>/bin/python.')
+    if name in pools:
+      chosen.update({replica: path for replica in chosen
+                     if replica.rsplit('-', 1)[0] == name})
+    elif name in chosen:
+      chosen[name] = path
+    else:
+      raise ValueError(f'--replica_python={given}: the job has no pool or '
+                       f'replica {name} (its replicas: '
+                       f'{", ".join(chosen)}).')
+  for path in set(chosen.values()):
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+      raise ValueError(f'{path} is not a Python this machine can run: give '
+                       'a virtual environment\'s bin/python (e.g. the one '
+                       '`python -m tests.image_venv --pool_dir=<pool>` '
+                       'prints).')
+  return chosen
 
 
 def _replica_ids(job: Dict) -> List[Tuple[str, int]]:
@@ -368,12 +415,15 @@ def exit_text(status: int) -> str:
 def run(package_dir: str, log_dir: Optional[str] = None,
         grace_seconds: float = 30.0, job_id: str = 'emulated',
         storage_dir: Optional[str] = None, hosts: str = 'loopback',
-        any_replica_fails: bool = True) -> int:
+        any_replica_fails: bool = True, python: Optional[str] = None,
+        replica_python: Sequence[str] = ()) -> int:
   """Runs the job until its primary replica exits (or, with
-  `any_replica_fails`, until any replica fails); returns 0 if the job
-  succeeded, 1 if it failed. Raises ValueError for a job it cannot run."""
+  `any_replica_fails`, until any replica fails), each replica with its
+  Python from `pythons`; returns 0 if the job succeeded, 1 if it failed.
+  Raises ValueError for a job it cannot run."""
   with open(os.path.join(package_dir, JOB_FILE)) as f:
     job = json.load(f)
+  chosen = pythons(job, python, replica_python)
   log_dir = log_dir or os.path.join(package_dir, 'logs')
   os.makedirs(log_dir, exist_ok=True)
   mount = os.path.abspath(storage_dir or os.path.join(package_dir, 'gcs'))
@@ -386,14 +436,15 @@ def run(package_dir: str, log_dir: Optional[str] = None,
       _replica_ids(job))
   try:
     return _run_job(job, package_dir, log_dir, grace_seconds, job_id, mount,
-                    mirror, network, any_replica_fails)
+                    mirror, network, any_replica_fails, chosen)
   finally:
     network.close()
 
 
 def _run_job(job, package_dir: str, log_dir: str, grace_seconds: float,
              job_id: str, mount: str, mirror: Optional[BucketMirror],
-             network, any_replica_fails: bool) -> int:
+             network, any_replica_fails: bool,
+             chosen: Dict[str, str]) -> int:
   """`run`, once the job's hosts and storage are ready."""
   replicas = replicas_of(job, network)
   cluster: Dict[str, List[str]] = {}
@@ -404,14 +455,17 @@ def _run_job(job, package_dir: str, log_dir: str, grace_seconds: float,
         f'{len(pools)} pools; their output in {log_dir}', flush=True)
   for n, replica in enumerate(replicas):
     pool = pools[replica.pool]
+    python = chosen[replica.name]
     replica.start(os.path.join(package_dir, pool['directory']),
-                  network.command(n, _command(pool['command'])), cluster,
-                  log_dir, job_id, mount, pool['environment'])
+                  network.command(n, _command(pool['command'], python)),
+                  cluster, log_dir, job_id, mount, pool['environment'],
+                  None if python == sys.executable else python)
   with open(os.path.join(log_dir, 'replicas.json'), 'w') as f:
     json.dump([{'replica': replica.name, 'node': replica.node,
                 'address': replica.address, 'ip': network.ip(n),
                 'pid': replica.process.pid,
-                'namespace': network.namespace(n)}
+                'namespace': network.namespace(n),
+                'python': chosen[replica.name]}
                for n, replica in enumerate(replicas)], f, indent=2)
   primary = replicas[0]
   stop = {'signal': None}
@@ -482,7 +536,8 @@ def main(argv):
   try:
     status = run(FLAGS.package_dir, FLAGS.replica_log_dir,
                  FLAGS.grace_seconds, FLAGS.job_id, FLAGS.storage_dir,
-                 FLAGS.hosts, FLAGS.any_replica_fails)
+                 FLAGS.hosts, FLAGS.any_replica_fails, FLAGS.python,
+                 FLAGS.replica_python)
   except ValueError as error:
     sys.stderr.write(f'error: {error}\n')
     sys.exit(2)
