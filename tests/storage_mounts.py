@@ -236,7 +236,13 @@ class BucketMirror:
       os.makedirs(os.path.dirname(path), exist_ok=True)
       copy = os.path.join(self._transfers, 'into-view')
       shutil.copyfile(self._download(name, generation, downloaded), copy)
-      os.replace(copy, path)
+      # Removed, then renamed into place: ext4 writes a file renamed over
+      # another out to disk first, milliseconds a copy. No replica reads
+      # another's files while they change, so none sees the moment
+      # between.
+      if state is not None:
+        os.remove(path)
+      os.rename(copy, path)
       view.synced[name] = (generation, _state(path))
     for name in set(view.synced) - set(objects):
       _, synced_state = view.synced.pop(name)
