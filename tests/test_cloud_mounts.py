@@ -226,9 +226,15 @@ def test_a_lost_learner_leaves_its_checkpoint_and_logs_and_the_run_resumes(
     (learner,) = _replicas(package_dir, 'learner')
     view = _view(learner)
     index = os.path.join(view, 'checkpoints', 'learner', 'checkpoint')
+    actor_views = [_view(replica)
+                   for replica in _replicas(package_dir, 'actor')]
+    actors = helpers.actor_labels(len(actor_views))
     _wait_for(lambda: os.path.exists(index) and
-              helpers.last(view, 'learner', 'learner_steps') > 0, 300,
-              'the learner\'s first checkpoint and logged update')
+              helpers.last(view, 'learner', 'learner_steps') > 0 and
+              all(any(helpers.rows(actor_view, label)
+                      for actor_view in actor_views) for label in actors),
+              300, 'the learner\'s first checkpoint and logged update, and '
+              'every actor\'s first logged episode')
     # While the job runs, what the learner closed reaches the bucket: its
     # checkpoint, and its log rows so far.
     written = helpers.rows(view, 'learner')
@@ -264,8 +270,7 @@ def test_a_lost_learner_leaves_its_checkpoint_and_logs_and_the_run_resumes(
         's apart')
   # The actors stopped when the job ended, closing their logs: every row
   # is in the bucket (each actor's own view has its log in full).
-  actor_views = [_view(replica) for replica in _replicas(package_dir, 'actor')]
-  for label in helpers.actor_labels(len(actor_views)):
+  for label in actors:
     wrote = max((helpers.rows(view, label) for view in actor_views), key=len)
     assert wrote and _bucket_rows(label) == wrote, label
 
