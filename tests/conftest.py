@@ -21,7 +21,7 @@ import helpers
 # module fixtures are made once), in their own order. test_program.py holds
 # the quick tier's longest test (a local_mp program stopped by Ctrl-C).
 LONGEST_FIRST = ('test_learning.py', 'test_replay_shards.py', 'test_faults.py',
-                 'test_cloud.py', 'test_program.py')
+                 'test_cloud.py', 'test_cloud_mounts.py', 'test_program.py')
 
 
 def pytest_collection_modifyitems(items):

@@ -622,16 +622,23 @@ def test_the_packaged_job_runs_as_on_vertex_ai_resumes_and_stops_on_request(
   mount = tmp_path / 'mount'
   emulator = _start_emulator(package_dir, f'--storage_dir={mount}')
   try:
+    _wait_for(lambda: (package_dir / 'logs' / 'replicas.json').exists(), 120,
+              'the emulator to start the replicas')
+    # The bucket as the learner's machine sees it, its own mount.
+    (learner,) = _replicas(package_dir, 'learner')
+    assert learner['mount'] == str(mount / learner['replica'])
+    view = mount / learner['replica'] / BUCKET / 'run'
     # The first job's logs are in the mount from the start: the second's
     # learner has logged once a row goes past the first job's last count.
-    _wait_for(lambda: helpers.last(mount / BUCKET / 'run', 'learner',
-                                   'learner_steps') > first['learner_steps'],
-              300, 'the resumed learner\'s first logged update')
+    _wait_for(lambda: helpers.last(view, 'learner', 'learner_steps') >
+              first['learner_steps'], 300,
+              'the resumed learner\'s first logged update')
     # The learner trains on the restored replay before any actor steps:
-    # wait, too, for an actor's episode counted past the first job's.
-    _wait_for(lambda: helpers.last(mount / BUCKET / 'run', 'actor',
-                                   'actor_steps') > first['actor_steps'],
-              300, 'the resumed actors\' first logged episode')
+    # wait, too, for an actor's episode counted past the first job's (its
+    # log reaches the learner's mount through the bucket).
+    _wait_for(lambda: helpers.last(view, 'actor', 'actor_steps') >
+              first['actor_steps'], 300,
+              'the resumed actors\' first logged episode')
     result = helpers.run_script('stop', f'--workdir={workdir}', timeout=600)
     output, _ = emulator.communicate(timeout=300)
   finally:
@@ -1038,7 +1045,10 @@ def test_the_job_runs_from_environments_built_from_its_dockerfiles(
       *[f'--replica_python={pool}={image.python}'
         for pool, image in images.items()])
   try:
-    _wait_for_learner(package_dir / 'gcs' / BUCKET / 'run')
+    _wait_for(lambda: (package_dir / 'logs' / 'replicas.json').exists(), 120,
+              'the emulator to start the replicas')
+    (learner,) = _replicas(package_dir, 'learner')  # Its own mount's view.
+    _wait_for_learner(type(package_dir)(learner['mount']) / BUCKET / 'run')
     # Every replica runs from its pool's environment: its Python, and the
     # compiled modules it loaded, from there, none from this test's.
     for replica in _replicas(package_dir):

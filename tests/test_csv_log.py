@@ -1,6 +1,8 @@
 """A node's CSV log keeps every value under its own column's name: across a
 relaunch whose rows carry columns the file's header lacks (a newer version
-of this code resuming a run), and after a process killed mid-row."""
+of this code resuming a run), and after a process killed mid-row. A node
+holds no log file open long (Cloud Storage FUSE uploads a file when it is
+closed)."""
 
 import csv
 import os
@@ -11,6 +13,7 @@ from acme.utils import loggers as acme_loggers
 from agents.distributed import status
 from agents.runs import loggers
 from programs import plot
+from tests import storage_mounts
 
 
 def _read(path):
@@ -107,3 +110,31 @@ def test_a_header_cut_by_a_kill_is_written_again(tmp_path):
   log.close()
   assert [dict(row) for row in _read(_path(tmp_path))] == [
       {'learner_steps': '5'}]
+
+
+
+def test_a_node_holds_no_log_open_once_its_row_is_written(tmp_path):
+  # On Vertex AI a file reaches the bucket when it is closed (Cloud Storage
+  # FUSE): a CSV log is closed after each row, a TensorBoard events file by
+  # the first row written `file_seconds` or more after it was opened.
+  def held():
+    return storage_mounts.open_for_writing([os.getpid()], str(tmp_path))
+
+  log = loggers.CSVLog(str(tmp_path), 'learner')
+  log.write({'learner_steps': 1, 'loss': 0.5})
+  assert not held()
+  directory = tmp_path / 'tensorboard' / 'learner'
+  kept_open = loggers.TensorBoardLog(str(directory), 'learner',
+                                     'learner_steps', file_seconds=3600)
+  kept_open.write({'learner_steps': 1, 'loss': 0.5})
+  assert len(held()) == 1  # Its events file, until a row an hour later.
+  kept_open.close()
+  assert not held()
+  rotated = loggers.TensorBoardLog(str(directory), 'learner',
+                                   'learner_steps', file_seconds=0)
+  for step in (2, 3):
+    rotated.write({'learner_steps': step, 'loss': 0.5})
+    assert not held()
+  # One file each logger opened as it was made; one more for the row
+  # after the rotated logger's first.
+  assert len(list(directory.iterdir())) == 3

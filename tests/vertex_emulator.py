@@ -33,17 +33,44 @@ replica of every pool the way Vertex AI starts a container's command:
     iproute2's `ip`;
 * each replica's output in `<replica_log_dir>/<pool>-<index>.log` (Cloud
   Logging's place), and `<replica_log_dir>/replicas.json` saying which
-  process runs which node at which address;
-* Cloud Storage mounted where the replicas look for it (Vertex AI: /gcs;
-  here `--storage_dir`, given to them as APEX_CLOUD_STORAGE_MOUNT). A job
-  whose workdir is on Cloud Storage (gs://<bucket>/<path>) needs a Cloud
-  Storage emulator on this machine (STORAGE_EMULATOR_HOST; the emulator
-  never reaches Google Cloud): the workdir's objects are copied into the
-  mount before the replicas start, objects written to the bucket while the
-  job runs (a stop request from `programs/stop.py`) reach the mount within
-  `SYNC_SECONDS`, and what the replicas wrote goes back to the bucket when
-  the job ends. (Cloud Storage FUSE uploads a file when it is closed; here
-  everything reaches the bucket at the job's end.)
+  process runs which node at which address, with which mount;
+* each replica's own Cloud Storage mount where it looks for it (Vertex
+  AI: /gcs; here `<storage_dir>/<pool>-<index>`, given to it as
+  APEX_CLOUD_STORAGE_MOUNT): a directory of its own, its *view* of the
+  bucket. A local workdir is not under the mount: every replica reads and
+  writes it as is. A workdir on Cloud Storage (gs://<bucket>/<path>) needs
+  a Cloud Storage emulator on this machine (STORAGE_EMULATOR_HOST; the
+  emulator never reaches Google Cloud), and each view follows Cloud
+  Storage FUSE's rules (`tests/storage_mounts.py`, every `SYNC_SECONDS`):
+  - the workdir's objects are copied into every view before the replicas
+    start;
+  - a file a replica writes reaches the bucket once none of the replica's
+    processes (its process and all its descendants) holds it open for
+    writing, as /proc/<pid>/fd and /proc/<pid>/fdinfo show, and the
+    replica is seen still running at the next round (a process that dies
+    closes its files: the kill of a machine must not pass for a close).
+    A file removed or renamed in a view is deleted in the bucket (a rename:
+    the new name uploaded, the old deleted);
+  - what reaches the bucket, from a replica or through the API (a stop
+    request from `programs/stop.py`), is copied into every running
+    replica's view within about two rounds; a view's own change not yet
+    uploaded (or a file held open for writing there) is left as it is;
+  - when the job ends, each replica's closed files are uploaded: all of
+    them for a replica that exited (its exit closed them), and for one
+    killed by SIGKILL (its machine lost, whether killed during the job or
+    after `--grace_seconds` at its end) only those seen closed while it
+    ran. What it held open, or closed within a round of its end, is lost.
+
+  Not emulated: Cloud Storage FUSE also uploads a file when it is synced
+  (fsync), which cannot be seen from outside the process; the emulator
+  takes the stricter reading, closed. Nor its caches (a new object can
+  show in a mount up to a minute late: here within two rounds), its reads
+  (here every object is copied into every view; Cloud Storage FUSE reads
+  on demand), a write that fails, directories (objects only; an empty
+  directory stays in its view), or two replicas writing one object at
+  once (the last upload wins, as on Cloud Storage). A file closed within a
+  round of its machine's loss is lost here, where Cloud Storage FUSE, which
+  uploads as it closes, would have kept it.
 
 As on Vertex AI, the job ends when its primary replica (the first pool's)
 exits, and its state is the primary's (exit 0: succeeded). It also ends,
@@ -68,7 +95,7 @@ where Vertex AI ends the job, and restarts in place are not emulated.
 package, and does not go into the containers.
 
 What it cannot show: Vertex AI's machines, image builds, network, and
-Cloud Storage FUSE's own behaviour (caching, when a write is uploaded).
+Cloud Storage FUSE itself (above: what of its rules is emulated).
 """
 
 import json
@@ -83,9 +110,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from absl import app
 from absl import flags
 import portpicker
+import psutil
 
 from agents.runs import storage
 from agents.distributed.cloud.dry_run import JOB_FILE
+from tests.storage_mounts import BucketMirror
+from tests.storage_mounts import SYNC_SECONDS
 
 flags.DEFINE_string('package_dir', None, 'A packaged job (--dry_run\'s '
                     '--package_dir).')
@@ -93,9 +123,10 @@ flags.DEFINE_string('replica_log_dir', None, 'Where each replica\'s output goes;
                     'default: <package_dir>/logs.')
 flags.DEFINE_float('grace_seconds', 30.0, 'Seconds between the SIGTERM and '
                    'the SIGKILL of the replicas left when the job ends.')
-flags.DEFINE_string('storage_dir', None, 'The replicas\' Cloud Storage '
-                    'mount (Vertex AI\'s /gcs): gs://<bucket>/<path> is '
-                    '<storage_dir>/<bucket>/<path>; default: '
+flags.DEFINE_string('storage_dir', None, 'Where the replicas\' Cloud '
+                    'Storage mounts (Vertex AI\'s /gcs) are: replica '
+                    '<pool>-<index> sees gs://<bucket>/<path> as '
+                    '<storage_dir>/<pool>-<index>/<bucket>/<path>; default: '
                     '<package_dir>/gcs.')
 flags.DEFINE_enum('hosts', 'loopback', ['loopback', 'netns'],
                   'How replicas get hosts of their own: loopback addresses '
@@ -114,72 +145,6 @@ flags.DEFINE_bool('any_replica_fails', True, 'Whether a replica other '
                   'the job at once; with --noany_replica_fails only the '
                   'primary\'s exit ends the job.')
 FLAGS = flags.FLAGS
-
-
-# How often objects written to the bucket through the API reach the mount.
-SYNC_SECONDS = 1.0
-
-
-class BucketMirror:
-  """The Cloud Storage mount of an emulated job, for a gs:// workdir: its
-  objects in a local directory, kept in step with a Cloud Storage emulator
-  (see the module docstring)."""
-
-  def __init__(self, workdir: str, mount: str):
-    if not os.environ.get('STORAGE_EMULATOR_HOST'):
-      raise ValueError(
-          f'the job\'s workdir {workdir} is on Cloud Storage, which this '
-          'emulator does not reach: start a Cloud Storage emulator here '
-          '(`python -m gcp_storage_emulator start --port=9023`) and set '
-          'STORAGE_EMULATOR_HOST=http://127.0.0.1:9023, or package the job '
-          'with a local --workdir.')
-    from google.cloud import storage as cloud_storage  # pylint: disable=g-import-not-at-top
-    self._client = cloud_storage.Client()
-    bucket, path = storage.bucket_and_name(workdir)
-    self._bucket = self._client.bucket(bucket)
-    self._prefix = path.rstrip('/') + '/' if path else ''
-    self._directory = os.path.join(mount, bucket)
-    self._generations: Dict[str, int] = {}  # Object name: generation seen.
-    self._written: Dict[str, tuple] = {}  # File: (size, mtime) at its copy.
-
-  def _file(self, name: str) -> str:
-    return os.path.join(self._directory, *name.split('/'))
-
-  def _state(self, path: str) -> tuple:
-    stat = os.stat(path)
-    return stat.st_size, stat.st_mtime_ns
-
-  def pull(self):
-    """Copies into the mount every object new or changed in the bucket."""
-    for blob in self._client.list_blobs(self._bucket, prefix=self._prefix):
-      generation = blob.generation  # (A download may reset it.)
-      if self._generations.get(blob.name) == generation:
-        continue
-      path = self._file(blob.name)
-      os.makedirs(os.path.dirname(path), exist_ok=True)
-      blob.download_to_filename(path)
-      self._generations[blob.name] = generation
-      self._written[blob.name] = self._state(path)
-
-  def push(self) -> int:
-    """Writes back to the bucket what changed in the mount (new and changed
-    files uploaded, removed ones deleted); returns how many objects."""
-    base = os.path.join(self._directory, *self._prefix.split('/'))
-    files = set()
-    for directory, _, names in os.walk(base):
-      for name in names:
-        path = os.path.join(directory, name)
-        files.add('/'.join(os.path.relpath(path, self._directory).split(
-            os.sep)))
-    changed = 0
-    for name in sorted(files):
-      if self._written.get(name) != self._state(self._file(name)):
-        self._bucket.blob(name).upload_from_filename(self._file(name))
-        changed += 1
-    for name in set(self._generations) - files:
-      self._bucket.blob(name).delete()
-      changed += 1
-    return changed
 
 
 def host(n: int) -> str:
@@ -309,6 +274,7 @@ class Replica:
     self.index = index
     self.address = address
     self.node = node
+    self.mount = ''  # Its view of Cloud Storage (`MountView`).
     self.process: Optional[subprocess.Popen] = None
 
   @property
@@ -317,7 +283,7 @@ class Replica:
 
   def start(self, directory: str, command: List[str],
             cluster: Dict[str, List[str]], log_dir: str, job_id: str,
-            mount: str, image_environment: Dict[str, str],
+            image_environment: Dict[str, str],
             python: Optional[str] = None):
     environment = {key: value for key, value in os.environ.items()
                    if key not in ('PYTHONPATH', 'VIRTUAL_ENV')}
@@ -332,7 +298,7 @@ class Replica:
                                     'job': {'id': job_id}}),
         'TF_CONFIG': json.dumps({'cluster': cluster, 'task': task}),
         'CLOUD_ML_JOB_ID': job_id,
-        storage.MOUNT_VARIABLE: mount,
+        storage.MOUNT_VARIABLE: self.mount,
     })
     log = open(os.path.join(log_dir, f'{self.name}.log'), 'wb')
     # In the emulator's process group: whoever ends the emulator's group
@@ -341,6 +307,19 @@ class Replica:
         command, cwd=directory, env=environment, stdout=log,
         stderr=subprocess.STDOUT)
     log.close()
+
+  def processes(self) -> Optional[List[int]]:
+    """The ids of its processes ([] before it starts), None once it has
+    ended."""
+    if self.process is None:
+      return []
+    if self.process.poll() is not None:
+      return None
+    try:
+      children = psutil.Process(self.process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+      return None
+    return [self.process.pid] + [child.pid for child in children]
 
   def signal(self, signum: int):
     if self.process and self.process.poll() is None:
@@ -426,27 +405,34 @@ def run(package_dir: str, log_dir: Optional[str] = None,
   chosen = pythons(job, python, replica_python)
   log_dir = log_dir or os.path.join(package_dir, 'logs')
   os.makedirs(log_dir, exist_ok=True)
-  mount = os.path.abspath(storage_dir or os.path.join(package_dir, 'gcs'))
-  os.makedirs(mount, exist_ok=True)
-  mirror = None
-  if storage.is_cloud(job.get('workdir')):
-    mirror = BucketMirror(job['workdir'], mount)
-    mirror.pull()
+  storage_dir = os.path.abspath(storage_dir or
+                                os.path.join(package_dir, 'gcs'))
   network = (NamespaceHosts if hosts == 'netns' else LoopbackHosts)(
       _replica_ids(job))
   try:
-    return _run_job(job, package_dir, log_dir, grace_seconds, job_id, mount,
-                    mirror, network, any_replica_fails, chosen)
+    replicas = replicas_of(job, network)
+    for replica in replicas:
+      replica.mount = os.path.join(storage_dir, replica.name)
+      os.makedirs(replica.mount, exist_ok=True)
+    mirror = None
+    if storage.is_cloud(job.get('workdir')):
+      by_name = {replica.name: replica for replica in replicas}
+      mirror = BucketMirror(
+          job['workdir'], storage_dir, list(by_name),
+          lambda name: by_name[name].processes(),
+          lambda name: by_name[name].process.returncode == -signal.SIGKILL)
+      mirror.sync()
+    return _run_job(job, replicas, package_dir, log_dir, grace_seconds,
+                    job_id, mirror, network, any_replica_fails, chosen)
   finally:
     network.close()
 
 
-def _run_job(job, package_dir: str, log_dir: str, grace_seconds: float,
-             job_id: str, mount: str, mirror: Optional[BucketMirror],
-             network, any_replica_fails: bool,
-             chosen: Dict[str, str]) -> int:
+def _run_job(job, replicas: List[Replica], package_dir: str, log_dir: str,
+             grace_seconds: float, job_id: str,
+             mirror: Optional[BucketMirror], network,
+             any_replica_fails: bool, chosen: Dict[str, str]) -> int:
   """`run`, once the job's hosts and storage are ready."""
-  replicas = replicas_of(job, network)
   cluster: Dict[str, List[str]] = {}
   for replica in replicas:
     cluster.setdefault(replica.pool, []).append(replica.address)
@@ -458,15 +444,18 @@ def _run_job(job, package_dir: str, log_dir: str, grace_seconds: float,
     python = chosen[replica.name]
     replica.start(os.path.join(package_dir, pool['directory']),
                   network.command(n, _command(pool['command'], python)),
-                  cluster, log_dir, job_id, mount, pool['environment'],
+                  cluster, log_dir, job_id, pool['environment'],
                   None if python == sys.executable else python)
-  with open(os.path.join(log_dir, 'replicas.json'), 'w') as f:
+  # Written beside, then renamed: a reader never sees half of it.
+  with open(os.path.join(log_dir, 'replicas.json.partial'), 'w') as f:
     json.dump([{'replica': replica.name, 'node': replica.node,
                 'address': replica.address, 'ip': network.ip(n),
                 'pid': replica.process.pid,
-                'namespace': network.namespace(n),
+                'namespace': network.namespace(n), 'mount': replica.mount,
                 'python': chosen[replica.name]}
                for n, replica in enumerate(replicas)], f, indent=2)
+  os.replace(os.path.join(log_dir, 'replicas.json.partial'),
+             os.path.join(log_dir, 'replicas.json'))
   primary = replicas[0]
   stop = {'signal': None}
   failed: Optional[Replica] = None  # The first replica that failed the job.
@@ -493,7 +482,7 @@ def _run_job(job, package_dir: str, log_dir: str, grace_seconds: float,
       if failed is not None:
         break
       if mirror is not None and time.time() - synced >= SYNC_SECONDS:
-        mirror.pull()
+        mirror.sync()
         synced = time.time()
   finally:
     for signum, handler in previous.items():
@@ -504,13 +493,18 @@ def _run_job(job, package_dir: str, log_dir: str, grace_seconds: float,
     while (time.time() < deadline and
            any(replica.process.poll() is None for replica in replicas)):
       time.sleep(0.2)
+      # What a stopping replica closes goes up as it would on Vertex AI,
+      # even if the replica is killed later.
+      if mirror is not None and time.time() - synced >= SYNC_SECONDS:
+        mirror.sync()
+        synced = time.time()
     for replica in replicas:
       replica.signal(signal.SIGKILL)
     for replica in replicas:
       replica.process.wait()
     if mirror is not None:
-      print(f'{mirror.push()} objects written back to {job["workdir"]}.',
-            flush=True)
+      print(f'{mirror.sync(final=True)} objects written or deleted in '
+            f'{job["workdir"]} at the job\'s end.', flush=True)
   if stop['signal'] is not None:
     print('Job cancelled.', flush=True)
     return 1

@@ -17,6 +17,7 @@ from typing import List, Optional
 
 from acme.utils import loggers
 from acme.utils.loggers import tf_summary
+import tensorflow as tf
 
 # Every row carries these counts, so that every row of each CSV file has
 # all of them.
@@ -28,6 +29,12 @@ COUNT_KEYS = ('actor_steps', 'actor_episodes', 'learner_steps',
 class CSVLog(loggers.Logger):
   """Appends rows to `<workdir>/logs/<label>/logs.csv`, whose header names
   every column of every row.
+
+  Each row is appended with the file opened and closed around it: on
+  Vertex AI the workdir is a Cloud Storage FUSE mount, which uploads a file
+  when it is closed (docs/google_cloud.md), so the bucket has every row
+  written but one being written when the node ends, even if its machine
+  is lost.
 
   Acme's CSV logger takes its columns from the first row it writes and,
   appending to a file another launch began, writes them under that file's
@@ -43,26 +50,23 @@ class CSVLog(loggers.Logger):
     os.makedirs(directory, exist_ok=True)
     self.path = os.path.join(directory, 'logs.csv')
     self._columns = _header(self.path)
-    self._file = None
+    self._continued = False  # Whether a killed launch's end was checked.
 
   def write(self, data: loggers.LoggingData):
     data = loggers.to_numpy(data)
     new = sorted(key for key in data if key not in self._columns)
     if new:
       self._widen(self._columns + new)
-    if self._file is None:
+    if not self._continued:
       _drop_unfinished_row(self.path)
-      self._file = open(self.path, 'a', newline='')
-      if not self._file.tell():
-        csv.writer(self._file).writerow(self._columns)
-    csv.DictWriter(self._file, fieldnames=self._columns,
-                   restval='').writerow(data)
-    self._file.flush()
+      self._continued = True
+    with open(self.path, 'a', newline='') as f:
+      if not f.tell():
+        csv.writer(f).writerow(self._columns)
+      csv.DictWriter(f, fieldnames=self._columns,
+                     restval='').writerow(data)
 
   def _widen(self, columns: List[str]):
-    if self._file is not None:
-      self._file.close()
-      self._file = None
     if os.path.exists(self.path) and os.path.getsize(self.path):
       with open(self.path, newline='') as f:
         text = f.read()
@@ -82,9 +86,46 @@ class CSVLog(loggers.Logger):
     self._columns = columns
 
   def close(self):
-    if self._file is not None:
-      self._file.close()
-      self._file = None
+    pass  # Closed after each row.
+
+
+# How long a TensorBoard events file stays open while its node writes to it:
+# on Cloud Storage FUSE its rows reach the bucket when it is closed.
+TENSORBOARD_FILE_SECONDS = 60.0
+
+
+class TensorBoardLog(tf_summary.TFSummaryLogger):
+  """Acme's TensorBoard logger (`<workdir>/tensorboard/<label>/`), whose
+  events file is closed by the first row written `file_seconds` or more
+  after it was opened; the next row opens a new one (TensorBoard reads
+  every events file of a directory as one run).
+
+  On Vertex AI the workdir is a Cloud Storage FUSE mount, which uploads a
+  file when it is closed: the bucket has a node's TensorBoard rows up to
+  about `file_seconds` (and the time between two of its rows) behind it,
+  and each file holds at most `file_seconds` of rows, or one row of a node
+  that writes less often.
+  """
+
+  def __init__(self, logdir: str, label: str, steps_key: Optional[str],
+               file_seconds: float = TENSORBOARD_FILE_SECONDS):
+    super().__init__(logdir, label=label, steps_key=steps_key)
+    self._logdir = logdir
+    self._file_seconds = file_seconds
+    self._opened = time.monotonic()
+
+  def write(self, values: loggers.LoggingData):
+    if self.summary is None:
+      self.summary = tf.summary.create_file_writer(self._logdir)
+      self._opened = time.monotonic()
+    super().write(values)
+    if time.monotonic() - self._opened >= self._file_seconds:
+      self.close()
+
+  def close(self):
+    if self.summary is not None:
+      self.summary.close()
+      self.summary = None
 
 
 def _drop_unfinished_row(path: str):
@@ -234,9 +275,8 @@ def make_logger(workdir: str,
   """
   outputs = [
       _WithWalltime(CSVLog(workdir, label)),
-      tf_summary.TFSummaryLogger(
-          os.path.join(workdir, 'tensorboard', label), label=label,
-          steps_key=steps_key),
+      TensorBoardLog(os.path.join(workdir, 'tensorboard', label), label,
+                     steps_key),
   ]
   if terminal:
     output = loggers.TerminalLogger(label=label)
