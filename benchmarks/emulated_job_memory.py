@@ -24,7 +24,10 @@ Printed and written:
   replica's PSS and RSS;
 * start-up: seconds from the emulator's start to the coordinator's first
   answer from every node it watches (its "Heartbeats: every watched node
-  has answered" line), and to the job's end.
+  has answered" line), and to the job's end; the CPU seconds all replicas
+  had used by that first answer, and the machine's load average as the job
+  started (the wall-clock seconds follow whatever else runs here; the CPU
+  seconds do not).
 
   .venv/bin/python benchmarks/emulated_job_memory.py
   .venv/bin/python benchmarks/emulated_job_memory.py --actors=26 --repeats=1
@@ -48,6 +51,17 @@ from absl import flags
 from benchmarks import common
 
 MIB = 2**20
+
+
+def _cpu_seconds(pid: int) -> Optional[float]:
+  """The CPU time (user and system) the process has used; None for a
+  process that has gone."""
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      fields = f.read().rsplit(')', 1)[1].split()
+  except OSError:
+    return None
+  return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
 def _status_kib(pid: int) -> Optional[Dict[str, int]]:
@@ -173,12 +187,15 @@ def _one_job(directory: str) -> Dict:
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
       start_new_session=True)
   memory = JobMemory(package_dir)
+  load = os.getloadavg()[0]
   started = None
   try:
     while emulator.poll() is None and time.time() - start < FLAGS.timeout:
       if started is None and memory.replicas and HEARD_FROM_ALL in \
           _coordinator_log(package_dir):
         started = time.time()
+        cpu = sum(_cpu_seconds(replica['pid']) or 0.0
+                  for replica in memory.replicas)
       time.sleep(1.0)
     ended = time.time() - start
   finally:
@@ -193,7 +210,8 @@ def _one_job(directory: str) -> Dict:
           'peak_pss_bytes': memory.peak(1), 'peak_rss_bytes': memory.peak(2),
           'by_kind': memory.by_kind(since=started),
           'seconds_to_every_node_answering': started - start,
-          'seconds_to_end': ended}
+          'cpu_seconds_to_every_node_answering': cpu,
+          'load_average_at_start': load, 'seconds_to_end': ended}
 
 
 def main(argv):
@@ -223,6 +241,10 @@ def main(argv):
       'peak_rss_bytes': common.median(job['peak_rss_bytes'] for job in jobs),
       'seconds_to_every_node_answering': common.median(
           job['seconds_to_every_node_answering'] for job in jobs),
+      'cpu_seconds_to_every_node_answering': common.median(
+          job['cpu_seconds_to_every_node_answering'] for job in jobs),
+      'load_average_at_start': common.median(
+          job['load_average_at_start'] for job in jobs),
       'seconds_to_end': common.median(job['seconds_to_end'] for job in jobs),
   }
   common.print_table(
@@ -232,8 +254,11 @@ def main(argv):
   print(f'\nPeak of the whole job: PSS {summary["peak_pss_bytes"] / MIB:,.0f}'
         f' MiB (RSS summed: {summary["peak_rss_bytes"] / MIB:,.0f} MiB); '
         f'every node answering after '
-        f'{summary["seconds_to_every_node_answering"]:.0f} s, job ended after '
-        f'{summary["seconds_to_end"]:.0f} s.')
+        f'{summary["seconds_to_every_node_answering"]:.0f} s ('
+        f'{summary["cpu_seconds_to_every_node_answering"]:.0f} CPU seconds '
+        f'over all replicas; load average '
+        f'{summary["load_average_at_start"]:.1f} at the start), job ended '
+        f'after {summary["seconds_to_end"]:.0f} s.')
   path = common.write_result('emulated_job_memory', {
       'settings': {'actors': FLAGS.actors, 'variable_cachers': 2,
                    'replay_shards': 2,
