@@ -541,6 +541,21 @@ def _replica_log(package_dir, node: str) -> str:
   return _log_of(package_dir, replica)
 
 
+def check_resumed(package_dir, shards: int):
+  """The emulated job's learner started from a checkpoint past step 0, and
+  each of its `shards` replay shards from a checkpoint of its own that
+  holds items."""
+  restored = re.search(r'Learner starts at step (\d+)',
+                       _replica_log(package_dir, 'learner'))
+  assert restored and int(restored.group(1)) > 0
+  replays = _replicas(package_dir, 'replay')
+  assert len(replays) == shards
+  for replay in replays:
+    log = _log_of(package_dir, replay)
+    size = re.search(r"Replay starts with \{'priority_table': (\d+)\}", log)
+    assert size and int(size.group(1)) > 0, log[-3000:]
+
+
 @pytest.mark.slow  # Runs the packaged job on this machine, twice.
 def test_the_packaged_job_runs_as_on_vertex_ai_resumes_and_stops_on_request(
     tmp_path, cloud_storage):
@@ -649,16 +664,8 @@ def test_the_packaged_job_runs_as_on_vertex_ai_resumes_and_stops_on_request(
       in result.stdout
   assert emulator.returncode == 0, output[-3000:]
   assert 'Job succeeded.' in output
-  restored = re.search(r'Learner starts at step (\d+)',
-                       _replica_log(package_dir, 'learner'))
-  assert restored and int(restored.group(1)) > 0
   # Each shard from its own checkpoint in the bucket.
-  shards = _replicas(package_dir, 'replay')
-  assert len(shards) == 2
-  for replay in shards:
-    log = _log_of(package_dir, replay)
-    size = re.search(r"Replay starts with \{'priority_table': (\d+)\}", log)
-    assert size and int(size.group(1)) > 0, log[-3000:]
+  check_resumed(package_dir, shards=2)
   record = json.loads(helpers.bucket_text(BUCKET, 'run/stop.json'))
   assert record['reason'] == 'stopped on request (programs/stop.py)'
   assert not record['failed']
@@ -1075,12 +1082,12 @@ def test_the_job_runs_from_environments_built_from_its_dockerfiles(
   assert record['counts']['actor_steps'] >= 2000
 
 
-def _wait_for(condition, timeout: float, what: str):
+def _wait_for(condition, timeout: float, what: str, period: float = 0.5):
   deadline = time.time() + timeout
   while time.time() < deadline:
     if condition():
       return
-    time.sleep(0.5)
+    time.sleep(period)
   pytest.fail(f'Waited {timeout} s for {what}.')
 
 

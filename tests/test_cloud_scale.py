@@ -1,0 +1,154 @@
+"""A bigger emulated Vertex AI job: 34 replicas on this machine.
+
+The packaged job (`--lp_launch_type=vertex_ai --dry_run`) of Ape-X DQN's
+`cartpole_smoke` preset with 26 actors, 2 variable cachers and 2 replay
+shards, plus the learner, the counter, the evaluator and the coordinator:
+34 replicas, each a process of its own importing what its node needs, run
+by the emulator (`tests/vertex_emulator.py`) with its workdir on Cloud
+Storage (the `cloud_storage` fixture). Its memory is sampled as it runs
+(`benchmarks/emulated_job_memory.py`, which measures it in detail).
+
+A job that ends at its step limit may end before every one of 26 actors
+has stepped (the limit counts all actors' steps together, and the replicas
+start over minutes on 2 cores), so this job has none and is stopped from
+outside (`programs/stop.py`) once every actor has played an episode, every
+cacher has answered and the learner has updated. A resumed job run to its
+step limit is the 8-replica test's (tests/test_cloud.py): at 34 replicas it
+would double this test's time, most of which is the replicas' start (34
+processes importing TensorFlow); see docs/google_cloud.md for what was
+measured.
+"""
+
+import json
+import re
+import time
+
+import pytest
+
+from benchmarks.emulated_job_memory import JobMemory
+from tests import helpers
+from tests.conftest import BUCKET
+from tests.test_cloud import EMULATED_FLAGS
+from tests.test_cloud import _failed_at_google_cloud
+from tests.test_cloud import _launch
+from tests.test_cloud import _log_of
+from tests.test_cloud import _package
+from tests.test_cloud import _replica_log
+from tests.test_cloud import _replicas
+from tests.test_cloud import _start_emulator
+from tests.test_cloud import _wait_for
+
+ACTORS = 26
+# 26 actors, 2 variable cachers, 2 replay shards.
+BIG = (f'--num_actors={ACTORS}', '--variable_cachers=2', '--replay_shards=2')
+# The nodes of one replica each, besides actors, cachers and shards.
+OTHERS = ('coordinator', 'counter', 'learner', 'evaluator')
+# How long 34 replicas may take to start and act on a loaded 2-core machine
+# (each imports TensorFlow; under load the start alone took 8 minutes).
+START_TIMEOUT = 1500
+
+
+def _memory_total() -> int:
+  """This machine's memory, in bytes (/proc/meminfo's MemTotal)."""
+  with open('/proc/meminfo') as f:
+    for line in f:
+      if line.startswith('MemTotal:'):
+        return int(line.split()[1]) * 1024
+  raise AssertionError('no MemTotal in /proc/meminfo')
+
+
+def _every_node_has_acted(package_dir) -> bool:
+  """Whether, in the replicas' own output (Cloud Logging's place), every
+  actor has logged an episode of its own, each cacher has answered an
+  actor, and the learner has updated."""
+  for replica in _replicas(package_dir):
+    log = _log_of(package_dir, replica)
+    if replica['node'] == 'actor' and 'Episode Return = ' not in log:
+      return False
+    if replica['node'] == 'cacher' and not re.search(
+        r'\[Cacher \d\] .*Parameter Answers = [1-9]', log):
+      return False
+    if replica['node'] == 'learner' and not re.search(
+        r'\[Learner\] .*Learner Steps = [1-9]', log):
+      return False
+  return True
+
+
+def _bucket_rows(label: str):
+  """The rows of node `label`'s CSV log in the bucket."""
+  text = helpers.bucket_text(BUCKET, f'run/logs/{label}/logs.csv')
+  return helpers.rows_from(text) if text else []
+
+
+@pytest.mark.slow  # Runs a packaged job of 34 replicas.
+def test_a_job_of_34_replicas_runs_and_stops_on_request(
+    tmp_path, cloud_storage):
+  workdir = f'gs://{BUCKET}/run'
+  flags = (*EMULATED_FLAGS, *BIG)
+  assert _failed_at_google_cloud(_launch(
+      tmp_path, workdir, *flags, '--max_actor_steps=none', **cloud_storage))
+  package_dir = _package(tmp_path, 'first', workdir, '--max_actor_steps=none',
+                         *BIG, **cloud_storage)
+  job = json.loads((package_dir / 'job.json').read_text())
+  assert sum(pool['replicas'] for pool in job['pools']) == ACTORS + 8
+
+  started = time.time()
+  emulator = _start_emulator(package_dir, '--grace_seconds=30')
+  memory = JobMemory(package_dir)
+  try:
+    _wait_for(lambda: memory.replicas and _every_node_has_acted(package_dir),
+              START_TIMEOUT, 'every actor\'s episode, an answer of each '
+              'cacher and the learner\'s update', period=2.0)
+    acted = time.time() - started
+    result = helpers.run_script('stop', f'--workdir={workdir}', timeout=900)
+    output, _ = emulator.communicate(timeout=900)
+  finally:
+    memory.stop()
+    helpers.kill_group(emulator)
+  assert result.returncode == 0, result.stdout[-3000:]
+  assert 'The program is stopping: stopped on request (programs/stop.py)' \
+      in result.stdout
+  assert emulator.returncode == 0, output[-3000:]
+  assert 'Job succeeded.' in output
+
+  # Every replica on a host of its own; each node kind as many as asked.
+  replicas = _replicas(package_dir)
+  assert len({r['address'].split(':')[0] for r in replicas}) == len(
+      replicas) == ACTORS + 8
+  kinds = [r['node'] for r in replicas]
+  assert (kinds.count('actor'), kinds.count('cacher'),
+          kinds.count('replay')) == (ACTORS, 2, 2)
+  assert all(kinds.count(node) == 1 for node in OTHERS)
+  # Within this machine's memory, with room for the rest of what runs on
+  # it: the job's peak, the sum of its processes' proportional set sizes,
+  # sampled every second with every replica up.
+  assert len(memory.replicas) == ACTORS + 8
+  assert any(len(sample) == ACTORS + 8 for sample in memory.samples)
+  peak = memory.peak()
+  print(f'34 replicas: every node acted after {acted:.0f} s; peak PSS '
+        f'{peak / 2**30:.2f} GiB of {_memory_total() / 2**30:.1f} GiB')
+  assert peak < _memory_total() / 2, (peak, _memory_total())
+
+  record = json.loads(helpers.bucket_text(BUCKET, 'run/stop.json'))
+  assert record['reason'] == 'stopped on request (programs/stop.py)', record
+  assert not record['failed'], record
+  # In the bucket, once the job has ended: every actor's CSV log has
+  # episodes, both cachers answered actors, the learner sampled both
+  # shards and updated, and every stateful node left its checkpoint.
+  for label in helpers.actor_labels(ACTORS):
+    rows = _bucket_rows(label)
+    assert rows and int(rows[-1]['actor_steps']) > 0, label
+  for cacher in ('cacher_0', 'cacher_1'):
+    rows = _bucket_rows(cacher)
+    assert rows and int(rows[-1]['parameter_answers']) > 0, (cacher, rows)
+  learner = _bucket_rows('learner')
+  assert learner and int(learner[-1]['learner_steps']) > 0
+  for shard in range(2):
+    assert sum(int(row[f'shard_{shard}_samples']) for row in learner) > 0
+  names = helpers.bucket_names(BUCKET, 'run/checkpoints/')
+  for label in ('learner', 'counter', 'replay_0', 'replay_1'):
+    assert any(name.startswith(f'run/checkpoints/{label}/')
+               for name in names), (label, names)
+  coordinator = _replica_log(package_dir, 'coordinator')
+  for shard in range(2):
+    assert f'Final replay_{shard} checkpoint' in coordinator
