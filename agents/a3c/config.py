@@ -49,6 +49,11 @@ class A3CConfig(AgentConfig):
   mlp_hidden_sizes: str = '200'
   """Torso for vector observations, comma-separated: A3C Supp. §9's one
   hidden layer of 200 ReLU units."""
+  normalize_rewards: bool = False
+  """Each worker divides its rewards by the running standard deviation of
+  its discounted return (agents/a3c/reward_scale.py), so that returns are
+  near 1 whatever the task pays, as on the paper's clipped Atari rewards,
+  for which its other values were chosen. Not in the paper."""
   shared_torso: bool = True
   """Discrete actions: the policy and the value share the torso (A3C Supp.
   §8, "all non-output layers shared"). False: the value has a torso of its
