@@ -184,6 +184,27 @@ def test_gaussian_network_shares_nothing_between_policy_and_value():
   assert outputs.policy.mean.shape == (3, 2)
 
 
+@pytest.mark.parametrize('shared_torso', [True, False])
+def test_a_discrete_networks_value_shares_the_torso_only_when_asked(
+    shared_torso):
+  spec = type('Spec', (), {'dtype': np.int64, 'num_values': 3})()
+  network = networks.make_network('gym', spec, [8], shared_torso=shared_torso)
+  observation = tf.constant(np.ones((3, 5), np.float32))
+  with tf.GradientTape(persistent=True) as tape:
+    outputs = network(observation)
+    value = tf.reduce_sum(outputs.value)
+    logits = tf.reduce_sum(outputs.policy.logits)
+  value_grads = tape.gradient(value, network.trainable_variables)
+  logit_grads = tape.gradient(logits, network.trainable_variables)
+  both = [variable.name for variable, value_grad, logit_grad in
+          zip(network.trainable_variables, value_grads, logit_grads)
+          if value_grad is not None and logit_grad is not None]
+  # Shared: the torso's weights and biases (one layer of 8) feed both heads.
+  assert len(both) == (2 if shared_torso else 0), both
+  # A torso of its own: one more layer's weights and biases.
+  assert len(network.trainable_variables) == (6 if shared_torso else 8)
+
+
 def reference_rmsprop(theta, g, gradients, learning_rate, decay, epsilon):
   """Eq. S2-S3, one element at a time in float64."""
   theta, g = theta.astype(np.float64).ravel(), g.astype(np.float64).ravel()

@@ -15,6 +15,7 @@ from acme.tf import variable_utils
 
 from agents import actors
 from agents.a3c import losses
+from agents.a3c import reward_scale
 from agents.a3c.config import A3CConfig
 from agents.a3c.learning import POLICY
 
@@ -62,6 +63,8 @@ class A3CActor(acme.Actor):
         tf.TensorSpec((None,), tf.float32),
         tf.TensorSpec((None,), tf.float32),
     ])
+    self._return_scale = (reward_scale.ReturnScale(config.discount)
+                          if config.normalize_rewards else None)
     self._observations: List[np.ndarray] = []
     self._actions: List[np.ndarray] = []
     self._rewards: List[float] = []
@@ -165,7 +168,10 @@ class A3CActor(acme.Actor):
       return
     self._observations.append(self._last_observation)
     self._actions.append(action if self._discrete else self._raw_action)
-    self._rewards.append(float(next_timestep.reward or 0.0))
+    reward = float(next_timestep.reward or 0.0)
+    if self._return_scale is not None:
+      reward = self._return_scale.scale(reward, next_timestep.last())
+    self._rewards.append(reward)
     # gamma times the step's discount: 0 where the episode terminated.
     self._discounts.append(self._config.discount *
                            float(next_timestep.discount))

@@ -67,7 +67,8 @@ class A3CBuilder(interfaces.WorkerBuilder):
     """A3C's policy and value network with its variables created."""
     spec = self.environment.spec
     network = networks.make_network(self.environment.kind, spec.actions,
-                                    self.config.hidden_sizes)
+                                    self.config.hidden_sizes,
+                                    self.config.shared_torso)
     tf2_utils.create_variables(network, [spec.observations])
     return network
 

@@ -49,13 +49,23 @@ class A3CConfig(AgentConfig):
   mlp_hidden_sizes: str = '200'
   """Torso for vector observations, comma-separated: A3C Supp. §9's one
   hidden layer of 200 ReLU units."""
+  normalize_rewards: bool = False
+  """Each worker divides its rewards by the running standard deviation of
+  its discounted return (agents/a3c/reward_scale.py), so that returns are
+  near 1 whatever the task pays, as on the paper's clipped Atari rewards,
+  for which its other values were chosen. Not in the paper."""
+  shared_torso: bool = True
+  """Discrete actions: the policy and the value share the torso (A3C Supp.
+  §8, "all non-output layers shared"). False: the value has a torso of its
+  own, the same shape, and shares nothing with the policy, as Supp. §9's
+  continuous-control networks (which always share nothing)."""
   evaluation_epsilon: float = 0.0
   """The evaluator acts with the policy's most likely action (its mean with
   continuous actions), with this probability of a uniformly random discrete
   action instead."""
 
   # Fields that a run's checkpoints depend on (network shapes).
-  CHECKPOINT_FIELDS = ('mlp_hidden_sizes',)
+  CHECKPOINT_FIELDS = ('mlp_hidden_sizes', 'shared_torso')
 
   def entropy_weight(self, continuous: bool) -> float:
     """beta for this action space (`entropy_cost`, else the paper's)."""

@@ -4,7 +4,7 @@ for continuous ones. The torsos are the agents' shared ones
 (agents/torsos.py)."""
 
 import math
-from typing import NamedTuple, Sequence, Union
+from typing import NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 import sonnet as snt
@@ -67,16 +67,20 @@ class DiscretePolicyValueNetwork(snt.Module):
   non-output layers shared"."""
 
   def __init__(self, torso: snt.Module, num_actions: int,
+               value_torso: Optional[snt.Module] = None,
                name: str = 'policy_value_network'):
     super().__init__(name=name)
     self._torso = torso
+    self._value_torso = value_torso
     self._logits = snt.Linear(num_actions, name='policy_logits')
     self._value = snt.Linear(1, name='value')
 
   def __call__(self, observation: tf.Tensor) -> PolicyValue:
     embedding = self._torso(observation)
+    value_embedding = (embedding if self._value_torso is None
+                       else self._value_torso(observation))
     return PolicyValue(Categorical(self._logits(embedding)),
-                       tf.squeeze(self._value(embedding), axis=-1))
+                       tf.squeeze(self._value(value_embedding), axis=-1))
 
 
 class GaussianPolicyValueNetwork(snt.Module):
@@ -104,17 +108,19 @@ class GaussianPolicyValueNetwork(snt.Module):
 
 
 def make_network(environment_kind: str, action_spec,
-                 hidden_sizes: Sequence[int]) -> snt.Module:
+                 hidden_sizes: Sequence[int],
+                 shared_torso: bool = True) -> snt.Module:
   """A3C's network for an environment kind (`atari`, `minatar`, `gym`,
   `control`) and its action spec (discrete, or a bounded vector)."""
   if np.issubdtype(action_spec.dtype, np.integer):
-    if environment_kind == 'minatar':
-      torso = snt.Sequential([MinAtarCNN(),
-                              MLPTorso([MINATAR_HIDDEN_SIZE])])
-    else:
-      torso = make_torso(environment_kind, hidden_sizes,
-                         atari_torso=SmallAtariCNN)
-    return DiscretePolicyValueNetwork(torso, int(action_spec.num_values))
+    def torso():
+      if environment_kind == 'minatar':
+        return snt.Sequential([MinAtarCNN(), MLPTorso([MINATAR_HIDDEN_SIZE])])
+      return make_torso(environment_kind, hidden_sizes,
+                        atari_torso=SmallAtariCNN)
+    return DiscretePolicyValueNetwork(
+        torso(), int(action_spec.num_values),
+        value_torso=None if shared_torso else torso())
   return GaussianPolicyValueNetwork(hidden_sizes, int(action_spec.shape[-1]))
 
 

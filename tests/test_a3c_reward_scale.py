@@ -1,0 +1,37 @@
+"""--normalize_rewards: rewards over the running standard deviation of the
+discounted return, against numpy's variance of every return so far."""
+
+import numpy as np
+
+from agents.a3c import reward_scale
+
+
+def test_rewards_are_divided_by_the_returns_standard_deviation_so_far():
+  rng = np.random.default_rng(0)
+  gamma = 0.9
+  scale = reward_scale.ReturnScale(gamma)
+  returns, running = [], 0.0
+  for step in range(400):
+    reward = float(rng.normal(-1.0, 2.0))
+    last = step % 37 == 36  # Episodes of 37 steps.
+    running = gamma * running + reward
+    returns.append(running)
+    expected = (reward / np.sqrt(np.var(returns) + 1e-8) if len(returns) > 1
+                else reward)
+    np.testing.assert_allclose(scale.scale(reward, last), expected,
+                               rtol=1e-9)
+    if last:
+      running = 0.0
+
+
+def test_returns_of_a_task_paying_every_step_come_out_near_one():
+  # Acrobot-like: -1 a step, episodes of 500 steps, gamma 0.99: returns
+  # approach -100, their scaled counterparts stay within a few units.
+  gamma = 0.99
+  scale = reward_scale.ReturnScale(gamma)
+  scaled = [scale.scale(-1.0, step % 500 == 499) for step in range(5_000)]
+  late = scaled[-500:]  # The last episode, once the statistics settled.
+  scaled_return = sum(r * gamma**i for i, r in enumerate(late))
+  raw_return = sum(-1.0 * gamma**i for i in range(500))
+  assert raw_return < -99
+  assert -5 < scaled_return < -1, scaled_return
