@@ -54,12 +54,12 @@ class CSVLog(loggers.Logger):
 
   def write(self, data: loggers.LoggingData):
     data = loggers.to_numpy(data)
-    new = sorted(key for key in data if key not in self._columns)
-    if new:
-      self._widen(self._columns + new)
     if not self._continued:
       _drop_unfinished_row(self.path)
       self._continued = True
+    new = sorted(key for key in data if key not in self._columns)
+    if new:
+      self._widen(self._columns + new)
     with open(self.path, 'a', newline='') as f:
       if not f.tell():
         csv.writer(f).writerow(self._columns)
@@ -69,9 +69,7 @@ class CSVLog(loggers.Logger):
   def _widen(self, columns: List[str]):
     if os.path.exists(self.path) and os.path.getsize(self.path):
       with open(self.path, newline='') as f:
-        text = f.read()
-      if not text.endswith('\n'):  # A row a killed process left unfinished.
-        text = text[:text.rfind('\n') + 1]
+        text = f.read()  # Whole rows: `write` dropped an unfinished one.
       widened = io.StringIO()
       writer = csv.writer(widened)
       writer.writerow(columns)
