@@ -169,17 +169,27 @@ def test_gaussian_policy_against_scipy_and_its_analytic_gradients():
                              rtol=1e-4, atol=1e-6)
 
 
-def test_gaussian_network_shares_nothing_between_policy_and_value():
-  network = networks.GaussianPolicyValueNetwork([8], action_dims=2)
+def _shared_by_policy_and_value(network, policy_output):
+  """The network's outputs for a batch of ones, and the names of the
+  variables that both the value and `policy_output(policy)` depend on."""
   observation = tf.constant(np.ones((3, 5), np.float32))
   with tf.GradientTape(persistent=True) as tape:
     outputs = network(observation)
     value = tf.reduce_sum(outputs.value)
-    mean = tf.reduce_sum(outputs.policy.mean)
+    policy = tf.reduce_sum(policy_output(outputs.policy))
   value_grads = tape.gradient(value, network.trainable_variables)
-  mean_grads = tape.gradient(mean, network.trainable_variables)
-  for value_grad, mean_grad in zip(value_grads, mean_grads):
-    assert value_grad is None or mean_grad is None
+  policy_grads = tape.gradient(policy, network.trainable_variables)
+  return outputs, [
+      variable.name for variable, value_grad, policy_grad in
+      zip(network.trainable_variables, value_grads, policy_grads)
+      if value_grad is not None and policy_grad is not None]
+
+
+def test_gaussian_network_shares_nothing_between_policy_and_value():
+  network = networks.GaussianPolicyValueNetwork([8], action_dims=2)
+  outputs, both = _shared_by_policy_and_value(network,
+                                              lambda policy: policy.mean)
+  assert not both, both
   assert np.all(outputs.policy.variance.numpy() > 0)
   assert outputs.policy.mean.shape == (3, 2)
 
@@ -189,16 +199,7 @@ def test_a_discrete_networks_value_shares_the_torso_only_when_asked(
     shared_torso):
   spec = type('Spec', (), {'dtype': np.int64, 'num_values': 3})()
   network = networks.make_network('gym', spec, [8], shared_torso=shared_torso)
-  observation = tf.constant(np.ones((3, 5), np.float32))
-  with tf.GradientTape(persistent=True) as tape:
-    outputs = network(observation)
-    value = tf.reduce_sum(outputs.value)
-    logits = tf.reduce_sum(outputs.policy.logits)
-  value_grads = tape.gradient(value, network.trainable_variables)
-  logit_grads = tape.gradient(logits, network.trainable_variables)
-  both = [variable.name for variable, value_grad, logit_grad in
-          zip(network.trainable_variables, value_grads, logit_grads)
-          if value_grad is not None and logit_grad is not None]
+  _, both = _shared_by_policy_and_value(network, lambda policy: policy.logits)
   # Shared: the torso's weights and biases (one layer of 8) feed both heads.
   assert len(both) == (2 if shared_torso else 0), both
   # A torso of its own: one more layer's weights and biases.
