@@ -8,15 +8,14 @@ by the emulator (`tests/vertex_emulator.py`) with its workdir on Cloud
 Storage (the `cloud_storage` fixture). Its memory is sampled as it runs
 (`benchmarks/emulated_job_memory.py`, which measures it in detail).
 
-A job that ends at its step limit may end before every one of 26 actors
-has stepped (the limit counts all actors' steps together, and the replicas
-start over minutes on 2 cores), so this job has none and is stopped from
-outside (`programs/stop.py`) once every actor has played an episode, every
-cacher has answered and the learner has updated. A resumed job run to its
-step limit is the 8-replica test's (tests/test_cloud.py): at 34 replicas it
-would double this test's time, most of which is the replicas' start (34
-processes importing TensorFlow); see docs/google_cloud.md for what was
-measured.
+The job runs twice on the same workdir. A job that ends at its step limit
+may end before every one of 26 actors has stepped (the limit counts all
+actors' steps together, and the replicas start over minutes on 2 cores),
+so the first job has none and is stopped from outside (`programs/stop.py`)
+once every actor has played an episode, every cacher has answered and the
+learner has updated. The second resumes from what the first left in the
+bucket and runs to a step limit past the first job's count, where the
+coordinator ends it as succeeded.
 """
 
 import json
@@ -29,6 +28,7 @@ from benchmarks.emulated_job_memory import JobMemory
 from tests import helpers
 from tests.conftest import BUCKET
 from tests.test_cloud import EMULATED_FLAGS
+from tests.test_cloud import _emulate
 from tests.test_cloud import _failed_at_google_cloud
 from tests.test_cloud import _launch
 from tests.test_cloud import _log_of
@@ -37,6 +37,7 @@ from tests.test_cloud import _replica_log
 from tests.test_cloud import _replicas
 from tests.test_cloud import _start_emulator
 from tests.test_cloud import _wait_for
+from tests.test_cloud import check_resumed
 
 ACTORS = 26
 # 26 actors, 2 variable cachers, 2 replay shards.
@@ -46,6 +47,8 @@ OTHERS = ('coordinator', 'counter', 'learner', 'evaluator')
 # How long 34 replicas may take to start and act on a loaded 2-core machine
 # (each imports TensorFlow; under load the start alone took 8 minutes).
 START_TIMEOUT = 1500
+# The second job's steps past the first's: a few episodes of each actor.
+LIMIT_STEPS = 3000
 
 
 def _memory_total() -> int:
@@ -80,8 +83,8 @@ def _bucket_rows(label: str):
   return helpers.rows_from(text) if text else []
 
 
-@pytest.mark.slow  # Runs a packaged job of 34 replicas.
-def test_a_job_of_34_replicas_runs_and_stops_on_request(
+@pytest.mark.slow  # Runs a packaged job of 34 replicas, twice.
+def test_a_job_of_34_replicas_stops_on_request_then_resumes_to_its_limit(
     tmp_path, cloud_storage):
   workdir = f'gs://{BUCKET}/run'
   flags = (*EMULATED_FLAGS, *BIG)
@@ -152,3 +155,29 @@ def test_a_job_of_34_replicas_runs_and_stops_on_request(
   coordinator = _replica_log(package_dir, 'coordinator')
   for shard in range(2):
     assert f'Final replay_{shard} checkpoint' in coordinator
+
+  # The second job: resumed from the checkpoints in the bucket, it runs to
+  # a step limit past the first job's count. The launch clears the first
+  # job's stop record, as a user's relaunch does.
+  first = record['counts']
+  limit = first['actor_steps'] + LIMIT_STEPS
+  assert _failed_at_google_cloud(_launch(
+      tmp_path, workdir, *flags, f'--max_actor_steps={limit}',
+      **cloud_storage))
+  package_dir = _package(tmp_path, 'second', workdir,
+                         f'--max_actor_steps={limit}', *BIG, **cloud_storage)
+  result = _emulate(package_dir, timeout=START_TIMEOUT)
+  assert result.returncode == 0, result.stdout[-5000:]
+  assert 'Job succeeded.' in result.stdout
+  assert len(_replicas(package_dir)) == ACTORS + 8
+  check_resumed(package_dir, shards=2)
+  record = json.loads(helpers.bucket_text(BUCKET, 'run/stop.json'))
+  assert not record['failed'], record
+  assert record['reason'].startswith('reached'), record
+  assert record['counts']['actor_steps'] >= limit, (record, first)
+  assert record['counts']['learner_steps'] > first['learner_steps'], (
+      record, first)
+  coordinator = _replica_log(package_dir, 'coordinator')
+  for shard in range(2):
+    assert f'Final replay_{shard} checkpoint' in coordinator
+  assert 'Ending the job (succeeded).' in coordinator
