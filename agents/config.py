@@ -40,6 +40,12 @@ class AgentConfig:
     run with, before anything starts. By default none is refused."""
     del options
 
+  def check_environment(self, environment):
+    """Raises ValueError for an environment (`EnvironmentSpec`) the agent's
+    flags cannot serve, before anything starts. By default none is
+    refused."""
+    del environment
+
 
 @dataclasses.dataclass
 class ApeXConfig(AgentConfig):

@@ -66,9 +66,11 @@ class A3CBuilder(interfaces.WorkerBuilder):
   def make_network(self) -> snt.Module:
     """A3C's policy and value network with its variables created."""
     spec = self.environment.spec
+    bounds = (self.environment.observation_bounds
+              if self.config.scale_observations else None)
     network = networks.make_network(self.environment.kind, spec.actions,
                                     self.config.hidden_sizes,
-                                    self.config.shared_torso)
+                                    self.config.shared_torso, bounds)
     tf2_utils.create_variables(network, [spec.observations])
     return network
 

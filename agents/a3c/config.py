@@ -54,6 +54,12 @@ class A3CConfig(AgentConfig):
   its discounted return (agents/a3c/reward_scale.py), so that returns are
   near 1 whatever the task pays, as on the paper's clipped Atari rewards,
   for which its other values were chosen. Not in the paper."""
+  scale_observations: bool = False
+  """Each observation dimension whose bounds the environment declares (a
+  gym: vector environment's observation space) is mapped from [low, high]
+  onto [-1, 1] as the network's first step; unbounded dimensions pass
+  unchanged. Not in the paper, whose Atari pixels are scaled to [0, 1] and
+  whose physics states arrive as they are (Supp. §9)."""
   shared_torso: bool = True
   """Discrete actions: the policy and the value share the torso (A3C Supp.
   §8, "all non-output layers shared"). False: the value has a torso of its
@@ -101,6 +107,14 @@ class A3CConfig(AgentConfig):
           'parameters of a program with replay to its actors; an A3C '
           'worker exchanges gradients and parameters with the parameter '
           'server itself. Leave --variable_cachers at 0.')
+
+  def check_environment(self, environment):
+    """--scale_observations needs the bounds of the observations."""
+    if self.scale_observations and environment.observation_bounds is None:
+      raise ValueError(
+          f'--scale_observations: {environment.name} declares no bounds of '
+          'its observations (only gym: vector environments do). Leave '
+          '--scale_observations off for it.')
 
   @property
   def hidden_sizes(self):

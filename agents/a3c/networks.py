@@ -107,11 +107,50 @@ class GaussianPolicyValueNetwork(snt.Module):
     return PolicyValue(policy, value)
 
 
+class BoundsScale(snt.Module):
+  """Maps each observation dimension with finite bounds from [low, high]
+  onto [-1, 1]; the others pass unchanged (`--scale_observations`)."""
+
+  def __init__(self, low: np.ndarray, high: np.ndarray,
+               name: str = 'bounds_scale'):
+    super().__init__(name=name)
+    low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
+    bounded = np.isfinite(low) & np.isfinite(high) & (high > low)
+    low, high = np.where(bounded, low, -1.0), np.where(bounded, high, 1.0)
+    centre, half_range = (high + low) / 2, (high - low) / 2
+    self._centre = tf.constant(centre, tf.float32)
+    self._half_range = tf.constant(half_range, tf.float32)
+
+  def __call__(self, observation: tf.Tensor) -> tf.Tensor:
+    return (tf.cast(observation, tf.float32) - self._centre) / self._half_range
+
+
+class ScaledObservations(snt.Module):
+  """`network` of observations scaled by `scale` first."""
+
+  def __init__(self, scale: snt.Module, network: snt.Module,
+               name: str = 'scaled_observations'):
+    super().__init__(name=name)
+    self._scale = scale
+    self._network = network
+
+  def __call__(self, observation: tf.Tensor) -> PolicyValue:
+    return self._network(self._scale(observation))
+
+
 def make_network(environment_kind: str, action_spec,
                  hidden_sizes: Sequence[int],
-                 shared_torso: bool = True) -> snt.Module:
+                 shared_torso: bool = True,
+                 observation_bounds=None) -> snt.Module:
   """A3C's network for an environment kind (`atari`, `minatar`, `gym`,
-  `control`) and its action spec (discrete, or a bounded vector)."""
+  `control`) and its action spec (discrete, or a bounded vector);
+  `observation_bounds`, (low, high): observations are scaled by them first
+  (`BoundsScale`)."""
+  if observation_bounds is not None:
+    return ScaledObservations(
+        BoundsScale(*observation_bounds),
+        make_network(environment_kind, action_spec, hidden_sizes,
+                     shared_torso))
   if np.issubdtype(action_spec.dtype, np.integer):
     def torso():
       if environment_kind == 'minatar':

@@ -335,6 +335,7 @@ def build_program(program_name: str, config_class,
     config.check_options(options)
     plan = _check_cloud_plan(options, config)
     environment = resolve_environment(options.env)
+    config.check_environment(environment)
     recorded = {name: value for name, value in values.items()
                 if name not in RunOptions.PER_LAUNCH}
     if FLAGS.print_config:

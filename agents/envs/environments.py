@@ -42,7 +42,7 @@ import functools
 import importlib
 import os
 import warnings
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import dm_env
 import gymnasium
@@ -378,6 +378,9 @@ class EnvironmentSpec:
   # Observations are the last N frames stacked on their last axis (Atari:
   # 4); replay stores each frame once. 0: they are not stacks of frames.
   stacked_frames: int = 0
+  # gym: vector environments: their observation space's (low, high), each
+  # bound possibly infinite; None where the environment declares none.
+  observation_bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None
 
   def make_environment(
       self, seed: Optional[int] = None, evaluation: bool = False,
@@ -403,6 +406,14 @@ def _registered(name: str) -> bool:
       return False
     name = env_id
   return name in gymnasium.registry
+
+
+def _observation_bounds(
+    environment: gymnasium.Env) -> Tuple[np.ndarray, np.ndarray]:
+  """A gym: vector environment's observation bounds, (low, high)."""
+  space = environment.observation_space
+  return (np.asarray(space.low, np.float32),
+          np.asarray(space.high, np.float32))
 
 
 def _check_discrete_vector_env(env_name: str, environment: gymnasium.Env):
@@ -432,6 +443,7 @@ def resolve_discrete(env_name: str) -> EnvironmentSpec:
   if not sep or not name:
     raise _fail(env_name, 'the name has no <kind>: prefix')
   stacked_frames = 0
+  bounds = None
   if kind == 'atari':
     _register_ale()
     if f'ALE/{name}-v5' not in gymnasium.registry:
@@ -447,6 +459,7 @@ def resolve_discrete(env_name: str) -> EnvironmentSpec:
     probe = gymnasium.make(name)
     try:
       _check_discrete_vector_env(env_name, probe)
+      bounds = _observation_bounds(probe)
     finally:
       probe.close()
     make = functools.partial(_make_gym, name)
@@ -472,7 +485,8 @@ def resolve_discrete(env_name: str) -> EnvironmentSpec:
     environment.close()
   return EnvironmentSpec(name=env_name, kind=kind, spec=spec,
                          frames_per_step=frames_per_step, pixels=pixels,
-                         make=make, stacked_frames=stacked_frames)
+                         make=make, stacked_frames=stacked_frames,
+                         observation_bounds=bounds)
 
 
 def _check_continuous_vector_env(env_name: str, environment: gymnasium.Env):
@@ -508,6 +522,7 @@ def resolve_continuous(env_name: str) -> EnvironmentSpec:
   kind, sep, name = env_name.partition(':')
   if not sep or not name:
     raise fail('the name has no <kind>: prefix')
+  bounds = None
   if kind == 'control':
     domain, sep, task = name.partition(':')
     if not sep or not task or ':' in task:
@@ -521,6 +536,7 @@ def resolve_continuous(env_name: str) -> EnvironmentSpec:
     probe = gymnasium.make(name)
     try:
       _check_continuous_vector_env(env_name, probe)
+      bounds = _observation_bounds(probe)
     finally:
       probe.close()
     make = functools.partial(_make_gym, name)
@@ -534,7 +550,8 @@ def resolve_continuous(env_name: str) -> EnvironmentSpec:
   finally:
     environment.close()
   return EnvironmentSpec(name=env_name, kind=kind, spec=spec,
-                         frames_per_step=1, pixels=False, make=make)
+                         frames_per_step=1, pixels=False, make=make,
+                         observation_bounds=bounds)
 
 
 def resolve_any(env_name: str) -> EnvironmentSpec:
