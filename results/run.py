@@ -193,6 +193,26 @@ ANALYSES.update({
 })
 
 
+# A3C beyond CartPole (docs/a3c.md, "Beyond CartPole"): on two
+# classic-control tasks, the `cartpole` preset, which learns them and then
+# loses what it learned, beside the task's own preset. Thresholds: Acrobot-v1
+# registers -100 as solved (gymnasium's reward_threshold); Pendulum-v1
+# registers none, and -200 is a pendulum swung up and held from most starts.
+def _a3c_beside_cartpole(env: str, preset: str, threshold: float):
+  """A3C on `env`: the `cartpole` preset beside the task's own `preset`."""
+  return dict(
+      title=f'A3C on {env}: the cartpole preset vs the {preset} preset, 4 '
+            'workers, the same number of actor steps',
+      program='a3c', flags=[], budget=('steps', 200_000), threshold=threshold,
+      settings={'cartpole preset': ['--preset=cartpole', f'--env={env}'],
+                f'{preset} preset': [f'--preset={preset}']})
+
+ANALYSES.update({
+    'a3c_acrobot': _a3c_beside_cartpole('gym:Acrobot-v1', 'acrobot', -100),
+    'a3c_pendulum': _a3c_beside_cartpole('gym:Pendulum-v1', 'pendulum', -200),
+})
+
+
 def _budget_flags(budget) -> List[str]:
   kind, value = budget
   if kind == 'steps':
