@@ -207,6 +207,7 @@ def _a3c_beside_cartpole(env: str, preset: str, threshold: float):
       settings={'cartpole preset': ['--preset=cartpole', f'--env={env}'],
                 f'{preset} preset': [f'--preset={preset}']})
 
+
 ANALYSES.update({
     'a3c_acrobot': _a3c_beside_cartpole('gym:Acrobot-v1', 'acrobot', -100),
     'a3c_pendulum': _a3c_beside_cartpole('gym:Pendulum-v1', 'pendulum', -200),

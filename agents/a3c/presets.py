@@ -31,6 +31,8 @@ CARTPOLE = {
 # weight at a tenth of the paper's, because with returns near 1 the
 # advantages are small, and beta 0.01 beside them drove the policy back to
 # uniform once episodes grew long (where Acrobot pays nothing to learn from).
+# The two were changed together; which of them matters is not separated
+# (beta 0 alone did not help; docs/a3c.md lists what was tried).
 ACROBOT = {
     'env': 'gym:Acrobot-v1', 'num_actors': 4, 'max_actor_steps': 200_000,
     'discount': 0.99, 'normalize_rewards': True, 'value_cost': 0.5,
@@ -41,12 +43,13 @@ ACROBOT = {
 # A3C on gym:Pendulum-v1 (continuous actions, Supp. §9's Gaussian policy).
 # What differs from the paper's defaults, and why: gamma 0.9, as in
 # rl-baselines3-zoo's tuned PPO on Pendulum-v1 (hyperparams/ppo.yml; its
-# A2C keeps 0.99 but explores with gSDE, which A3C does not have): the
-# reward is dense, and at 0.99 this preset's other values learned nothing
-# in 200K steps; --normalize_rewards, as for Acrobot; and
-# beta 0.01 rather than Supp. §9's 1e-4, whose policy's variance collapsed
-# to ~1e-5 within 50K steps, its gradient norms reaching 1e5, and learned
-# nothing.
+# A2C keeps 0.99 but explores with gSDE, which A3C does not have), for a
+# dense reward that needs a short horizon; --normalize_rewards, as for
+# Acrobot; and beta 0.01 rather than Supp. §9's 1e-4, with which the
+# policy's variance collapsed to ~1e-5 within 50K steps (gradient norms
+# reaching 1e5) and nothing was learned. At gamma 0.99 only beta 1e-4 was
+# tried (it stayed near -1,470 for 200K steps); gamma 0.99 with beta 0.01
+# was not.
 PENDULUM = {
     'env': 'gym:Pendulum-v1', 'num_actors': 4, 'max_actor_steps': 200_000,
     'discount': 0.9, 'normalize_rewards': True, 'entropy_cost': 0.01,
