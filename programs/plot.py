@@ -11,7 +11,8 @@ Four panels, one line per run, read from each run's CSV logs
                             own, exploring, where a run has no evaluator),
                             with their running mean (--frames: against
                             environment frames)
-  return vs wall-clock      the same against hours since the run started
+  return vs wall-clock      the same against hours of running (a resumed
+                            run's pauses between launches left out)
   actor frames/s            all actors together (frames: agent steps times
                             the environment's frame skip)
   learner updates/s         batches per second
@@ -21,7 +22,7 @@ import csv
 import glob
 import os
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from absl import app
 from absl import flags
@@ -43,6 +44,11 @@ PANELS = ('Return vs actor steps', 'Return vs wall-clock',
           'Actor frames/s (all actors)', 'Learner updates/s')
 # Points of the common time grid on which the actors' rates are summed.
 GRID_POINTS = 200
+# A stretch of at least this many seconds (or of 3 --log_every periods, if
+# longer) in which no node of a run logged is a pause between two launches
+# of a resumed run: running time leaves it out. While a launch runs, its
+# learner and actors log every --log_every seconds.
+PAUSE_SECONDS = 300.0
 
 
 def read_log(workdir: str, label: str) -> Dict[str, np.ndarray]:
@@ -95,36 +101,66 @@ def summed_rate(series: Sequence[Dict[str, np.ndarray]], key: str,
   return (grid - start) / 3600.0, total
 
 
+def running_clock(walltimes: Sequence[np.ndarray], pause: float
+                  ) -> Callable[[np.ndarray], np.ndarray]:
+  """Maps wall times to a run's running time, in seconds from the first of
+  `walltimes` (every log row's time, of all its nodes): each stretch of
+  `pause` seconds or more without a row (the run stopped, then resumed) is
+  left out, and so is a launch's start-up before its first rows."""
+  times = np.sort(np.concatenate([np.asarray(t, dtype=float)
+                                  for t in walltimes]))
+  times = times[np.isfinite(times)]
+  if not len(times):
+    raise ValueError('No log row has a time.')
+  gaps = np.diff(times)
+  running = np.concatenate([[0.0], np.cumsum(np.where(gaps >= pause, 0.0,
+                                                      gaps))])
+  return lambda t: np.interp(np.asarray(t, dtype=float), times, running)
+
+
+def _pause_seconds(workdir: str) -> float:
+  try:
+    log_every = float(run_manifest.read_manifest(workdir)['flags']['log_every'])
+  except (KeyError, TypeError, ValueError):  # No run.json: the default.
+    log_every = 0.0
+  return max(PAUSE_SECONDS, 3 * log_every)
+
+
 def run_curves(workdir: str, smoothing: int) -> Dict[str, object]:
-  """What the panels show of one run."""
+  """What the panels show of one run, against its running time (pauses
+  between launches left out: `running_clock`); 'clock' maps a wall time to
+  seconds of that running time."""
   logs = {label: read_log(workdir, label)
           for label in ['learner', 'evaluator', *_actor_labels(workdir)]}
   logs = {label: log for label, log in logs.items() if log}
   if not logs:
     raise ValueError(f'{workdir} has no logs (<workdir>/logs/<node>/'
                      'logs.csv); pass the --workdir of a run.')
-  start = min(log['walltime'][0] for log in logs.values()
-              if len(log.get('walltime', ())))
+  clock = running_clock([log['walltime'] for log in logs.values()
+                         if len(log.get('walltime', ()))],
+                        _pause_seconds(workdir))
+  logs = {label: {**log, 'walltime': clock(log['walltime'])}
+          if len(log.get('walltime', ())) else log
+          for label, log in logs.items()}
   returns_from = 'evaluator' if 'episode_return' in logs.get(
       'evaluator', {}) else 'actor'
   episodes = logs.get(returns_from, {})
   returns = episodes.get('episode_return', np.array([]))
   actors = [log for label, log in logs.items() if label.startswith('actor')]
-  hours, steps_per_second = summed_rate(actors, 'steps_per_second', start)
+  hours, steps_per_second = summed_rate(actors, 'steps_per_second', 0.0)
   learner = logs.get('learner', {})
   return {
-      'start': start,
+      'clock': clock,
       'returns_from': returns_from,
       'actor_steps': episodes.get('actor_steps', np.array([])),
-      'hours': (episodes.get('walltime', np.array([])) - start) / 3600.0,
+      'hours': episodes.get('walltime', np.array([])) / 3600.0,
       'returns': returns,
       'mean_returns': running_mean(returns, smoothing) if len(returns)
                       else returns,
       'actor_hours': hours,
       'actor_frames_per_second': steps_per_second * run_manifest.frames_per_step(
           workdir),
-      'learner_hours': (learner.get('walltime', np.array([])) - start) /
-                       3600.0,
+      'learner_hours': learner.get('walltime', np.array([])) / 3600.0,
       'learner_updates_per_second': learner.get('steps_per_second',
                                                 np.array([])),
   }

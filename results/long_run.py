@@ -61,10 +61,10 @@ FLAGS = flags.FLAGS
 RESULTS = os.path.dirname(os.path.abspath(__file__))
 
 
-def evaluation_rounds(workdir: str, start: float) -> List[Dict[str, float]]:
+def evaluation_rounds(workdir: str, clock) -> List[Dict[str, float]]:
   """The evaluator's episodes in rounds of `evaluation_episodes`, in order
-  (an unfinished last round is left out); minutes count from `start` (the
-  run's first log row, `plot.run_curves`)."""
+  (an unfinished last round is left out); minutes are of running time,
+  `clock` (`plot.run_curves`) mapping wall times to its seconds."""
   manifest = run_manifest.read_manifest(workdir)
   per_round = int(manifest['flags']['evaluation_episodes'])
   frames_per_step = run_manifest.frames_per_step(workdir)
@@ -85,7 +85,7 @@ def evaluation_rounds(workdir: str, start: float) -> List[Dict[str, float]]:
         'learner_steps': int(episodes['learner_steps'][first]),
         'actor_steps': int(episodes['actor_steps'][first]),
         'actor_frames': int(episodes['actor_steps'][first]) * frames_per_step,
-        'minutes': float((episodes['walltime'][last] - start) / 60.0),
+        'minutes': float(clock(episodes['walltime'][last]) / 60.0),
     })
   return rounds
 
@@ -119,7 +119,7 @@ def collect(workdir: str, name: str) -> Dict[str, object]:
   (and the flags), and returns that JSON's content."""
   manifest = run_manifest.read_manifest(workdir)
   curves = plot.run_curves(workdir, 10)
-  rounds = evaluation_rounds(workdir, curves['start'])
+  rounds = evaluation_rounds(workdir, curves['clock'])
   with open(os.path.join(RESULTS, f'{name}.csv'), 'w', newline='') as f:
     writer = csv.DictWriter(f, fieldnames=list(rounds[0]))
     writer.writeheader()

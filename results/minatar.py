@@ -175,7 +175,7 @@ def evaluate(workdir: str, seed: int,
 def run_record(workdir: str, seed: int) -> Dict[str, object]:
   """What the page shows of one finished run."""
   curves = long_run.plot.run_curves(workdir, 1)
-  rounds = long_run.evaluation_rounds(workdir, curves['start'])
+  rounds = long_run.evaluation_rounds(workdir, curves['clock'])
   final = evaluate(workdir, seed, near_greedy())
   matched = evaluate(workdir, seed, MATCHED)
   counts = run.final_counts(workdir)
