@@ -164,6 +164,9 @@ def test_the_import_log_sees_tensorflow_where_it_is_imported():
     ('apex_dpg', ['--batch_size=0'], '--batch_size=0 is out of range'),
     ('apex_dqn', ['--atari_evaluation=greedy'],
      '--atari_evaluation=greedy is out of range: it must be sticky or noops.'),
+    ('apex_dqn', ['--atari_training=random'],
+     '--atari_training=random is out of range: it must be deterministic or '
+     'sticky.'),
     ('a3c', ['--envs_per_actor=2'], '--envs_per_actor=2: an A3C worker'),
     ('a3c', ['--t_max=0'], '--t_max=0 is out of range'),
 ])

@@ -260,6 +260,27 @@ def test_atari_evaluation_environment_settings(pong, protocol, sticky,
   env.close()
 
 
+@pytest.mark.parametrize('training, sticky', [
+    (None, 0.0),  # The default: the deterministic emulator, as Ape-X's.
+    ('deterministic', 0.0),
+    ('sticky', 0.25),  # Machado et al. (2018) for training too.
+])
+def test_atari_training_environment_settings(pong, training, sticky):
+  chosen = {} if training is None else {'atari_training': training}
+  env = pong.make_environment(seed=1, **chosen)
+  ale = env._environment.unwrapped.ale  # pylint: disable=protected-access
+  assert ale.getFloat('repeat_action_probability') == pytest.approx(sticky)
+  assert ale.getInt('max_num_frames_per_episode') == 50_000
+  assert _find_wrapper(env, wrappers.AtariPreprocessing).noop_max == 0
+  env.close()
+  # An evaluation environment plays its own protocol, whatever training's.
+  env = pong.make_environment(seed=1, evaluation=True,
+                              atari_evaluation='noops', **chosen)
+  ale = env._environment.unwrapped.ale  # pylint: disable=protected-access
+  assert ale.getFloat('repeat_action_probability') == 0.0
+  env.close()
+
+
 def _episode_starts(env, episodes: int = 3, steps: int = 150):
   """The observations of the first `steps` steps of each of `episodes`
   episodes played with one fixed sequence of actions (up and down in turn,
@@ -282,6 +303,9 @@ def test_one_policy_plays_different_evaluation_episodes(pong):
   # evaluation protocol makes the episodes differ.
   training = _episode_starts(pong.make_environment(seed=3))
   assert len(set(training)) == 1
+  sticky_training = _episode_starts(pong.make_environment(
+      seed=3, atari_training='sticky'))
+  assert len(set(sticky_training)) == len(sticky_training)
   for protocol in environments.ATARI_EVALUATIONS:
     evaluation = _episode_starts(pong.make_environment(
         seed=3, evaluation=True, atari_evaluation=protocol))

@@ -271,7 +271,8 @@ class ActingNode:
                      1 + self._actor_id + 1_000 * self._num_built)
     self._num_built += 1
     return resilience.GuardedEnvironment(
-        self._builder.environment.make_environment(seed=seed))
+        self._builder.environment.make_environment(
+            seed=seed, atari_training=self._options.atari_training))
 
   def _on_failure(self, index: int, error: Exception):
     """The environment to go on with, or None when the actor gives up."""

@@ -67,8 +67,12 @@ class RunOptions:
   """Atari only: what makes the evaluator's episodes differ from one
   another (a greedy policy on the deterministic emulator replays one
   episode): sticky (sticky actions, p = 0.25, Machado et al. 2018) or noops
-  (up to 30 random no-op starts, the Ape-X paper's protocol). Training
-  always plays the deterministic emulator."""
+  (up to 30 random no-op starts, the Ape-X paper's protocol)."""
+  atari_training: str = 'deterministic'
+  """Atari only: the actors' emulators: deterministic (the Ape-X paper's)
+  or sticky (sticky actions, p = 0.25, as Machado et al. 2018 propose for
+  training too: a greedy policy that learned to replay one action sequence
+  loses to sticky evaluation episodes). A run can change it when resumed."""
   checkpoint_every: float = 600.0
   """Seconds between two checkpoints of the learner (and of the counter,
   saved right after it), under <workdir>/checkpoints/; 0: none."""
@@ -144,8 +148,11 @@ class RunOptions:
     check_flag('num_evaluators', self.num_evaluators in (0, 1),
                self.num_evaluators, '0 or 1')
     from agents.envs.environments import ATARI_EVALUATIONS  # pylint: disable=g-import-not-at-top
+    from agents.envs.environments import ATARI_TRAININGS  # pylint: disable=g-import-not-at-top
     check_flag('atari_evaluation', self.atari_evaluation in ATARI_EVALUATIONS,
                self.atari_evaluation, ' or '.join(ATARI_EVALUATIONS))
+    check_flag('atari_training', self.atari_training in ATARI_TRAININGS,
+               self.atari_training, ' or '.join(ATARI_TRAININGS))
     check_flag('max_actor_steps',
                self.max_actor_steps is None or self.max_actor_steps >= 1,
                self.max_actor_steps, '>= 1 (or none to run until stopped)')

@@ -4,8 +4,9 @@ An environment is named by a string `<kind>:<name>`:
 
 * `atari:<Game>`: an Atari 2600 game from ALE (gymnasium + ale-py) with the DQN
   preprocessing of Mnih et al. (2015): 84x84 grey frames, action repeat 4,
-  a stack of the last 4 frames, no sticky actions, training episodes capped at
-  50,000 frames (Ape-X §4.1). Evaluation episodes are capped at 108,000
+  a stack of the last 4 frames, training episodes capped at 50,000 frames
+  (Ape-X §4.1) on the deterministic emulator, as Ape-X trained, or with
+  sticky actions (`ATARI_TRAININGS`). Evaluation episodes are capped at 108,000
   frames (30 minutes of play: the usual cap, e.g. Hessel et al. 2018; the
   paper says only that its evaluation episodes are longer than its training
   ones, Table 2) and are made independent by one of `ATARI_EVALUATIONS`:
@@ -94,6 +95,17 @@ ATARI_EVALUATIONS = {
         'deterministic emulator (Ape-X §4.1)'),
 }
 DEFAULT_ATARI_EVALUATION = 'sticky'
+
+# --atari_training: what the actors' emulators do with an action. The Ape-X
+# paper's actors played the deterministic emulator; Machado et al. (2018,
+# §5.2) propose sticky actions for training as well as evaluation, so that a
+# policy cannot learn to replay one action sequence, which sticky
+# evaluation episodes then break.
+ATARI_TRAININGS = {
+    'deterministic': 0.0,
+    'sticky': ATARI_STICKY_ACTION_PROBABILITY,
+}
+DEFAULT_ATARI_TRAINING = 'deterministic'
 
 MINATAR_GAMES = ('asterix', 'breakout', 'freeway', 'seaquest', 'space_invaders')
 # minatar:<game>:<this>: every one of MinAtar's actions (module docstring).
@@ -296,17 +308,20 @@ def _register_minatar():
 
 
 def _make_atari(game: str, seed: Optional[int] = None, evaluation: bool = False,
-                atari_evaluation: str = DEFAULT_ATARI_EVALUATION):
+                atari_evaluation: str = DEFAULT_ATARI_EVALUATION,
+                atari_training: str = DEFAULT_ATARI_TRAINING):
   from gymnasium import wrappers  # pylint: disable=g-import-not-at-top
   _register_ale()
-  # Training: the deterministic ALE, as Ape-X used it; evaluation: made
-  # independent as `atari_evaluation` says (module docstring).
+  # Training: as `atari_training` says (the deterministic ALE, as Ape-X used
+  # it, or sticky actions); evaluation: made independent as
+  # `atari_evaluation` says (module docstring).
   protocol = ATARI_EVALUATIONS[atari_evaluation] if evaluation else None
   environment = gymnasium.make(
       f'ALE/{game}-v5',
       frameskip=1,  # AtariPreprocessing repeats actions itself.
       repeat_action_probability=(protocol.repeat_action_probability
-                                 if protocol else 0.0),
+                                 if protocol else
+                                 ATARI_TRAININGS[atari_training]),
       full_action_space=False,
       max_num_frames_per_episode=(ATARI_MAX_EVALUATION_EPISODE_FRAMES
                                   if evaluation else ATARI_MAX_EPISODE_FRAMES))
@@ -384,13 +399,16 @@ class EnvironmentSpec:
 
   def make_environment(
       self, seed: Optional[int] = None, evaluation: bool = False,
-      atari_evaluation: str = DEFAULT_ATARI_EVALUATION) -> dm_env.Environment:
+      atari_evaluation: str = DEFAULT_ATARI_EVALUATION,
+      atari_training: str = DEFAULT_ATARI_TRAINING) -> dm_env.Environment:
     """Builds a fresh environment instance; an evaluation one of an Atari
     game is made independent as `atari_evaluation` names
-    (`ATARI_EVALUATIONS`), the others need nothing of the kind."""
+    (`ATARI_EVALUATIONS`), a training one plays as `atari_training` names
+    (`ATARI_TRAININGS`); the other kinds need nothing of the kind."""
     if self.kind == 'atari':
       return self.make(seed=seed, evaluation=evaluation,
-                       atari_evaluation=atari_evaluation)
+                       atari_evaluation=atari_evaluation,
+                       atari_training=atari_training)
     return self.make(seed=seed, evaluation=evaluation)
 
 
