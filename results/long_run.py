@@ -40,6 +40,7 @@ from absl import flags
 import numpy as np
 
 from agents.envs import environments
+from agents.runs import loggers
 from agents.runs import run_manifest
 
 from programs import plot
@@ -69,20 +70,26 @@ def evaluation_rounds(workdir: str, clock) -> List[Dict[str, float]]:
   per_round = int(manifest['flags']['evaluation_episodes'])
   frames_per_step = run_manifest.frames_per_step(workdir)
   episodes = plot.read_log(workdir, 'evaluator')
-  if not len(episodes.get('episode_return', ())):
+  count = len(episodes.get('episode_return', ()))
+  if not count:
     raise ValueError(f'{workdir} has no evaluator episodes.')
+  unnamed = np.full(count, np.nan)
+  round_steps = episodes.get(loggers.ROUND_LEARNER_STEPS, unnamed)
   rounds = []
-  for first in range(0, len(episodes['episode_return']) - per_round + 1,
-                     per_round):
-    last = first + per_round - 1
+  for indices in loggers.split_rounds(
+      episodes.get(loggers.ROUND_STARTED, unnamed), per_round):
+    first, last = indices[0], indices[-1]
     chunk = slice(first, last + 1)
     rounds.append({
         'round': len(rounds) + 1,
         'mean_return': float(np.mean(episodes['episode_return'][chunk])),
         'min_return': float(np.min(episodes['episode_return'][chunk])),
         'max_return': float(np.max(episodes['episode_return'][chunk])),
-        # The parameters evaluated: those of the round's first episode.
-        'learner_steps': int(episodes['learner_steps'][first]),
+        # The parameters evaluated: pulled as the round began (rows that do
+        # not say: the learner's step at the round's first episode's end).
+        'learner_steps': int(episodes['learner_steps'][first]
+                             if np.isnan(round_steps[first])
+                             else round_steps[first]),
         'actor_steps': int(episodes['actor_steps'][first]),
         'actor_frames': int(episodes['actor_steps'][first]) * frames_per_step,
         'minutes': float(clock(episodes['walltime'][last]) / 60.0),

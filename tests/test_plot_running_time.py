@@ -1,14 +1,18 @@
 """A resumed run's curves against running time: the pause between two
 launches (a day here) is left out of its hours, of its evaluation rounds'
-minutes and of its rate panels; a short silence inside a launch is not."""
+minutes and of its rate panels; a short silence inside a launch is not.
+Its evaluation rounds are told apart by the round their rows name, so that
+a round a stop cut short shifts no later one."""
 
 import csv
+import json
 import os
 
 import numpy as np
 import pytest
 
 from programs import plot
+from agents.runs import loggers
 from results import long_run
 
 START = 1_700_000_000.0  # Any wall time.
@@ -22,6 +26,14 @@ def _write_log(workdir, label, rows):
     writer = csv.DictWriter(f, fieldnames=list(rows[0]))
     writer.writeheader()
     writer.writerows(rows)
+
+
+def _write_manifest(workdir, evaluation_episodes):
+  with open(os.path.join(workdir, 'run.json'), 'w') as f:
+    json.dump({'program': 'apex_dqn', 'env': 'gym:CartPole-v1',
+               'frames_per_step': 1, 'config': {},
+               'flags': {'evaluation_episodes': evaluation_episodes,
+                         'log_every': 10}}, f)
 
 
 def _resumed_run(workdir, silence=0.0):
@@ -75,13 +87,39 @@ def test_a_silence_shorter_than_a_pause_is_running_time(tmp_path):
 
 def test_evaluation_rounds_count_minutes_of_running_time(tmp_path):
   _resumed_run(str(tmp_path))
-  with open(os.path.join(tmp_path, 'run.json'), 'w') as f:
-    f.write('{"program": "apex_dqn", "env": "gym:CartPole-v1", '
-            '"frames_per_step": 1, "config": {}, '
-            '"flags": {"evaluation_episodes": 5, "log_every": 10}}')
+  _write_manifest(str(tmp_path), evaluation_episodes=5)
   curves = plot.run_curves(str(tmp_path), smoothing=1)
   rounds = long_run.evaluation_rounds(str(tmp_path), curves['clock'])
   # Rounds of 5 episodes: the first ends at 500 s, the second at 590 + 500.
   assert [r['minutes'] * 60.0 for r in rounds] == pytest.approx(
       [500.0, 1090.0])
   assert [r['mean_return'] for r in rounds] == [2.0, 7.0]
+
+
+def test_rounds_are_split_by_name_then_by_count():
+  nan = float('nan')
+  # Unnamed rows (older logs) in chunks of 3, the last chunk short; named
+  # rounds: one whole, one cut short, one whole again.
+  started = [nan] * 7 + [10.0] * 3 + [20.0] * 2 + [30.0] * 3
+  assert loggers.split_rounds(started, 3) == [
+      [0, 1, 2], [3, 4, 5], [7, 8, 9], [12, 13, 14]]
+  assert loggers.split_rounds([None, None, 5.0, 5.0], 2) == [[0, 1], [2, 3]]
+  assert loggers.split_rounds([], 2) == []
+
+
+def test_a_round_cut_short_by_a_stop_shifts_no_later_round(tmp_path):
+  # Rounds of 3: the second launch's first round was cut after 2 episodes.
+  returns = [1.0, 2.0, 3.0, 10.0, 20.0, 4.0, 5.0, 6.0]
+  started = [100.0] * 3 + [200.0] * 2 + [300.0] * 3
+  _write_log(str(tmp_path), 'evaluator', [
+      {'walltime': START + 10 * i, 'episode_return': value,
+       'actor_steps': 100 * i, 'learner_steps': 7 * i,
+       loggers.ROUND_STARTED: key, loggers.ROUND_LEARNER_STEPS: key / 10}
+      for i, (value, key) in enumerate(zip(returns, started))])
+  _write_manifest(str(tmp_path), evaluation_episodes=3)
+  curves = plot.run_curves(str(tmp_path), smoothing=1)
+  rounds = long_run.evaluation_rounds(str(tmp_path), curves['clock'])
+  assert [r['mean_return'] for r in rounds] == [2.0, 5.0]
+  # The parameters evaluated: the learner's step as each round began.
+  assert [r['learner_steps'] for r in rounds] == [10, 30]
+  assert [r['actor_steps'] for r in rounds] == [0, 500]

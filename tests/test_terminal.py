@@ -205,6 +205,30 @@ def test_the_status_reads_each_group_from_the_logs(tmp_path):
   assert plain.startswith('status: actors 1,200 steps, 80.0/s, 12 episodes')
 
 
+def test_the_status_takes_the_evaluators_round_by_its_name(tmp_path):
+  # A relaunch restored the evaluator's count from an older checkpoint, so
+  # counts repeat; a stop cut the second round short. The rows name their
+  # round, and the newest complete one is the third (returns 5 and 7), not
+  # whatever the counts would group.
+  now = time.time()
+  rows = []
+  for started, episode, value in ((100.0, 1, 1.0), (100.0, 2, 3.0),
+                                  (200.0, 3, 100.0),
+                                  (300.0, 3, 5.0), (300.0, 4, 7.0),
+                                  (400.0, 5, 50.0)):
+    rows.append({'evaluator_episodes': episode, 'episode_return': value,
+                 'round_started': now - 1000 + started,
+                 'walltime': now - 60 + episode})
+  # The oldest rows were logged before rows named their round.
+  rows.insert(0, {'evaluator_episodes': 0, 'episode_return': 9.0,
+                  'round_started': '', 'walltime': now - 70})
+  _write_rows(tmp_path, 'evaluator', rows)
+  status = status_lib.RunStatus(str(tmp_path), ['actor'],
+                                evaluation_episodes=2)
+  lines = {line.name: line.figures for line in status.lines()}
+  assert lines['evaluator'][0] == 'return 6 (2 episodes)'
+
+
 def test_a_program_of_workers_without_replay_or_evaluator(tmp_path):
   status = status_lib.RunStatus(str(tmp_path), ['actor'], members='workers')
   names = [line.name for line in status.lines()]

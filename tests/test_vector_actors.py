@@ -796,7 +796,8 @@ def test_a_round_plays_one_greedy_episode_per_environment_in_one_pass_a_step(
   logger = RecordingLogger(envs, clock)
   monkeypatch.setattr(vector_loop, 'time', clock)
   finished = vector_loop.play_episodes(envs, recorder, counter=counter,
-                                       logger=logger)
+                                       logger=logger,
+                                       log_fields={'round_started': 12.5})
   # One episode each, whole, and none begun after it.
   for env in envs:
     assert len(env.episodes) == 1 and env.episodes[0].ended
@@ -820,6 +821,8 @@ def test_a_round_plays_one_greedy_episode_per_environment_in_one_pass_a_step(
   assert [row['data']['episode_length'] for row in rows] == [3, 5, 7]
   assert [row['data']['evaluator_episodes'] for row in rows] == [1, 2, 3]
   assert [row['data']['evaluator_steps'] for row in rows] == [3, 8, 15]
+  # Each row names the round.
+  assert [row['data']['round_started'] for row in rows] == [12.5] * 3
   for row, (ret, _) in zip(rows, expected):
     assert row['data']['episode_return'] == pytest.approx(ret, abs=1e-9)
     # Steps of the round so far (all environments) over its time so far.

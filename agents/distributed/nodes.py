@@ -23,6 +23,7 @@ idle, making no more calls to other nodes, until the program stops.
 
 import collections
 import threading
+import time
 from typing import Any, List, Sequence
 
 import acme
@@ -405,11 +406,14 @@ class EvaluatorNode:
     """One round: an episode in each environment, with the newest
     parameters."""
     self._actor.update(wait=True)
+    # Every row of the round names it (`loggers_lib.split_rounds`).
+    round_fields = {loggers_lib.ROUND_STARTED: time.time(),
+                    loggers_lib.ROUND_LEARNER_STEPS: self._learner_steps()}
     try:
       vector_loop.play_episodes(
           self._environments, self._actor, counter=self._evaluator_counter,
           logger=self._logger, on_failure=self._on_failure,
-          should_stop=self._stop.requested.is_set)
+          should_stop=self._stop.requested.is_set, log_fields=round_fields)
     except _Stopped:
       pass
 

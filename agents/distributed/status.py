@@ -24,7 +24,9 @@ import os
 import time
 from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
+from agents.runs.loggers import ROUND_STARTED
 from agents.runs.loggers import format_duration
+from agents.runs.loggers import split_rounds
 
 # How much of a CSV log's end is read for its newest rows.
 _TAIL_BYTES = 32_768
@@ -225,15 +227,21 @@ class RunStatus:
   def _evaluator_line(self, now) -> Line:
     episodes = self._evaluation_episodes
     rows = self._log('evaluator', 4 * episodes)
-    played = _number(rows[-1] if rows else None, 'evaluator_episodes')
-    if played is None or played < episodes:
-      return Line('evaluator', ['no round played yet'])
-    # The newest complete round: the episodes counted in
-    # ((k - 1) * episodes, k * episodes].
-    last = int(played) // episodes * episodes
-    round_rows = [row for row in rows
-                  if last - episodes < (_number(row, 'evaluator_episodes') or 0)
-                  <= last]
+    named = [_number(row, ROUND_STARTED) for row in rows]
+    if named and named[-1] is not None:
+      # The newest complete round of rows that name theirs.
+      rounds = [indices for indices in split_rounds(named, episodes)
+                if named[indices[0]] is not None]
+      round_rows = [rows[index] for index in rounds[-1]] if rounds else []
+    else:
+      played = _number(rows[-1] if rows else None, 'evaluator_episodes')
+      if played is None or played < episodes:
+        return Line('evaluator', ['no round played yet'])
+      # Rows logged before they named their round: the newest complete
+      # round, the episodes counted in ((k - 1) * episodes, k * episodes].
+      last = int(played) // episodes * episodes
+      round_rows = [row for row in rows if last - episodes < (
+          _number(row, 'evaluator_episodes') or 0) <= last]
     returns = _numbers(round_rows, 'episode_return')
     if not returns:
       return Line('evaluator', ['no round played yet'])

@@ -16,7 +16,7 @@ starts a new episode in it; `on_failure` returns None to stop the loop.
 """
 
 import time
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
 import dm_env
 import numpy as np
@@ -152,7 +152,8 @@ def play_episodes(environments: Sequence[dm_env.Environment],
                   counter: Optional[counting.Counter] = None,
                   logger: Optional[loggers.Logger] = None,
                   on_failure: Optional[FailureHandler] = None,
-                  should_stop: Callable[[], bool] = lambda: False
+                  should_stop: Callable[[], bool] = lambda: False,
+                  log_fields: Optional[Mapping[str, float]] = None
                   ) -> List[Tuple[float, int]]:
   """One episode in each of K environments, played side by side.
 
@@ -166,7 +167,8 @@ def play_episodes(environments: Sequence[dm_env.Environment],
 
   Each finished episode is counted (`episodes`, `steps`) and logged as it
   ends, as `acme.EnvironmentLoop` does: its return and length, the counts,
-  and `steps_per_second`, the round's environment steps per second so far.
+  and `steps_per_second`, the round's environment steps per second so far,
+  with `log_fields` (what names the round) in every row.
   An environment that fails (`resilience.EnvironmentFailure`) loses its
   episode, which is neither counted nor logged. `on_failure(index, error)`
   returns None to end the round, anything else to go on with the other
@@ -229,6 +231,7 @@ def play_episodes(environments: Sequence[dm_env.Environment],
             'episode_return': returns[index],
             'steps_per_second': steps / max(time.time() - start, 1e-9),
             **counts,
+            **(log_fields or {}),
         })
   return finished
 

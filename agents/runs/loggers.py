@@ -11,9 +11,10 @@ Layout under a run's workdir:
 import collections
 import csv
 import io
+import math
 import os
 import time
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from acme.utils import loggers
 from acme.utils.loggers import tf_summary
@@ -24,6 +25,31 @@ import tensorflow as tf
 COUNT_KEYS = ('actor_steps', 'actor_episodes', 'learner_steps',
               'evaluator_steps', 'evaluator_episodes',
               'actor_environment_errors', 'actor_nonfinite_steps')
+
+# The evaluator's rows name their round: when it began, and the learner's
+# step when its parameters were pulled.
+ROUND_STARTED = 'round_started'
+ROUND_LEARNER_STEPS = 'round_learner_steps'
+
+
+def split_rounds(round_started: Sequence[Optional[float]],
+                 per_round: int) -> List[List[int]]:
+  """The evaluator's complete rounds, as lists of indices of its rows (in
+  order): consecutive rows of one `ROUND_STARTED`; rows without it (None or
+  NaN: logged before rows named their round) in consecutive chunks of
+  `per_round`. A round of fewer rows than `per_round` (cut short by a stop,
+  or with an episode lost to a failing environment) is left out. By count
+  alone, a round cut short would shift every later round's episodes."""
+  groups: List[List[int]] = []
+  keys: List[Optional[float]] = []
+  for index, value in enumerate(round_started):
+    key = None if value is None or math.isnan(float(value)) else float(value)
+    if (not groups or key != keys[-1] or
+        (key is None and len(groups[-1]) == per_round)):
+      groups.append([])
+      keys.append(key)
+    groups[-1].append(index)
+  return [group for group in groups if len(group) == per_round]
 
 
 class CSVLog(loggers.Logger):
