@@ -18,14 +18,10 @@ import helpers
 # The modules whose tests take longest, first: pytest-xdist hands tests to
 # its workers in order, and a long test handed out last would leave the other
 # worker idle until it ends. A module's tests stay together (so that its
-# module fixtures are made once), in their own order. test_cloud_scale.py
-# holds the suite's longest test (a 34-replica job run twice, about 6
-# minutes); test_program.py the quick tier's longest (a local_mp program
-# stopped by Ctrl-C).
-LONGEST_FIRST = ('test_cloud_scale.py', 'test_learning.py',
-                 'test_replay_shards.py', 'test_faults.py', 'test_cloud.py',
-                 'test_evaluate_plot.py', 'test_cloud_mounts.py',
-                 'test_program.py')
+# module fixtures are made once), in their own order. test_program.py holds
+# the quick tier's longest test (a local_mp program stopped by Ctrl-C).
+LONGEST_FIRST = ('test_learning.py', 'test_replay_shards.py', 'test_faults.py',
+                 'test_cloud.py', 'test_cloud_mounts.py', 'test_program.py')
 
 
 def pytest_collection_modifyitems(items):
