@@ -83,10 +83,10 @@ def running_mean(values: np.ndarray, window: int) -> np.ndarray:
   return (sums[ends] - sums[starts]) / (ends - starts)
 
 
-def summed_rate(series: Sequence[Dict[str, np.ndarray]], key: str,
-                start: float):
-  """(hours, sum over nodes of `key`) on a common time grid; a node adds 0
-  outside the time it logged."""
+def summed_rate(series: Sequence[Dict[str, np.ndarray]], key: str):
+  """(hours, sum over nodes of `key`) on a common time grid, each node's
+  'walltime' already in seconds of running time (`running_clock`); a node
+  adds 0 outside the time it logged."""
   series = [s for s in series if len(s.get(key, ())) and 'walltime' in s]
   if not series:
     return np.array([]), np.array([])
@@ -98,7 +98,7 @@ def summed_rate(series: Sequence[Dict[str, np.ndarray]], key: str,
   for s in series:
     inside = (grid >= s['walltime'][0]) & (grid <= s['walltime'][-1])
     total += np.where(inside, np.interp(grid, s['walltime'], s[key]), 0.0)
-  return (grid - start) / 3600.0, total
+  return grid / 3600.0, total
 
 
 def running_clock(walltimes: Sequence[np.ndarray], pause: float
@@ -147,7 +147,7 @@ def run_curves(workdir: str, smoothing: int) -> Dict[str, object]:
   episodes = logs.get(returns_from, {})
   returns = episodes.get('episode_return', np.array([]))
   actors = [log for label, log in logs.items() if label.startswith('actor')]
-  hours, steps_per_second = summed_rate(actors, 'steps_per_second', 0.0)
+  hours, steps_per_second = summed_rate(actors, 'steps_per_second')
   learner = logs.get('learner', {})
   return {
       'clock': clock,
