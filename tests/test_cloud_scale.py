@@ -13,9 +13,12 @@ may end before every one of 26 actors has stepped (the limit counts all
 actors' steps together, and the replicas start over minutes on 2 cores),
 so the first job has none and is stopped from outside (`programs/stop.py`)
 once every actor has played an episode, every cacher has answered and the
-learner has updated. The second resumes from what the first left in the
-bucket and runs to a step limit past the first job's count, where the
-coordinator ends it as succeeded.
+learner has updated. The second is the same run scaled down, as a user
+shrinks a job to save money: 2 actors and one cacher, still 2 replay shards
+(the shard count is fixed by the checkpoints). It resumes from what the
+first left in the bucket and runs to a step limit past the first job's
+count, where the coordinator ends it as succeeded. (Resuming at the same
+scale is tests/test_cloud.py's packaged-job test, with fewer replicas.)
 """
 
 import json
@@ -42,12 +45,16 @@ from tests.test_cloud import check_resumed
 ACTORS = 26
 # 26 actors, 2 variable cachers, 2 replay shards.
 BIG = (f'--num_actors={ACTORS}', '--variable_cachers=2', '--replay_shards=2')
+# The second job: the same run scaled down.
+SMALL_ACTORS = 2
+SMALL = (f'--num_actors={SMALL_ACTORS}', '--variable_cachers=1',
+         '--replay_shards=2')
 # The nodes of one replica each, besides actors, cachers and shards.
 OTHERS = ('coordinator', 'counter', 'learner', 'evaluator')
 # How long 34 replicas may take to start and act on a loaded 2-core machine
 # (each imports TensorFlow; under load the start alone took 8 minutes).
 START_TIMEOUT = 1500
-# The second job's steps past the first's: a few episodes of each actor.
+# The second job's steps past the first's: many episodes of each actor.
 LIMIT_STEPS = 3000
 
 
@@ -156,21 +163,29 @@ def test_a_job_of_34_replicas_stops_on_request_then_resumes_to_its_limit(
   for shard in range(2):
     assert f'Final replay_{shard} checkpoint' in coordinator
 
-  # The second job: resumed from the checkpoints in the bucket, it runs to
-  # a step limit past the first job's count. The launch clears the first
-  # job's stop record, as a user's relaunch does.
+  # The second job, scaled down: resumed from the checkpoints in the
+  # bucket, it runs to a step limit past the first job's count. The launch
+  # clears the first job's stop record, as a user's relaunch does.
   first = record['counts']
   limit = first['actor_steps'] + LIMIT_STEPS
   assert _failed_at_google_cloud(_launch(
-      tmp_path, workdir, *flags, f'--max_actor_steps={limit}',
+      tmp_path, workdir, *EMULATED_FLAGS, *SMALL, f'--max_actor_steps={limit}',
       **cloud_storage))
   package_dir = _package(tmp_path, 'second', workdir,
-                         f'--max_actor_steps={limit}', *BIG, **cloud_storage)
+                         f'--max_actor_steps={limit}', *SMALL, **cloud_storage)
+  job = json.loads((package_dir / 'job.json').read_text())
+  assert sum(pool['replicas'] for pool in job['pools']) == SMALL_ACTORS + 7
   result = _emulate(package_dir, timeout=START_TIMEOUT)
   assert result.returncode == 0, result.stdout[-5000:]
   assert 'Job succeeded.' in result.stdout
-  assert len(_replicas(package_dir)) == ACTORS + 8
+  kinds = [r['node'] for r in _replicas(package_dir)]
+  assert (kinds.count('actor'), kinds.count('cacher'),
+          kinds.count('replay')) == (SMALL_ACTORS, 1, 2)
   check_resumed(package_dir, shards=2)
+  # Only the second job's actors stepped past the first job's count.
+  for label in helpers.actor_labels(SMALL_ACTORS):
+    rows = _bucket_rows(label)
+    assert int(rows[-1]['actor_steps']) > first['actor_steps'], label
   record = json.loads(helpers.bucket_text(BUCKET, 'run/stop.json'))
   assert not record['failed'], record
   assert record['reason'].startswith('reached'), record
