@@ -13,10 +13,20 @@ The same command again carries on where it stopped: a finished run is not
 run again, an unfinished one resumes from its checkpoints (`--workdir`
 alone: its run.json holds its flags, the action set among them), and an
 evaluation already made (its JSON in the run's directory) is not made
-again. `--dry_run` lists what that would do. Collecting (`collect`) writes
-the plot and results/minatar.json (every run's figures, and what the page
-says of how they were made); rendering (`render`) makes the page from that
-JSON alone.
+again. `--dry_run` lists what that would do.
+
+Each run, once finished and evaluated, is banked: its small files (records,
+CSV logs, both evaluations; not its checkpoints) go to
+`results/banked/minatar/<game>/seed<k>/`, to be committed to git
+(`results/bank.py`): the runs directory is lost with the machine, and the
+fifteen runs take more than one working session. A banked run is not run
+again (`--dry_run`: "banked") and is read as a finished one; it cannot be
+evaluated again (the bank keeps no checkpoints), so one banked without an
+evaluation is said to be ("missing").
+
+Collecting (`collect`) writes the plot and results/minatar.json (every
+run's figures, and what the page says of how they were made); rendering
+(`render`) makes the page from that JSON alone.
 
 Young & Tian's curves are the mean return of the last 100 *training*
 episodes, played at epsilon 0.1 with all 6 actions. The matched measure
@@ -37,6 +47,7 @@ from absl import flags
 import numpy as np
 
 from agents.runs import run_manifest
+from results import bank
 from results import long_run
 from results import run
 from results import spread
@@ -45,14 +56,13 @@ RESULTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(RESULTS)
 
 # --notes (results/long_run.py's flag): a sentence the page adds after its
-# set-up, e.g. what else ran on the machine.
+# set-up, e.g. what else ran on the machine. --dry_run: results/run.py's;
+# --runs, --bank_dir, --bank: results/bank.py's.
 flags.DEFINE_integer('final_episodes', 30, 'Episodes of each run\'s final '
                      'policy at the evaluator\'s near-greedy epsilon '
                      '(programs/evaluate.py).')
 flags.DEFINE_list('games', None, 'The games to run (default: all five); '
                   'the page has every game with finished runs.')
-flags.DEFINE_bool('dry_run', False, 'Only list what would run (train, '
-                  'resume, evaluate) for each game and seed.')
 FLAGS = flags.FLAGS
 
 ANALYSIS = 'minatar'
@@ -140,13 +150,20 @@ def check_environment(workdir: str, game: str):
 
 def plan(seeds: List[int]) -> List[Tuple[str, int, str, List[str]]]:
   """What running `seeds` would do now, in order: (game, seed, step,
-  command), the step one of 'train', 'resume', 'evaluate'."""
+  command), the step one of 'train', 'resume', 'evaluate'; or 'banked'
+  (the banked run read, not run again) and 'missing' (an evaluation a
+  banked run lacks, which cannot be made: the bank has no checkpoints)."""
   steps = []
   for seed in seeds:
     for game in chosen_games():
       workdir = run.run_directory(ANALYSIS, game, seed)
       check_environment(workdir, game)
-      if not run.finished(workdir):
+      if run.banked(ANALYSIS, game, seed):
+        check_environment(run.banked_directory(ANALYSIS, game, seed), game)
+        steps.append((game, seed, 'banked',
+                      [run.banked_directory(ANALYSIS, game, seed)]))
+        workdir = run.finished_directory(ANALYSIS, game, seed)
+      elif not run.finished(workdir):
         if run.started(workdir):
           steps.append((game, seed, 'resume',
                         run.resume_command(ANALYSIS, game, workdir)))
@@ -154,16 +171,34 @@ def plan(seeds: List[int]) -> List[Tuple[str, int, str, List[str]]]:
           steps.append((game, seed, 'train',
                         run.command(ANALYSIS, game, seed, workdir)))
       for evaluation in evaluations():
-        if not os.path.isfile(os.path.join(workdir, evaluation.file)):
+        if os.path.isfile(os.path.join(workdir, evaluation.file)):
+          continue
+        if bank.holds(workdir):
+          steps.append((game, seed, 'missing', [unevaluated(
+              workdir, evaluation)]))
+        else:
           steps.append((game, seed, 'evaluate',
                         evaluation_command(workdir, seed, evaluation)))
   return steps
+
+
+def unevaluated(workdir: str, evaluation: Evaluation) -> str:
+  """What to say of a banked run in `workdir` without `evaluation`."""
+  return (f'{os.path.join(workdir, evaluation.file)}: the run was banked '
+          'without this evaluation, and the bank keeps no checkpoints, so '
+          'its final policy cannot be evaluated again. If the run\'s own '
+          'directory (with its checkpoints) is still in --runs, remove the '
+          f'banked copy (git rm -r {workdir}) and run the same command: it '
+          'evaluates the run there and banks it anew; else remove the '
+          'banked copy to make the run again.')
 
 
 def evaluate(workdir: str, seed: int,
              evaluation: Evaluation) -> Dict[str, object]:
   """The final policy's `evaluation` (made now unless already made)."""
   path = os.path.join(workdir, evaluation.file)
+  if not os.path.isfile(path) and bank.holds(workdir):
+    raise ValueError(unevaluated(workdir, evaluation))
   if not os.path.isfile(path):
     argv = evaluation_command(workdir, seed, evaluation)
     print(' '.join(argv), flush=True)
@@ -254,16 +289,16 @@ def actor_epsilons(workdir: str) -> List[float]:
 
 
 def collect(seeds: List[int]) -> Dict[str, object]:
-  """Writes results/minatar.png and .json from the finished runs (their
-  final policies evaluated first, where not yet), and returns that JSON's
-  content."""
+  """Writes results/minatar.png and .json from the finished runs, banked
+  or in the runs directory (their final policies evaluated first, where
+  not yet), and returns that JSON's content."""
   records, workdirs = {}, []
   for game in GAMES:
     rows = []
     for seed in seeds:
-      workdir = run.run_directory(ANALYSIS, game, seed)
-      check_environment(workdir, game)
-      if run.finished(workdir):
+      workdir = run.finished_directory(ANALYSIS, game, seed)
+      if workdir:
+        check_environment(workdir, game)
         rows.append(run_record(workdir, seed))
         workdirs.append(workdir)
     if rows:
@@ -643,12 +678,17 @@ def main(argv):
   if not FLAGS.report_only:
     for seed in seeds:
       for game in chosen_games():
-        workdir = run.run_directory(ANALYSIS, game, seed)
-        check_environment(workdir, game)
-        run.run(ANALYSIS, game, seed, resume=True)
+        check_environment(run.run_directory(ANALYSIS, game, seed), game)
+        workdir = run.run(ANALYSIS, game, seed, resume=True)
         for evaluation in evaluations():
           evaluate(workdir, seed, evaluation)
+        if FLAGS.bank:
+          run.bank_run(ANALYSIS, game, seed)
   report(seeds)
+  if FLAGS.bank:  # Runs evaluated by the report.
+    for seed in seeds:
+      for game in GAMES:
+        run.bank_run(ANALYSIS, game, seed)
 
 
 if __name__ == '__main__':

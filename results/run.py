@@ -4,16 +4,28 @@ setting and seed of one analysis, then writes its plot, data and page.
   .venv/bin/python -m results.run replay            # all seeds, then the page
   .venv/bin/python -m results.run actors --seeds=0,1,2
   .venv/bin/python -m results.run replay --report_only   # from the runs made
+  .venv/bin/python -m results.run replay --dry_run  # what it would run
   .venv/bin/python -m results.run --list
   .venv/bin/python -m results.pages replay          # the page, from its JSON
 
-Runs go to `results/runs/<analysis>/<setting>/seed<k>/` (not in git); a run
-already finished there is not run again. Collecting (`collect`) reads the
-finished runs and writes `results/<analysis>.png` (plot: mean over seeds and
-min-max band) and `results/<analysis>.json` (every seed's figures, and what
-the page says of how they were made); rendering (`render`) makes
-`results/<analysis>.md` from that JSON alone, so a page can be made again
-after its runs are gone (`results/pages.py`).
+Runs go to `results/runs/<analysis>/<setting>/seed<k>/` (not in git), or
+under `--runs`; a run already finished there is not run again.
+
+Each finished run is banked: its small files (records, CSV logs,
+evaluations; not its checkpoints) are copied to
+`results/banked/<analysis>/<setting>/seed<k>/`, to be committed to git
+(`results/bank.py`; not with `--nobank`): the runs directory is lost when
+the machine is, and an analysis takes more than one working session. A
+banked run is not run again (`--dry_run` says "banked"), and collecting
+reads it as a finished one: the runs directory's copy where it is identical
+in those files, else the banked copy, with a warning.
+
+Collecting (`collect`) reads the finished runs and writes
+`results/<analysis>.png` (plot: mean over seeds and min-max band) and
+`results/<analysis>.json` (every seed's figures, and what the page says of
+how they were made); rendering (`render`) makes `results/<analysis>.md`
+from that JSON alone, so a page can be made again after its runs are gone
+(`results/pages.py`).
 
 Why these tasks: gym:CartPole-v1 (Ape-X DQN) and control:cartpole:balance
 (Ape-X DPG) learn within minutes on 2 CPU cores with the programs'
@@ -26,7 +38,7 @@ import os
 import subprocess
 import sys
 import time
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from absl import app
 from absl import flags
@@ -35,14 +47,16 @@ import numpy as np
 from agents.runs import run_manifest
 
 from programs import plot
+from results import bank
 from results import spread
 
+# --runs, --bank_dir and --bank: results/bank.py's flags.
 flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds per setting.')
 flags.DEFINE_bool('report_only', False, 'Only write the report from the runs '
                   'already made.')
+flags.DEFINE_bool('dry_run', False, 'Only list what would run for each '
+                  'setting and seed, and which runs are banked.')
 flags.DEFINE_bool('list', False, 'List the analyses and their commands.')
-flags.DEFINE_string('runs', None, 'Directory of the runs (default: '
-                    'results/runs).')
 flags.DEFINE_float('scale', 1.0, 'Multiplies every budget (steps, seconds): '
                    '< 1 for a quick look, not for the published results.')
 FLAGS = flags.FLAGS
@@ -246,12 +260,45 @@ def _slug(setting: str) -> str:
 
 
 def run_directory(analysis: str, setting: str, seed: int) -> str:
-  runs = FLAGS.runs or os.path.join(RESULTS, 'runs')
-  return os.path.join(runs, analysis, _slug(setting), f'seed{seed}')
+  return os.path.join(bank.runs_directory(), analysis, _slug(setting),
+                      f'seed{seed}')
 
 
-def finished(workdir: str) -> bool:
-  return os.path.isfile(os.path.join(workdir, 'finished.json'))
+finished = bank.finished  # Whether a workdir holds a finished run.
+
+
+def banked_directory(analysis: str, setting: str, seed: int) -> str:
+  """Where the run is banked: the layout of `run_directory` in the bank."""
+  return os.path.join(bank.directory(), analysis, _slug(setting),
+                      f'seed{seed}')
+
+
+def banked(analysis: str, setting: str, seed: int) -> bool:
+  return finished(banked_directory(analysis, setting, seed))
+
+
+def finished_directory(analysis: str, setting: str,
+                       seed: int) -> Optional[str]:
+  """The finished run to read (`bank.choose`): in the runs directory, or
+  banked; None if it is neither."""
+  return bank.choose(run_directory(analysis, setting, seed),
+                     banked_directory(analysis, setting, seed))
+
+
+def bank_run(analysis: str, setting: str, seed: int):
+  """Banks the run of the runs directory if it is finished and its bank
+  lacks something of it, saying so; a run that differs from its banked copy
+  is said to be refused (the bank keeps its copy)."""
+  workdir = run_directory(analysis, setting, seed)
+  if not finished(workdir):
+    return
+  try:
+    said = bank.bank(workdir, banked_directory(analysis, setting, seed))
+  except bank.Refused as error:
+    sys.stderr.write(f'warning: not banked: {error}\n')
+    return
+  if said:
+    print(f'[{analysis}] {setting}, seed {seed}: {said}', flush=True)
 
 
 def started(workdir: str) -> bool:
@@ -277,8 +324,26 @@ def steps_reached(workdir: str) -> int:
   return int(record['counts'].get('actor_steps', 0)) if record else 0
 
 
+def plan(analysis: str, seeds: List[int]) -> List[Tuple[str, int, str, str]]:
+  """What running `seeds` would do now, in order: (setting, seed, step,
+  what), the step 'train' (what: its command) or 'banked' (what: where).
+  A run finished in the runs directory alone needs nothing."""
+  steps = []
+  for seed in seeds:
+    for setting in ANALYSES[analysis]['settings']:
+      workdir = run_directory(analysis, setting, seed)
+      if banked(analysis, setting, seed):
+        steps.append((setting, seed, 'banked',
+                      banked_directory(analysis, setting, seed)))
+      elif not finished(workdir):
+        steps.append((setting, seed, 'train', ' '.join(
+            command(analysis, setting, seed, workdir))))
+  return steps
+
+
 def run(analysis: str, setting: str, seed: int, resume: bool = False) -> str:
-  """Runs one setting and seed unless already finished; returns its dir.
+  """Runs one setting and seed unless already finished or banked; returns
+  the directory of the finished run to read (`finished_directory`).
 
   An unfinished run is started again from nothing, or, with `resume` (a
   step budget), resumed from its checkpoints (`resume_command`); then a
@@ -287,6 +352,11 @@ def run(analysis: str, setting: str, seed: int, resume: bool = False) -> str:
   wall-clock goes to <workdir>/launches.json; finished.json holds their
   sum."""
   workdir = run_directory(analysis, setting, seed)
+  if banked(analysis, setting, seed):
+    print(f'[{analysis}] {setting}, seed {seed}: banked in '
+          f'{banked_directory(analysis, setting, seed)}, not run again.',
+          flush=True)
+    return finished_directory(analysis, setting, seed)
   if finished(workdir):
     return workdir
   if resume and started(workdir):
@@ -453,13 +523,14 @@ def collect(analysis: str, seeds: List[int]) -> Dict[str, object]:
   spec = ANALYSES[analysis]
   groups, figures = {}, {}
   for setting in spec['settings']:
-    workdirs = [run_directory(analysis, setting, seed) for seed in seeds]
-    workdirs = [w for w in workdirs if finished(w)]
+    workdirs = {seed: finished_directory(analysis, setting, seed)
+                for seed in seeds}
+    workdirs = {seed: w for seed, w in workdirs.items() if w}
     if workdirs:
-      groups[setting] = workdirs
-      figures[setting] = [dict(seed=int(w.rsplit('seed', 1)[1]),
+      groups[setting] = list(workdirs.values())
+      figures[setting] = [dict(seed=seed,
                                **run_figures(w, spec['threshold']))
-                          for w in workdirs]
+                          for seed, w in workdirs.items()]
   if not groups:
     raise ValueError(f'No finished runs of {analysis!r} yet.')
   plot.plot_groups(groups, os.path.join(RESULTS, f'{analysis}.png'),
@@ -570,11 +641,21 @@ def main(argv):
                      '(same flags).\n')
     sys.exit(2)
   seeds = [int(seed) for seed in FLAGS.seeds]
+  if FLAGS.dry_run:
+    for setting, seed, step, what in plan(analysis, seeds):
+      print(f'{setting} seed {seed} {step}: {what}')
+    return
   if not FLAGS.report_only:
     for seed in seeds:
       for setting in ANALYSES[analysis]['settings']:
         run(analysis, setting, seed)
+        if FLAGS.bank:
+          bank_run(analysis, setting, seed)
   report(analysis, seeds)
+  if FLAGS.bank:
+    for seed in seeds:
+      for setting in ANALYSES[analysis]['settings']:
+        bank_run(analysis, setting, seed)
 
 
 if __name__ == '__main__':
