@@ -15,6 +15,12 @@ final policy), its output (output.txt), its nodes' CSV logs
 counts). Not its checkpoints, policy snapshots, TensorBoard events or the
 other nodes' logs: a banked run can be read, not resumed or evaluated.
 
+The bank is in git, and a run's files name where it was made (its
+commands' --workdir, its status lines): a banked copy names the run's own
+directory `<run>`, the directory of its runs `<runs>` and the repository
+`<repo>` instead (`banked_bytes`), and is compared with the run as so
+written.
+
 A banked run is the record: banking again adds the files it lacks (an
 evaluation made since) and never changes one it holds; a run whose file
 differs from its banked copy is refused (`Refused`), naming both. results/run.py
@@ -41,6 +47,7 @@ flags.DEFINE_bool('bank', True, 'Bank each run of the runs directory once '
 FLAGS = flags.FLAGS
 
 RESULTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(RESULTS)
 FINISHED = 'finished.json'
 # A run's small files besides its top-level JSON records.
 OUTPUT = 'output.txt'
@@ -93,6 +100,30 @@ def size(workdir: str) -> int:
              for path in small_files(workdir))
 
 
+def banked_bytes(workdir: str, path: str) -> bytes:
+  """The content of `workdir`'s file `path` as the bank holds it: this
+  machine's directories (the run's, its parent's parent's, the
+  repository's) named by placeholders, longest first."""
+  with open(os.path.join(workdir, path), 'rb') as f:
+    data = f.read()
+  run = os.path.abspath(workdir)
+  runs = os.path.dirname(os.path.dirname(os.path.dirname(run)))
+  for directory_, name in ((run, b'<run>'), (runs, b'<runs>'),
+                           (ROOT, b'<repo>')):
+    if len(directory_) > 1:  # Never the root directory alone.
+      data = data.replace(directory_.encode(), name)
+  return data
+
+
+def _same(workdir: str, banked: str, path: str) -> bool:
+  """Whether `path` of `workdir`, as banked, is `banked`'s copy."""
+  if holds(workdir):  # Both banked already.
+    return filecmp.cmp(os.path.join(workdir, path),
+                       os.path.join(banked, path), shallow=False)
+  with open(os.path.join(banked, path), 'rb') as f:
+    return banked_bytes(workdir, path) == f.read()
+
+
 class Differences(NamedTuple):
   """How a run's small files differ from its banked copy's."""
   changed: List[str]  # In both, with different bytes.
@@ -102,8 +133,8 @@ class Differences(NamedTuple):
 
 def differences(workdir: str, banked: str) -> Differences:
   ours, theirs = set(small_files(workdir)), set(small_files(banked))
-  changed = [path for path in sorted(ours & theirs) if not filecmp.cmp(
-      os.path.join(workdir, path), os.path.join(banked, path), shallow=False)]
+  changed = [path for path in sorted(ours & theirs)
+             if not _same(workdir, banked, path)]
   return Differences(changed, sorted(ours - theirs), sorted(theirs - ours))
 
 
@@ -155,7 +186,8 @@ def _copy(workdir: str, banked: str, paths: List[str]):
   for path in paths:
     target = os.path.join(banked, path)
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    shutil.copyfile(os.path.join(workdir, path), f'{target}.partial')
+    with open(f'{target}.partial', 'wb') as f:
+      f.write(banked_bytes(workdir, path))
     os.replace(f'{target}.partial', target)
 
 
