@@ -14,6 +14,7 @@ import os
 import sys
 from typing import List
 
+from results import dpg_control
 from results import long_run
 from results import minatar
 from results import pong_45min
@@ -42,6 +43,8 @@ def render(name: str) -> str:
   data = _load(name)
   if name == minatar.ANALYSIS:
     return minatar.render(data)
+  if name == dpg_control.ANALYSIS:
+    return dpg_control.render(data)
   if name == pong_45min.NAME:
     with open(page_path(name)) as f:
       return pong_45min.with_current_opening(f.read(), data)

@@ -149,6 +149,20 @@ ANALYSES['minatar'] = dict(
     settings={game: [f'--env=minatar:{game}:full'] for game in (
         'asterix', 'breakout', 'freeway', 'seaquest', 'space_invaders')})
 
+# Ape-X DPG on the paper's own domains (§4.2, App. D: Fig. 3's tasks) at a
+# budget that fits 2 cores, with the `control_small` preset. Its page is
+# written by results/dpg_control.py, which runs it.
+DPG_CONTROL_STEPS = 500_000
+ANALYSES['dpg_control'] = dict(
+    title='Ape-X DPG on the paper\'s control domains (App. D), '
+          f'{DPG_CONTROL_STEPS:,} actor steps each',
+    program='apex_dpg', flags=['--preset=control_small'],
+    budget=('steps', DPG_CONTROL_STEPS), threshold=None,
+    page='results.dpg_control',
+    settings={'humanoid_stand': ['--env=control:humanoid:stand'],
+              'bring_ball': ['--env=control:manipulator:bring_ball'],
+              'humanoid_walk': ['--env=control:humanoid:walk']})
+
 
 # A3C (Mnih et al. 2016). Its workers: the A3C paper's Table 2 question (the
 # speed-up with 1-8 actor-learners) on CartPole, the same step budget (over

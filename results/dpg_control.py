@@ -1,0 +1,357 @@
+"""Ape-X DPG on the paper's own control domains (Horgan et al. 2018, §4.2
+and App. D: manipulator:bring_ball; humanoid:stand, walk and run), with the
+`control_small` preset at a budget that fits 2 CPU cores (a result, not a
+test): runs `results.run dpg_control`, evaluates each run's final policy,
+plays a random policy on each task as the floor, and writes
+results/dpg_control.{png,json,md}.
+
+  .venv/bin/python -m results.dpg_control --tasks=humanoid_stand \\
+      --seeds=0,1,2 --runs=<dir outside repo>
+  .venv/bin/python -m results.dpg_control --tasks=bring_ball --seeds=0 \\
+      --runs=<dir>
+  .venv/bin/python -m results.dpg_control --seeds=0,1,2 --report_only
+  .venv/bin/python -m results.pages dpg_control    # the page, from its JSON
+
+The same command again carries on where it stopped, as results.minatar's
+does: a finished run is not run again, an unfinished one resumes from its
+checkpoints, an evaluation already made is not made again, and each run,
+once finished and evaluated, is banked (results/bank.py) with its small
+files under results/banked/, where the page is made from even after the
+runs directory is gone. The page has every task with finished runs, each
+with the seeds it has.
+
+Why these figures: each run's final policy (noiseless, App. D) over
+`FINAL_EPISODES` episodes that draw from the run's seed; over seeds the
+mean ± sample standard deviation and the IQM's 95% interval
+(results/spread.py); against a random policy's mean on the same task, the
+only reference measured here under the same protocol. No published figure
+is set beside them: the paper's Fig. 3 plots these tasks against hours of
+8 to 64 actors, and we know of no published Ape-X DPG or DDPG figure at
+this budget; one at another budget would mislead.
+"""
+
+import json
+import math
+import os
+import subprocess
+from typing import Dict, List
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from agents.envs import environments
+from agents.runs import run_manifest
+from results import bank
+from results import long_run
+from results import run
+from results import spread
+
+RESULTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(RESULTS)
+
+# --notes (results/long_run.py's flag): a sentence the page adds after its
+# set-up, e.g. what else ran on the machine.
+flags.DEFINE_list('tasks', None, 'The tasks to run (default: all); the page '
+                  'has every task with finished runs.')
+FLAGS = flags.FLAGS
+
+ANALYSIS = 'dpg_control'
+TASKS = list(run.ANALYSES[ANALYSIS]['settings'])
+# The environment of each task's runs (results/run.py's settings).
+ENVS = {task: run.ANALYSES[ANALYSIS]['settings'][task][0].split('=', 1)[1]
+        for task in TASKS}
+# Episodes of each run's final policy (programs/evaluate.py) and of the
+# random policy on each task.
+FINAL_EPISODES = 30
+RANDOM_EPISODES = 30
+FINAL_FILE = 'final_evaluation.json'
+# What the page calls the two in its verdicts.
+OURS = 'Ape-X DPG'
+RANDOM = 'the random policy'
+
+
+def chosen_tasks() -> List[str]:
+  """`--tasks`, in the page's order; all by default."""
+  chosen = FLAGS.tasks or TASKS
+  unknown = sorted(set(chosen) - set(TASKS))
+  if unknown:
+    raise ValueError(f'--tasks: no task {unknown}; the tasks: '
+                     f'{", ".join(TASKS)}.')
+  return [task for task in TASKS if task in chosen]
+
+
+def evaluation_command(workdir: str, seed: int) -> List[str]:
+  """programs/evaluate.py on the run's last learner checkpoint; its
+  environment draws from the run's seed, so that the seeds' evaluations are
+  independent of one another."""
+  return [os.path.join('.venv', 'bin', 'python'),
+          os.path.join('programs', 'evaluate.py'), f'--workdir={workdir}',
+          f'--episodes={FINAL_EPISODES}', f'--seed={seed}',
+          f'--output={os.path.join(workdir, FINAL_FILE)}']
+
+
+def evaluate(workdir: str, seed: int) -> Dict[str, object]:
+  """The final policy's evaluation (made now unless already made)."""
+  path = os.path.join(workdir, FINAL_FILE)
+  if not os.path.isfile(path) and bank.holds(workdir):
+    raise ValueError(
+        f'{path}: the run was banked without its final evaluation, and the '
+        'bank keeps no checkpoints: remove the banked copy (git rm -r '
+        f'{workdir}) and run the same command, which evaluates the run in '
+        '--runs (or makes it again) and banks it anew.')
+  if not os.path.isfile(path):
+    argv = evaluation_command(workdir, seed)
+    print(' '.join(argv), flush=True)
+    subprocess.check_call(argv, cwd=ROOT)
+  with open(path) as f:
+    return json.load(f)
+
+
+def random_returns(env_name: str, episodes: int, seed: int) -> List[float]:
+  """The returns of `episodes` episodes of `env_name` under actions drawn
+  uniformly within its action bounds: one environment seeded `seed` (its
+  episodes start from states of their own) and actions drawn from a
+  generator seeded `seed`."""
+  spec = environments.resolve_continuous(env_name)
+  bounds = spec.spec.actions
+  rng = np.random.default_rng(seed)
+  environment = spec.make_environment(seed=seed, evaluation=True)
+  returns = []
+  try:
+    for _ in range(episodes):
+      timestep = environment.reset()
+      total = 0.0
+      while not timestep.last():
+        action = rng.uniform(bounds.minimum, bounds.maximum).astype(
+            bounds.dtype)
+        timestep = environment.step(action)
+        total += float(timestep.reward)
+      returns.append(total)
+  finally:
+    environment.close()
+  return returns
+
+
+def run_record(workdir: str, seed: int) -> Dict[str, object]:
+  """What the page shows of one finished run."""
+  curves = long_run.plot.run_curves(workdir, 1)
+  rounds = long_run.evaluation_rounds(workdir, curves['clock'])
+  final = evaluate(workdir, seed)
+  counts = run.final_counts(workdir)
+  with open(os.path.join(workdir, 'finished.json')) as f:
+    finished = json.load(f)
+  best = max(rounds, key=lambda row: row['mean_return']) if rounds else None
+  return {
+      'seed': seed,
+      'env': run_manifest.read_manifest(workdir)['env'],
+      'final_mean': final['mean'], 'final_std': final['std'],
+      'final_episodes': final['episodes'],
+      'final_learner_steps': final['learner_steps'],
+      'last_round': rounds[-1] if rounds else None,
+      'best_round': best,
+      'rounds': rounds,
+      'actor_steps': counts.get('actor_steps', 0),
+      'learner_updates': counts.get('learner_steps', 0),
+      'wall_clock_minutes': finished['seconds'] / 60.0,
+      'launches': finished.get('launches', 1),
+      **long_run.speeds(curves),
+  }
+
+
+def plot_tasks(records: Dict[str, List[Dict[str, object]]],
+               floors: Dict[str, Dict[str, float]], out: str):
+  """One panel per task: each seed's evaluation rounds against actor
+  steps, its final policy's mean, and the random policy's mean."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  figure, axes = plt.subplots(1, len(records), figsize=(4.5 * len(records),
+                                                        3.6))
+  axes = np.atleast_1d(axes)
+  for axis, (task, rows) in zip(axes, records.items()):
+    for index, row in enumerate(rows):
+      colour = f'C{index}'
+      axis.plot([r['actor_steps'] / 1e3 for r in row['rounds']],
+                [r['mean_return'] for r in row['rounds']], '.-',
+                color=colour, alpha=0.6,
+                label=f'seed {row["seed"]}: evaluator rounds')
+      axis.errorbar([row['actor_steps'] / 1e3], [row['final_mean']],
+                    yerr=[row['final_std']], fmt='^', color=colour,
+                    label='final policy' if index == 0 else None)
+    axis.axhline(floors[task]['mean'], color='k', linestyle=':',
+                 label='random policy')
+    axis.set_title(ENVS[task])
+    axis.set_xlabel('actor steps (thousands)')
+    axis.grid(alpha=0.3)
+  axes[0].set_ylabel('return')
+  axes[0].legend(fontsize=7, loc='upper left')
+  figure.tight_layout()
+  figure.savefig(out, dpi=100)
+  plt.close(figure)
+
+
+def collect(seeds: List[int]) -> Dict[str, object]:
+  """Writes results/dpg_control.png and .json from the finished runs,
+  banked or in the runs directory (their final policies evaluated first,
+  where not yet), and returns that JSON's content."""
+  records, floors = {}, {}
+  for task in TASKS:
+    rows = []
+    for seed in seeds:
+      workdir = run.finished_directory(ANALYSIS, task, seed)
+      if workdir:
+        rows.append(run_record(workdir, seed))
+    if rows:
+      records[task] = rows
+      returns = random_returns(ENVS[task], RANDOM_EPISODES, seed=0)
+      floors[task] = {'mean': float(np.mean(returns)),
+                      'std': float(np.std(returns, ddof=1)),
+                      'episodes': len(returns)}
+  if not records:
+    raise ValueError('No finished runs of Ape-X DPG on the control tasks '
+                     'yet.')
+  plot_tasks(records, floors, os.path.join(RESULTS, f'{ANALYSIS}.png'))
+  data = {
+      'steps': int(run.ANALYSES[ANALYSIS]['budget'][1] * FLAGS.scale),
+      'seeds': seeds, 'final_episodes': FINAL_EPISODES,
+      'envs': {task: ENVS[task] for task in records},
+      'command': ' '.join(run.command(ANALYSIS, next(iter(records)),
+                                      seeds[0], '<workdir>')),
+      'notes': FLAGS.notes, 'random': floors, 'tasks': records}
+  run.write_json(ANALYSIS, data)
+  return data
+
+
+def against_random(values: List[float], floor: float) -> str:
+  """The seeds' IQM less the random policy's mean, its interval and the
+  one-sample t-test, and what they support; with one seed, nothing."""
+  if len(values) < 2:
+    return 'one seed: no interval, not compared'
+  iqm, low, high = spread.iqm_interval(values)
+  p = spread.one_sample_p(values, floor)
+  verdict = spread.verdict(OURS, RANDOM, low - floor, high - floor, p,
+                           test='the one-sample t-test\'s p')
+  return (f'{iqm - floor:.1f} {spread.interval_text(low - floor, high - floor)}'
+          f', p = {p:.2f}: {verdict}')
+
+
+def _how_intervals(count: int) -> str:
+  """How the intervals of tasks of at most `count` seeds are made."""
+  if count < 2:
+    return 'With one seed a task, there is no interval.'
+  return (f'The intervals: a stratified bootstrap (`rliable`, '
+          f'{spread.BOOTSTRAP_REPS:,} resamples, percentile 95% intervals); '
+          f'{count} seeds have only {math.comb(2 * count - 1, count)} '
+          'distinct resamples, so the intervals are rough and tend to be too '
+          'narrow, which is why the t-test must agree.')
+
+
+def _runs_table(records) -> List[str]:
+  lines = ['| task | seed | final policy (mean ± sd of its episodes) | '
+           'best evaluator round | last round | actor steps | learner '
+           'updates | updates/s | minutes | launches |',
+           '|---|---|---|---|---|---|---|---|---|---|']
+  for task, rows in records.items():
+    for row in rows:
+      best, last = row['best_round'], row['last_round']
+      lines.append(
+          f'| {task} | {row["seed"]} | {row["final_mean"]:.1f} ± '
+          f'{row["final_std"]:.1f} | {best["mean_return"]:.1f} (at '
+          f'{best["actor_steps"]:,} steps) | {last["mean_return"]:.1f} | '
+          f'{row["actor_steps"]:,} | {row["learner_updates"]:,} | '
+          f'{row["learner_updates_per_second"]:.1f} | '
+          f'{row["wall_clock_minutes"]:.0f} | {row["launches"]} |')
+  return lines
+
+
+def render(data: Dict[str, object]) -> str:
+  """The page (results/dpg_control.md) from its JSON, `data`, alone."""
+  records, floors = data['tasks'], data['random']
+  values = {task: {row['seed']: row['final_mean'] for row in rows}
+            for task, rows in records.items()}
+  counts = sorted({len(rows) for rows in records.values()})
+  seeds_text = ', '.join(
+      f'{len(rows)} seed{"s" if len(rows) > 1 else ""} on {task}'
+      for task, rows in records.items())
+  random_column = [f'{floors[task]["mean"]:.1f} ± {floors[task]["std"]:.1f}'
+                   for task in records]
+  verdicts = [against_random(list(values[task].values()),
+                             floors[task]['mean']) for task in records]
+  lines = [
+      '# Ape-X DPG on the paper\'s control domains', '',
+      f'Ape-X DPG (Horgan et al. 2018, §3.2 and App. D) on tasks of the '
+      f'paper\'s Fig. 3: {", ".join(f"`{env}`" for env in data["envs"].values())}'
+      f'; {data["steps"]:,} actor steps a run with the `control_small` '
+      f'preset on 2 CPU cores (no GPU); {seeds_text}.', '',
+      f'![Evaluation rounds and final policies]({ANALYSIS}.png)', '',
+      '## Final policies', '',
+      *spread.seed_table(
+          'task', f'final policy, {data["final_episodes"]} episodes', values,
+          extra={f'random policy, {RANDOM_EPISODES} episodes (mean ± sd)':
+                     random_column,
+                 'IQM less the random policy, 95% CI': verdicts}), '',
+      f'Each run\'s final policy (its last learner checkpoint, without '
+      f'exploration noise, App. D) over {data["final_episodes"]} episodes '
+      'of `programs/evaluate.py` drawing from the run\'s seed'
+      f'{spread.how_stated(max(counts))}. The random policy: actions drawn '
+      'uniformly within the action bounds, the floor of each task under '
+      'the same episodes (1,000 steps, the suite\'s rewards). Against it: '
+      'the IQM over seeds less the random policy\'s mean, with the IQM\'s '
+      '95% interval so moved, and a one-sample t-test of the seeds\' '
+      'values; ahead only where the interval excludes 0 and p is below '
+      '0.05. ' + _how_intervals(max(counts)), '',
+      '## Published figures', '',
+      'None is set beside these. The paper\'s Fig. 3 plots returns against '
+      'wall-clock hours of 8 to 64 actors, which make about 14K transitions '
+      'a second with 64 (§4.2): this budget is its first minute; its text '
+      'gives no values. We know of no published Ape-X DPG or DDPG figure '
+      f'for these tasks at {data["steps"]:,} steps, and one at another '
+      'budget would mislead.', '',
+      '## The runs', '',
+      'One run after another, each resumed from its checkpoints if '
+      'interrupted (its minutes: the launches\' sum). The evaluator plays '
+      'rounds of the preset\'s episodes as the learner trains.'
+      + (f' {data["notes"]}' if data['notes'] else ''), '',
+      *_runs_table(records), '',
+      '## How it was made', '',
+      '`--preset=control_small` (agents/apex_dpg/presets.py) keeps App. D\'s '
+      'networks, Adam rates, batch of 256, target copies and replay, and '
+      'sets one update of 256 per 4 actor steps (`--samples_per_insert=64`; '
+      'the paper\'s 64 actors gave its learner about 1.6 samples per '
+      'insert, which at this budget would be about 3,000 updates) with 2 '
+      'actors; the file gives each value\'s reason.', '',
+      '```sh',
+      f'.venv/bin/python -m results.dpg_control --seeds=<seeds> '
+      '--tasks=<tasks> --runs=<dir outside the repository>', '```', '',
+      'runs, for each task and seed, e.g.:', '', '```sh', data['command'],
+      '```', '',
+      f'then `programs/evaluate.py --workdir=<workdir> '
+      f'--episodes={data["final_episodes"]} --seed=<seed>` on its final '
+      'checkpoint. The same command again resumes what is unfinished.', '']
+  return '\n'.join(lines)
+
+
+def report(seeds: List[int]):
+  """Writes results/dpg_control.{png,json,md} from the finished runs."""
+  data = collect(seeds)
+  with open(os.path.join(RESULTS, f'{ANALYSIS}.md'), 'w') as f:
+    f.write(render(data))
+  print(f'Wrote results/{ANALYSIS}.png, .json and .md')
+
+
+def main(argv):
+  del argv
+  seeds = [int(seed) for seed in FLAGS.seeds]
+  if not FLAGS.report_only:
+    for seed in seeds:
+      for task in chosen_tasks():
+        workdir = run.run(ANALYSIS, task, seed, resume=True)
+        evaluate(workdir, seed)
+        if FLAGS.bank:
+          run.bank_run(ANALYSIS, task, seed)
+  report(seeds)
+
+
+if __name__ == '__main__':
+  app.run(main)

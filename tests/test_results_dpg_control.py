@@ -1,0 +1,166 @@
+"""results/dpg_control.py: Ape-X DPG's page on the paper's control tasks.
+
+The random policy, the page's floor, is played on a real dm_control task
+and checked against a loop written here on dm_control itself, with the same
+seeds. The page is made from runs laid out as the programs leave them
+(tests/test_results_bank.py's), with final evaluations whose values are
+chosen here; its figures are worked out here from those values: the
+seeds' mean and sample standard deviation (n - 1), and against the random
+policy a one-sample t-test by its formula, "ahead" only where the
+interval excludes 0 and p is below 0.05; one seed is compared with
+nothing."""
+
+import json
+import math
+import os
+
+from absl import flags
+from absl.testing import flagsaver
+from dm_control import suite
+import numpy as np
+import pytest
+from scipy import stats
+
+from results import dpg_control
+from results import run
+from tests.test_results_bank import _make_run
+
+FLAGS = flags.FLAGS
+
+
+def test_the_random_policy_is_uniform_actions_on_the_seeded_task():
+  returns = dpg_control.random_returns('control:cartpole:balance', 2, seed=3)
+  # The same episodes, played on dm_control directly.
+  environment = suite.load('cartpole', 'balance', task_kwargs={'random': 3})
+  bounds = environment.action_spec()
+  rng = np.random.default_rng(3)
+  expected = []
+  for _ in range(2):
+    timestep = environment.reset()
+    total = 0.0
+    while not timestep.last():
+      timestep = environment.step(rng.uniform(bounds.minimum, bounds.maximum))
+      total += timestep.reward
+    expected.append(total)
+  assert returns == pytest.approx(expected, rel=1e-5)
+  assert returns[0] != returns[1]  # Episodes of their own.
+
+
+# The final policies' means the runs are given, and the random policy's.
+STAND = {0: 52.0, 1: 61.5, 2: 70.25}
+BALL = {0: 0.5}
+FLOORS = {'humanoid_stand': [6.0, 7.5, 6.9], 'bring_ball': [0.0, 0.1, 0.02]}
+
+
+def _dpg_run(runs, task, seed, mean):
+  workdir = os.path.join(runs, 'dpg_control', task, f'seed{seed}')
+  _make_run(workdir, dpg_control.ENVS[task], seed, 500_000, evaluated=False)
+  with open(os.path.join(workdir, 'run.json')) as f:
+    manifest = json.load(f)
+  manifest['program'] = 'apex_dpg'
+  with open(os.path.join(workdir, 'run.json'), 'w') as f:
+    json.dump(manifest, f)
+  with open(os.path.join(workdir, dpg_control.FINAL_FILE), 'w') as f:
+    json.dump({'program': 'apex_dpg', 'env': dpg_control.ENVS[task],
+               'learner_steps': 125_000, 'seed': seed, 'episodes': 30,
+               'returns': [mean] * 30, 'mean': mean, 'std': 1.5,
+               'median': mean, 'min': mean, 'max': mean}, f)
+
+
+@pytest.fixture
+def page(tmp_path, monkeypatch):
+  """The page's (JSON, text), made from 3 seeds on humanoid:stand and one
+  on manipulator:bring_ball, with the random policy's returns `FLOORS`."""
+  if not FLAGS.is_parsed():
+    FLAGS(['test'])
+  runs = str(tmp_path / 'runs')
+  for seed, mean in STAND.items():
+    _dpg_run(runs, 'humanoid_stand', seed, mean)
+  for seed, mean in BALL.items():
+    _dpg_run(runs, 'bring_ball', seed, mean)
+  pages = tmp_path / 'pages'
+  pages.mkdir()
+  monkeypatch.setattr(run, 'RESULTS', str(pages))
+  monkeypatch.setattr(dpg_control, 'RESULTS', str(pages))
+  # The random policy's 30 episodes of humanoid take a minute: its
+  # returns are given (the test above checks how they are made).
+  monkeypatch.setattr(
+      dpg_control, 'random_returns',
+      lambda env, episodes, seed: FLOORS[{v: k for k, v in
+                                          dpg_control.ENVS.items()}[env]])
+  with flagsaver.flagsaver(runs=runs, bank_dir=str(tmp_path / 'bank'),
+                           notes=None):
+    dpg_control.report([0, 1, 2])
+  data = json.loads((pages / 'dpg_control.json').read_text())
+  return data, (pages / 'dpg_control.md').read_text()
+
+
+def _opening_rows(text):
+  table = [block for block in text.split('\n\n')
+           if block.startswith('| task')][0].splitlines()
+  header = [cell.strip() for cell in table[0].strip('|').split('|')]
+  return {row['task']: row for row in (
+      dict(zip(header, (cell.strip() for cell in line.strip('|').split('|'))))
+      for line in table[2:])}
+
+
+def test_the_page_gives_each_seed_the_spread_and_the_floor(page):
+  data, text = page
+  assert dpg_control.render(data) == text
+  assert list(data['tasks']) == ['humanoid_stand', 'bring_ball']
+  rows = _opening_rows(text)
+  stand = list(STAND.values())
+  figure = 'final policy, 30 episodes'
+  assert rows['humanoid_stand'][figure] == (
+      f'{np.mean(stand):.1f} ± {np.std(stand, ddof=1):.1f}')
+  for seed, mean in STAND.items():
+    assert rows['humanoid_stand'][f'seed {seed}'] == f'{mean:.1f}'
+  assert rows['bring_ball'][figure] == '0.5'
+  assert rows['bring_ball']['seed 1'] == '-'
+  floor = FLOORS['humanoid_stand']
+  assert rows['humanoid_stand'][
+      'random policy, 30 episodes (mean ± sd)'] == (
+          f'{np.mean(floor):.1f} ± {np.std(floor, ddof=1):.1f}')
+  assert '3 seeds on humanoid_stand, 1 seed on bring_ball' in text
+
+
+def test_ahead_of_the_random_policy_only_where_the_test_says(page):
+  data, text = page
+  rows = _opening_rows(text)
+  column = 'IQM less the random policy, 95% CI'
+  stand, floor = list(STAND.values()), float(np.mean(FLOORS['humanoid_stand']))
+  # The one-sample t-test by its formula.
+  t = (np.mean(stand) - floor) / (np.std(stand, ddof=1) / math.sqrt(3))
+  p = 2 * stats.t.sf(abs(t), df=2)
+  assert p < 0.05
+  cell = rows['humanoid_stand'][column]
+  # With 3 seeds the IQM is their mean.
+  assert cell.startswith(f'{np.mean(stand) - floor:.1f} [')
+  assert cell.endswith(f', p = {p:.2f}: Ape-X DPG ahead of the random policy')
+  assert rows['bring_ball'][column] == 'one seed: no interval, not compared'
+  # Seeds level with the floor: nothing shown.
+  level = dpg_control.against_random([6.0, 7.9, 6.5], floor)
+  assert level.endswith('no difference shown (the interval holds 0)')
+
+
+def test_the_runs_table_and_the_command(page):
+  data, text = page
+  assert data['steps'] == run.DPG_CONTROL_STEPS
+  assert '--preset=control_small' in data['command']
+  assert '--env=control:humanoid:stand' in data['command']
+  table = [block for block in text.split('\n\n')
+           if block.startswith('| task | seed |')][0].splitlines()[2:]
+  assert [line.split(' | ')[:2] for line in table] == [
+      ['| humanoid_stand', '0'], ['| humanoid_stand', '1'],
+      ['| humanoid_stand', '2'], ['| bring_ball', '0']]
+  assert table[3].startswith('| bring_ball | 0 | 0.5 ± 1.5 |')
+  assert '| 500,000 | 62,500 |' in table[0]  # Steps and updates.
+  assert 'None is set beside these.' in text
+
+
+def test_a_task_not_in_the_analysis_is_refused():
+  if not FLAGS.is_parsed():
+    FLAGS(['test'])
+  with flagsaver.flagsaver(tasks=['humanoid_run']):
+    with pytest.raises(ValueError, match=r"no task \['humanoid_run'\]"):
+      dpg_control.chosen_tasks()
