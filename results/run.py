@@ -174,6 +174,36 @@ ANALYSES['dpg_control'] = dict(
 A3C_CARTPOLE = ['--preset=cartpole']
 
 
+# The MinAtar paper's own agents on Breakout (Young & Tian 2019,
+# arXiv:1903.03176): their actor-critic with eligibility traces (AC(λ), the
+# curve "AC(0.8)", the trace decay examples/AC_lambda.py sets) and their
+# DQN, read off the learning curves of the MinAtar repository
+# (github.com/kenjyoung/MinAtar at 4241f24, img/learning_curves.gif) as
+# results/minatar.py reads its DQN: the curve's pixels' height, averaged
+# over the 5 pixel columns at that frame, on the panel's tick scale (about
+# +-0.1 here). At the frames the runs here reached in their 20 minutes:
+# A3C's about 0.91M, Ape-X DQN's about 4.1M (over its seeds' 3.8M to 4.4M,
+# AC(0.8) stays at 17.5 and DQN at 10.0 to 10.1).
+MINATAR_BREAKOUT_REFERENCES = dict(
+    source='Young & Tian 2019 (arXiv:1903.03176), read off the learning '
+           'curves of the MinAtar repository (img/learning_curves.gif, '
+           'commit 4241f24)',
+    protocol='Their curves are the moving average of the returns of 100 '
+             '*training* episodes, over 30 seeds: AC(λ) learns online, with '
+             'no replay, acting by sampling its softmax policy (the step '
+             'size of each curve is not stated); their DQN at epsilon 0.1 '
+             'after its annealing; both with MinAtar\'s sticky actions (p = '
+             '0.1). The figures above are final returns of an evaluator '
+             'acting with the most likely action (A3C) or at epsilon 0.001 '
+             '(Ape-X DQN). Another protocol, so set beside, not compared.',
+    rows=[
+        ('AC(λ), λ = 0.8 (their "AC(0.8)")', 910_000, 9.4),
+        ('AC(λ), λ = 0.8 (their "AC(0.8)")', 4_100_000, 17.4),
+        ('DQN', 910_000, 8.8),
+        ('DQN', 4_100_000, 9.9),
+    ])
+
+
 def _apex_vs_a3c(task: str, budget, threshold: float, apex, a3c_flags):
   """Ape-X DQN (`apex`: its setting's name and flags; its actors running
   free) beside A3C (`a3c_flags`) on `task`, 4 environment processes each,
@@ -212,12 +242,14 @@ ANALYSES.update({
     # its 16 environments in 4 actor processes instead of 2; A3C with the
     # paper's defaults (Supp. §8) and MinAtar's network, 4 workers, its
     # learning rate annealed over 2M steps, beyond what they reach here.
-    'a3c_vs_apex_minatar': _apex_vs_a3c(
-        'MinAtar Breakout', ('seconds', 1200.0), 10,
-        ('Ape-X DQN, 4 actors x 4 environments',
-         ['--preset=minatar', '--num_actors=4', '--envs_per_actor=4']),
-        ['--env=minatar:breakout', '--num_actors=4',
-         '--max_actor_steps=2000000', '--evaluation_period=4000']),
+    'a3c_vs_apex_minatar': dict(
+        _apex_vs_a3c(
+            'MinAtar Breakout', ('seconds', 1200.0), 10,
+            ('Ape-X DQN, 4 actors x 4 environments',
+             ['--preset=minatar', '--num_actors=4', '--envs_per_actor=4']),
+            ['--env=minatar:breakout', '--num_actors=4',
+             '--max_actor_steps=2000000', '--evaluation_period=4000']),
+        references=MINATAR_BREAKOUT_REFERENCES),
 })
 
 
@@ -553,8 +585,9 @@ def collect(analysis: str, seeds: List[int]) -> Dict[str, object]:
   data = {'title': spec['title'], 'budget': _budget_text(spec),
           'scale': FLAGS.scale, 'seeds': seeds,
           'threshold': spec['threshold'], 'command': ' '.join(example)}
-  if 'speedup' in spec:
-    data['speedup'] = spec['speedup']
+  for key in ('speedup', 'references'):
+    if key in spec:
+      data[key] = spec[key]
   data['settings'] = figures
   write_json(analysis, data)
   return data
@@ -565,6 +598,19 @@ def write_json(name: str, data: Dict[str, object]):
   with open(os.path.join(RESULTS, f'{name}.json'), 'w') as f:
     json.dump(data, f, indent=2)
     f.write('\n')
+
+
+def _references(data: Dict[str, object]) -> List[str]:
+  """Published figures set beside the page's (`references` of its
+  analysis): where they come from, how they differ, and the table."""
+  if 'references' not in data:
+    return []
+  references = data['references']
+  return [f'Beside them, the published agents of {references["source"]}. '
+          f'{references["protocol"]}', '',
+          '| published agent | frames | return |', '|---|---|---|',
+          *[f'| {name} | {frames / 1e6:.2f}M | {value:.1f} |'
+            for name, frames, value in references['rows']], '']
 
 
 def render(analysis: str, data: Dict[str, object]) -> str:
@@ -596,7 +642,7 @@ def render(analysis: str, data: Dict[str, object]) -> str:
           'setting', 'final return',
           {setting: {row['seed']: row['final_return'] for row in rows}
            for setting, rows in figures.items()}), '',
-      *comparisons,
+      *comparisons, *_references(data),
       f'![{analysis}]({analysis}.png)', '',
       f'Reaching {threshold}: when the running mean of {FINAL_EPISODES} '
       f'evaluation episodes first reached it, median over the seeds that '
