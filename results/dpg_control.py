@@ -33,7 +33,6 @@ this budget; one at another budget would mislead.
 import json
 import math
 import os
-import subprocess
 from typing import Dict, List
 
 from absl import app
@@ -42,7 +41,6 @@ import numpy as np
 
 from agents.envs import environments
 from agents.runs import run_manifest
-from results import bank
 from results import long_run
 from results import run
 from results import spread
@@ -93,19 +91,12 @@ def evaluation_command(workdir: str, seed: int) -> List[str]:
 
 def evaluate(workdir: str, seed: int) -> Dict[str, object]:
   """The final policy's evaluation (made now unless already made)."""
-  path = os.path.join(workdir, FINAL_FILE)
-  if not os.path.isfile(path) and bank.holds(workdir):
-    raise ValueError(
-        f'{path}: the run was banked without its final evaluation, and the '
-        'bank keeps no checkpoints: remove the banked copy (git rm -r '
-        f'{workdir}) and run the same command, which evaluates the run in '
-        '--runs (or makes it again) and banks it anew.')
-  if not os.path.isfile(path):
-    argv = evaluation_command(workdir, seed)
-    print(' '.join(argv), flush=True)
-    subprocess.check_call(argv, cwd=ROOT)
-  with open(path) as f:
-    return json.load(f)
+  return run.evaluation(
+      workdir, FINAL_FILE, evaluation_command(workdir, seed),
+      f'{os.path.join(workdir, FINAL_FILE)}: the run was banked without its '
+      'final evaluation, and the bank keeps no checkpoints: remove the '
+      f'banked copy (git rm -r {workdir}) and run the same command, which '
+      'evaluates the run in --runs (or makes it again) and banks it anew.')
 
 
 def random_returns(env_name: str, episodes: int, seed: int) -> List[float]:

@@ -39,7 +39,6 @@ not compared with it.
 
 import json
 import os
-import subprocess
 from typing import Dict, List, NamedTuple, Tuple
 
 from absl import app
@@ -196,15 +195,9 @@ def unevaluated(workdir: str, evaluation: Evaluation) -> str:
 def evaluate(workdir: str, seed: int,
              evaluation: Evaluation) -> Dict[str, object]:
   """The final policy's `evaluation` (made now unless already made)."""
-  path = os.path.join(workdir, evaluation.file)
-  if not os.path.isfile(path) and bank.holds(workdir):
-    raise ValueError(unevaluated(workdir, evaluation))
-  if not os.path.isfile(path):
-    argv = evaluation_command(workdir, seed, evaluation)
-    print(' '.join(argv), flush=True)
-    subprocess.check_call(argv, cwd=ROOT)
-  with open(path) as f:
-    return json.load(f)
+  return run.evaluation(workdir, evaluation.file,
+                        evaluation_command(workdir, seed, evaluation),
+                        unevaluated(workdir, evaluation))
 
 
 def run_record(workdir: str, seed: int) -> Dict[str, object]:

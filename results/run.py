@@ -347,6 +347,22 @@ def bank_run(analysis: str, setting: str, seed: int):
     print(f'[{analysis}] {setting}, seed {seed}: {said}', flush=True)
 
 
+def evaluation(workdir: str, file: str, argv: List[str],
+               missing: str) -> Dict[str, object]:
+  """The JSON `file` of the finished run in `workdir`: an evaluation of
+  its final policy that `argv` (run from the repository) writes, made now
+  unless already made. A banked run without it cannot have it made (the
+  bank keeps no checkpoints): ValueError(`missing`)."""
+  path = os.path.join(workdir, file)
+  if not os.path.isfile(path) and bank.holds(workdir):
+    raise ValueError(missing)
+  if not os.path.isfile(path):
+    print(' '.join(argv), flush=True)
+    subprocess.check_call(argv, cwd=ROOT)
+  with open(path) as f:
+    return json.load(f)
+
+
 def started(workdir: str) -> bool:
   """Whether `workdir` holds a run that a launch with `--workdir` alone can
   resume: its program wrote run.json (the flags it resumes with)."""
