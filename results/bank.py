@@ -28,7 +28,6 @@ and results/minatar.py read a banked run as a finished one (`choose`) and
 bank each run when it is finished (and evaluated), unless `--nobank`.
 """
 
-import filecmp
 import os
 import re
 import shutil
@@ -117,9 +116,6 @@ def banked_bytes(workdir: str, path: str) -> bytes:
 
 def _same(workdir: str, banked: str, path: str) -> bool:
   """Whether `path` of `workdir`, as banked, is `banked`'s copy."""
-  if holds(workdir):  # Both banked already.
-    return filecmp.cmp(os.path.join(workdir, path),
-                       os.path.join(banked, path), shallow=False)
   with open(os.path.join(banked, path), 'rb') as f:
     return banked_bytes(workdir, path) == f.read()
 

@@ -325,10 +325,7 @@ def render(data: Dict[str, object]) -> str:
 
 def report(seeds: List[int]):
   """Writes results/dpg_control.{png,json,md} from the finished runs."""
-  data = collect(seeds)
-  with open(os.path.join(RESULTS, f'{ANALYSIS}.md'), 'w') as f:
-    f.write(render(data))
-  print(f'Wrote results/{ANALYSIS}.png, .json and .md')
+  run.write_page(ANALYSIS, render(collect(seeds)))
 
 
 def main(argv):

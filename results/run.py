@@ -691,12 +691,17 @@ def render(analysis: str, data: Dict[str, object]) -> str:
   return '\n'.join(lines)
 
 
+def write_page(name: str, text: str):
+  """Writes results/<name>.md, the page whose .png and .json its
+  collection has just written, and says so."""
+  with open(os.path.join(RESULTS, f'{name}.md'), 'w') as f:
+    f.write(text)
+  print(f'Wrote results/{name}.png, .json and .md')
+
+
 def report(analysis: str, seeds: List[int]):
   """Writes results/<analysis>.{png,json,md} from the finished runs."""
-  data = collect(analysis, seeds)
-  with open(os.path.join(RESULTS, f'{analysis}.md'), 'w') as f:
-    f.write(render(analysis, data))
-  print(f'Wrote results/{analysis}.png, .json and .md')
+  write_page(analysis, render(analysis, collect(analysis, seeds)))
 
 
 def main(argv):
