@@ -52,6 +52,7 @@ class Round:
   start: int  # The learner's steps as the round's episode began.
   end: Optional[int] = None  # ... and as it ended.
   pauses_at_end: int = 0  # The node's pauses before it ended.
+  counted: int = 0  # Evaluator episodes in the program's counter as it began.
 
 
 class Records:
@@ -116,7 +117,9 @@ class Episodes(dm_env.Environment):
 
   def reset(self):
     self._t = 0
-    round_ = Round(learner_steps(self._counter))
+    round_ = Round(learner_steps(self._counter),
+                   counted=self._counter.get_counts().get(
+                       'evaluator_episodes', 0))
     self._records.note(lambda: self._records.rounds.append(round_))
     return dm_env.restart(self._observation())
 
@@ -272,3 +275,26 @@ def test_a_period_of_0_plays_rounds_back_to_back(tmp_path, signal_handlers):
   assert records.pauses == []
   assert len(records.rounds) - len(finished) <= 1
   assert pulls == 1 + len(records.rounds)
+
+
+
+def test_each_round_is_in_the_programs_counter_when_the_next_begins(
+    tmp_path, signal_handlers):
+  # Acme's counter sends a node's counts to the program's at most once a
+  # second, when the node next counts: a round's last episode would wait
+  # for the next round's (minutes later on Atari), and be lost, then
+  # counted again on resume, if the program stopped in between. Here rounds
+  # follow each other within milliseconds, so only a flush as each round
+  # ends has it in the program's counter as the next begins.
+  del signal_handlers
+
+  def learner(counter: counting.Counter, records: Records):
+    del counter
+    records.wait_for(
+        lambda: sum(r.end is not None for r in records.rounds) >= 4,
+        'four rounds')
+
+  records, _ = run_evaluator(tmp_path, 0, learner_per_step=0,
+                             learner=learner)
+  begun = [r.counted for r in records.rounds]
+  assert begun == list(range(len(records.rounds)))

@@ -364,7 +364,10 @@ class EvaluatorNode:
         options.node_workdir, 'evaluator', steps_key='actor_steps',
         max_actor_steps=options.max_actor_steps)
     self._counter = counter
-    self._evaluator_counter = counting.Counter(counter, prefix='evaluator')
+    # Flushed as each round ends: Acme's counter would hold a round's last
+    # episode until the next round's first (minutes on Atari), and a stop in
+    # between would lose it, so that a resumed run counted it again.
+    self._evaluator_counter = FlushableCounter(counter, prefix='evaluator')
     self._options = options
     self._stop = Stop()
     self._environments = [self._make_environment() for _ in range(count)]
@@ -416,6 +419,7 @@ class EvaluatorNode:
           should_stop=self._stop.requested.is_set, log_fields=round_fields)
     except _Stopped:
       pass
+    self._evaluator_counter.flush()
 
   def run(self):
     self._stop.register()
