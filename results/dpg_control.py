@@ -2,8 +2,8 @@
 and App. D: manipulator:bring_ball; humanoid:stand, walk and run), with the
 `control_small` preset at a budget that fits 2 CPU cores (a result, not a
 test): runs `results.run dpg_control`, evaluates each run's final policy,
-plays a random policy on each task as the floor, and writes
-results/dpg_control.{png,json,md}.
+plays a random policy on each task as the floor (once: the JSON keeps its
+returns for later reports), and writes results/dpg_control.{png,json,md}.
 
   .venv/bin/python -m results.dpg_control --tasks=humanoid_stand \\
       --seeds=0,1,2 --runs=<dir outside repo>
@@ -182,6 +182,30 @@ def plot_tasks(records: Dict[str, List[Dict[str, object]]],
   plt.close(figure)
 
 
+RANDOM_SEED = 0
+
+
+def random_floor(task: str) -> Dict[str, object]:
+  """The random policy's returns on `task` (`RANDOM_EPISODES`, seeded
+  `RANDOM_SEED`) and their mean and sample sd: those the page's JSON keeps
+  from an earlier report when they were played so, else played now (about
+  40 s a task)."""
+  kept = {}
+  path = os.path.join(RESULTS, f'{ANALYSIS}.json')
+  if os.path.exists(path):
+    with open(path) as f:
+      kept = json.load(f).get('random', {}).get(task, {})
+  if (kept.get('env') == ENVS[task] and kept.get('seed') == RANDOM_SEED
+      and len(kept.get('returns', ())) == RANDOM_EPISODES):
+    returns = kept['returns']
+  else:
+    returns = random_returns(ENVS[task], RANDOM_EPISODES, seed=RANDOM_SEED)
+  return {'env': ENVS[task], 'seed': RANDOM_SEED,
+          'returns': [float(value) for value in returns],
+          'mean': float(np.mean(returns)),
+          'std': float(np.std(returns, ddof=1)), 'episodes': len(returns)}
+
+
 def collect(seeds: List[int]) -> Dict[str, object]:
   """Writes results/dpg_control.png and .json from the finished runs,
   banked or in the runs directory (their final policies evaluated first,
@@ -195,10 +219,7 @@ def collect(seeds: List[int]) -> Dict[str, object]:
         rows.append(run_record(workdir, seed))
     if rows:
       records[task] = rows
-      returns = random_returns(ENVS[task], RANDOM_EPISODES, seed=0)
-      floors[task] = {'mean': float(np.mean(returns)),
-                      'std': float(np.std(returns, ddof=1)),
-                      'episodes': len(returns)}
+      floors[task] = random_floor(task)
   if not records:
     raise ValueError('No finished runs of Ape-X DPG on the control tasks '
                      'yet.')

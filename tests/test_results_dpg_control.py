@@ -158,6 +158,33 @@ def test_the_runs_table_and_the_command(page):
   assert 'None is set beside these.' in text
 
 
+def test_a_later_report_keeps_the_random_policys_returns(page, tmp_path,
+                                                         monkeypatch):
+  data, _ = page
+  kept = data['random']['humanoid_stand']
+  assert (kept['env'], kept['seed']) == ('control:humanoid:stand', 0)
+  assert kept['returns'] == FLOORS['humanoid_stand']
+  # Played so (3 episodes, seed 0), the returns are kept: the random
+  # policy is not played again, and the floor is the same.
+  monkeypatch.setattr(dpg_control, 'RANDOM_EPISODES', 3)
+
+  def played(env, episodes, seed):
+    raise AssertionError(f'played again: {env}, {episodes}, {seed}')
+
+  monkeypatch.setattr(dpg_control, 'random_returns', played)
+  with flagsaver.flagsaver(runs=str(tmp_path / 'runs'),
+                           bank_dir=str(tmp_path / 'bank'), notes=None):
+    dpg_control.report([0, 1, 2])
+  again = json.loads((tmp_path / 'pages' / 'dpg_control.json').read_text())
+  assert again['random'] == data['random']
+  # Kept returns of another count are played again.
+  monkeypatch.setattr(dpg_control, 'RANDOM_EPISODES', 4)
+  with flagsaver.flagsaver(runs=str(tmp_path / 'runs'),
+                           bank_dir=str(tmp_path / 'bank'), notes=None):
+    with pytest.raises(AssertionError, match='played again'):
+      dpg_control.report([0, 1, 2])
+
+
 def test_a_task_not_in_the_analysis_is_refused():
   if not FLAGS.is_parsed():
     FLAGS(['test'])
