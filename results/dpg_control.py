@@ -63,6 +63,7 @@ ENVS = {task: run.ANALYSES[ANALYSIS]['settings'][task][0].split('=', 1)[1]
 # random policy on each task.
 FINAL_EPISODES = 30
 RANDOM_EPISODES = 30
+RANDOM_SEED = 0
 FINAL_FILE = 'final_evaluation.json'
 # What the page calls the two in its verdicts.
 OURS = 'Ape-X DPG'
@@ -182,19 +183,21 @@ def plot_tasks(records: Dict[str, List[Dict[str, object]]],
   plt.close(figure)
 
 
-RANDOM_SEED = 0
-
-
-def random_floor(task: str) -> Dict[str, object]:
-  """The random policy's returns on `task` (`RANDOM_EPISODES`, seeded
-  `RANDOM_SEED`) and their mean and sample sd: those the page's JSON keeps
-  from an earlier report when they were played so, else played now (about
-  40 s a task)."""
-  kept = {}
+def kept_floors() -> Dict[str, Dict[str, object]]:
+  """The random policy's figures of each task that the page's JSON holds
+  from an earlier report (`random_floor`'s), if any."""
   path = os.path.join(RESULTS, f'{ANALYSIS}.json')
-  if os.path.exists(path):
-    with open(path) as f:
-      kept = json.load(f).get('random', {}).get(task, {})
+  if not os.path.exists(path):
+    return {}
+  with open(path) as f:
+    return json.load(f).get('random', {})
+
+
+def random_floor(task: str, kept: Dict[str, object]) -> Dict[str, object]:
+  """The random policy's returns on `task` (`RANDOM_EPISODES`, seeded
+  `RANDOM_SEED`) and their mean and sample sd: `kept` (an earlier report's,
+  `kept_floors`) when they were played so, else played now (about 40 s a
+  task)."""
   if (kept.get('env') == ENVS[task] and kept.get('seed') == RANDOM_SEED
       and len(kept.get('returns', ())) == RANDOM_EPISODES):
     returns = kept['returns']
@@ -211,6 +214,7 @@ def collect(seeds: List[int]) -> Dict[str, object]:
   banked or in the runs directory (their final policies evaluated first,
   where not yet), and returns that JSON's content."""
   records, floors = {}, {}
+  kept = kept_floors()
   for task in TASKS:
     rows = []
     for seed in seeds:
@@ -219,7 +223,7 @@ def collect(seeds: List[int]) -> Dict[str, object]:
         rows.append(run_record(workdir, seed))
     if rows:
       records[task] = rows
-      floors[task] = random_floor(task)
+      floors[task] = random_floor(task, kept.get(task, {}))
   if not records:
     raise ValueError('No finished runs of Ape-X DPG on the control tasks '
                      'yet.')

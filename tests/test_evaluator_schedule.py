@@ -277,7 +277,6 @@ def test_a_period_of_0_plays_rounds_back_to_back(tmp_path, signal_handlers):
   assert pulls == 1 + len(records.rounds)
 
 
-
 def test_each_round_is_in_the_programs_counter_when_the_next_begins(
     tmp_path, signal_handlers):
   # Acme's counter sends a node's counts to the program's at most once a

@@ -188,8 +188,9 @@ class LearningNode(acme.Learner, acme.VariableSource):
 
 class FlushableCounter(counting.Counter):
   """Acme's counter, which sends its counts to its parent at most once per
-  `time_delta`, with a way to send them at once (before a node leaves), and
-  a tally of this node's own counts (`own_counts`)."""
+  `time_delta`, with a way to send them at once (before an actor leaves, as
+  an evaluation round ends), and a tally of this node's own counts
+  (`own_counts`)."""
 
   def __init__(self, *args, **kwargs):
     super().__init__(*args, **kwargs)
