@@ -3,7 +3,8 @@ a CSV, its curves, and how long it took to reach each threshold.
 
   .venv/bin/python -m results.long_run <workdir> --name=pong \
       --thresholds=-15,0,15 --command="python programs/apex_dqn.py ..." \
-      --final_evaluation=<evaluate.py --output of its final policy>
+      --final_evaluation=<evaluate.py --output of its final policy> \
+      --earlier_evaluations=<evaluate.py --output of an earlier policy>,...
   .venv/bin/python -m results.pages pong    # the page, from its JSON and CSV
 
 Collecting (`collect`) reads the run's record (`run.json`) and CSV logs and
@@ -20,10 +21,12 @@ writes:
                       learner updates/s)
   results/<name>.json what else the page shows: the command, every value
                       the run used, the thresholds, the speeds, the final
-                      policy's evaluation and the notes
+                      policy's evaluation, any earlier policy's evaluation
+                      (a run resumed after one fell short) and the notes
 
 Rendering (`render`) makes results/<name>.md (the run's answer first: one
-seed, its last and best rounds, its final policy; then when each threshold
+seed, its last and best rounds, its final policy and every earlier one
+evaluated the same way; then when each threshold
 was first passed by a round's mean, and the speeds) from the JSON and CSV
 alone. The workdir stays where it is (outside the repository): only these
 small files are committed.
@@ -57,6 +60,12 @@ flags.DEFINE_string('notes', None, 'A paragraph the page adds under its '
 flags.DEFINE_string('final_evaluation', None, 'The JSON that '
                     'programs/evaluate.py --output wrote of the run\'s final '
                     'policy, if any: the page gives its returns.')
+flags.DEFINE_list('earlier_evaluations', [], 'The JSONs that '
+                  'programs/evaluate.py --output wrote of earlier policies '
+                  'of the run, each one evaluated like the final one and '
+                  'followed by more training (the run fell short): the page '
+                  'gives every one, so that the final one is not read as '
+                  'the only try.')
 FLAGS = flags.FLAGS
 
 RESULTS = os.path.dirname(os.path.abspath(__file__))
@@ -134,12 +143,8 @@ def collect(workdir: str, name: str) -> Dict[str, object]:
   plot.plot([workdir], [name], os.path.join(RESULTS, f'{name}.png'),
             smoothing=int(manifest['flags']['evaluation_episodes']),
             frames=True)
-  final_policy = None
-  if FLAGS.final_evaluation:
-    with open(FLAGS.final_evaluation) as f:
-      evaluation = json.load(f)
-    final_policy = {key: evaluation[key] for key in FINAL_POLICY_KEYS
-                    if key in evaluation}
+  final_policy = (_evaluated_policy(FLAGS.final_evaluation)
+                  if FLAGS.final_evaluation else None)
   data = {
       'title': FLAGS.title or f'{manifest["program"]} on {manifest["env"]}',
       'command': FLAGS.command, 'preset': manifest.get('preset'),
@@ -147,11 +152,22 @@ def collect(workdir: str, name: str) -> Dict[str, object]:
       'frames_per_step': run_manifest.frames_per_step(workdir),
       'thresholds': [float(t) for t in FLAGS.thresholds],
       'speeds': speeds(curves), 'final_policy': final_policy,
+      'earlier_policies': [_evaluated_policy(path)
+                           for path in FLAGS.earlier_evaluations],
       'notes': FLAGS.notes}
   with open(os.path.join(RESULTS, f'{name}.json'), 'w') as f:
     json.dump(data, f, indent=2)
     f.write('\n')
   return data
+
+
+def _evaluated_policy(path: str) -> Dict[str, object]:
+  """What a page shows of the JSON `programs/evaluate.py --output` wrote
+  (not where its checkpoint was: a path of the machine)."""
+  with open(path) as f:
+    evaluation = json.load(f)
+  return {key: evaluation[key] for key in FINAL_POLICY_KEYS
+          if key in evaluation}
 
 
 def read_rounds(name: str) -> List[Dict[str, float]]:
@@ -176,16 +192,31 @@ def _atari_evaluation(run_flags) -> Optional[str]:
   return run_flags['atari_evaluation']
 
 
-def _final_policy_text(final_policy) -> str:
+def _returns_text(policy) -> str:
+  return (f'mean {policy["mean"]:.1f} (median {policy["median"]:g}, min '
+          f'{policy["min"]:g}, max {policy["max"]:g})')
+
+
+def _final_policy_text(final_policy, earlier_policies) -> str:
   epsilon = final_policy['epsilon']
-  return (
+  text = (
       f' Its final policy (learner step {final_policy["learner_steps"]:,}), '
       f'{final_policy["episodes"]} episodes of `programs/evaluate.py`'
       f'{_protocol(final_policy.get("atari_evaluation"))}, '
       + ('greedy' if not epsilon else f'at epsilon {epsilon:g}') +
-      f': mean {final_policy["mean"]:.1f} (median '
-      f'{final_policy["median"]:g}, min {final_policy["min"]:g}, max '
-      f'{final_policy["max"]:g}).')
+      f': {_returns_text(final_policy)}.')
+  if earlier_policies:
+    earlier_policies = sorted(earlier_policies,
+                              key=lambda policy: policy['learner_steps'])
+    text += (
+        f' Before it, {len(earlier_policies)} earlier '
+        + ('policy' if len(earlier_policies) == 1 else 'policies') +
+        ' of the run, evaluated the same way, fell short and the run went '
+        'on: ' + '; '.join(
+            f'learner step {policy["learner_steps"]:,}, '
+            f'{policy["episodes"]} episodes: {_returns_text(policy)}'
+            for policy in earlier_policies) + '.')
+  return text
 
 
 def render(name: str, data: Dict[str, object],
@@ -205,7 +236,8 @@ def render(name: str, data: Dict[str, object],
       f'{last["minutes"]:.0f} minutes, {last["actor_frames"]:,} frames and '
       f'{last["learner_steps"]:,} updates; its best round: '
       f'{best["mean_return"]:.1f} (round {best["round"]}).'
-      + (_final_policy_text(data['final_policy'])
+      + (_final_policy_text(data['final_policy'],
+                            data.get('earlier_policies', []))
          if data['final_policy'] else ''), '',
       f'![{name}]({name}.png)', '']
   if data['command']:
@@ -248,6 +280,10 @@ def main(argv):
   if len(argv) != 2 or not FLAGS.name:
     sys.stderr.write('usage: python -m results.long_run <workdir> '
                      '--name=<page>\n')
+    sys.exit(2)
+  if FLAGS.earlier_evaluations and not FLAGS.final_evaluation:
+    sys.stderr.write('error: --earlier_evaluations are shown beside the final '
+                     'policy\'s; pass its JSON too (--final_evaluation).\n')
     sys.exit(2)
   data = collect(argv[1], FLAGS.name)
   with open(os.path.join(RESULTS, f'{FLAGS.name}.md'), 'w') as f:
