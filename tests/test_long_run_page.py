@@ -17,7 +17,8 @@ def _evaluation(tmp_path, learner_steps, returns):
   path = tmp_path / f'evaluation-{learner_steps}.json'
   path.write_text(json.dumps({
       'program': 'apex_dqn', 'env': 'atari:Pong',
-      'source': f'/some/machine/runs/pong/checkpoints/learner/ckpt-{learner_steps}',
+      'source': ('/some/machine/runs/pong/checkpoints/learner/'
+                 f'ckpt-{learner_steps}'),
       'learner_steps': learner_steps, 'epsilon': 0.0, 'seed': 0,
       'returns': returns, 'atari_evaluation': 'sticky',
       'episodes': len(returns), 'mean': statistics.mean(returns),
