@@ -19,9 +19,9 @@ import time
 import launchpad as lp
 from absl import app
 from absl import flags
-from acme.utils import signals
 
 from agents.distributed import local
+from agents.distributed import program_stop
 
 flags.DEFINE_bool('watchdog', True, 'Install the stop watchdog in each node.')
 flags.DEFINE_enum('block', 'courier', ['courier', 'gil'],
@@ -76,7 +76,7 @@ class Caller:
 
   def run(self):
     _maybe_watchdog(self._watchdog)
-    with signals.runtime_terminator():
+    with program_stop.interrupt_if_stuck('The caller'):
       if self._block == 'courier':
         self._blocker.hang()
       else:

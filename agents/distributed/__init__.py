@@ -8,6 +8,8 @@
   replay_nodes.py  the nodes of a program with replay: replay, learner,
                    actors
   coordinator.py   the stop policy: when the program stops, and in which order
+  program_stop.py  a node's loop under Launchpad's stop: ends by itself,
+                   interrupted only when stuck
   heartbeat.py     liveness over the program's RPC: the coordinator's heartbeats
   platforms.py     where the nodes run, and what their processes need there
   local.py         this machine's processes (local_mp): pid files, node

@@ -37,11 +37,11 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 import launchpad as lp
 from absl import logging
 from acme.utils import counting
-from acme.utils import signals
 
 from agents.runs import run_manifest
 from agents.runs import storage
 from agents.distributed import heartbeat
+from agents.distributed import program_stop
 from agents.distributed.options import replay_label
 
 # Counter key: actors that stopped after repeated environment failures.
@@ -128,6 +128,7 @@ class Coordinator:
     self._node_died = False
     self._record_outside_stop = record_outside_stop
     self._stopping = False  # Set once this coordinator stops the program.
+    self._program_stopping = threading.Event()  # Launchpad's stop, any.
     self._last_counts: Dict[str, Any] = {}
 
   def ping(self) -> bool:
@@ -199,13 +200,14 @@ class Coordinator:
       return (self._requested, False)
     return self._dead_node()
 
-  def _watch_until_stop(self) -> Tuple[Stop, Dict[str, Any]]:
-    """Polls the counts until a reason to stop; (why, the last counts)."""
+  def _watch_until_stop(self) -> Tuple[Optional[Stop], Dict[str, Any]]:
+    """Polls the counts until a reason to stop; (why, the last counts), why
+    None once Launchpad stops the program."""
     start = None  # When the actors' count first grew in this launch.
     initial = None  # A resumed run's counts.
     reported = 0
     counts = {}
-    while True:
+    while not self._program_stopping.is_set():
       new_counts, stop = self._counts()
       if stop is not None:
         return stop, counts  # With the last counts seen.
@@ -230,6 +232,7 @@ class Coordinator:
       if stop is not None:
         return stop, counts
       self._wake.wait(self._poll_seconds)
+    return None, counts
 
   def _stop_nodes(self, nodes: Sequence[Any], what: str, timeout: float,
                   actor_ids: Sequence[Optional[int]] = ()):
@@ -297,10 +300,22 @@ class Coordinator:
     run_manifest.write_stop_record(self._workdir, reason, bool(silent),
                                    counts)
 
+  def _on_program_stop(self):
+    """Launchpad's stop of the program, the coordinator's own `lp.stop()`
+    or one from outside: the watch ends, and an outside stop is recorded
+    where the platform's stops come from outside."""
+    self._program_stopping.set()
+    if self._record_outside_stop:
+      self._on_outside_stop()
+    self._wake.set()
+
   def run(self):
-    with signals.runtime_terminator(
-        self._on_outside_stop if self._record_outside_stop else None):
-      (reason, failed), counts = self._watch_until_stop()
+    with program_stop.interrupt_if_stuck('The coordinator',
+                                         self._on_program_stop):
+      stop, counts = self._watch_until_stop()
+      if stop is None:
+        return  # Stopped from outside: Launchpad stops every node at once.
+      reason, failed = stop
       self._stopping = True
       counts = {key: int(value) for key, value in sorted(counts.items())}
       # The counts at the stop, for whoever reads the run's output.

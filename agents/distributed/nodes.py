@@ -32,7 +32,6 @@ import launchpad as lp
 import numpy as np
 from absl import logging
 from acme.utils import counting
-from acme.utils import signals
 from launchpad.launch import worker_manager
 
 from agents import variables as variables_lib
@@ -40,6 +39,7 @@ from agents.runs import checkpointing
 from agents.runs import loggers as loggers_lib
 from agents.envs import resilience
 from agents.envs import vector_loop
+from agents.distributed import program_stop
 from agents.distributed.options import RunOptions
 from agents.distributed.options import actor_label
 
@@ -167,14 +167,17 @@ class LearningNode(acme.Learner, acme.VariableSource):
                  checkpointing.parameters_checksum(
                      self._learner.get_variables(self.variable_names)))
     self._align_counter()
-    # A program stop (not an ordered one) ends an update in the middle. An
-    # ordered one is seen between updates, or between two waits for what
-    # the learner learns from (replay: rate-limited once the actors have
-    # stopped).
-    with signals.runtime_terminator():
+    # A stop, ordered or the program's, is seen between updates, or between
+    # two waits for what the learner learns from (replay: rate-limited once
+    # the actors have stopped).
+    with program_stop.interrupt_if_stuck('The learner') as program_stopped:
       while not self._stop.requested.is_set():
         if self._learner.try_step() and self._save():
           self._counter.save_checkpoint()
+    if program_stopped.is_set():
+      # Not an ordered stop: the nodes it would save to may have gone, and
+      # Launchpad ends this one shortly. The last checkpoint stands.
+      return
     # A final log row and checkpoint. Only the learner's own: the counter
     # saves itself when it stops. None before the first update (the loop
     # saves only after one): nothing is learned yet, and the optimiser's
@@ -301,14 +304,13 @@ class ActingNode:
 
   def run(self):
     self._stop.register()
-    # As in acme.EnvironmentLoop: under local_mt / test_mt a program stop
-    # also raises in this thread, so that it cannot stay blocked in a call
-    # (a rate-limited insert, a Courier call) to a node that has stopped.
-    with signals.runtime_terminator():
+    # A call to a node that has stopped (a rate-limited insert, a Courier
+    # call) fails, or is interrupted, after the program's stop.
+    with program_stop.interrupt_if_stuck(f'Actor {self._actor_id}'):
       self._loop.run(should_stop=self._stop.requested.is_set)
-    # The counts since the last sync (at most a second's steps) would be
-    # lost otherwise.
-    self._counter.flush()
+      # The counts since the last sync (at most a second's steps) would be
+      # lost otherwise; the counter waits for them after the program's stop.
+      self._counter.flush()
     logging.info('Actor %d stops after %d environment steps.',
                  self._actor_id, self._counter.own_counts['steps'])
     self._stop.finish()

@@ -27,11 +27,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import acme
 from absl import logging
-from acme.utils import signals
 
 from agents import variables as variables_lib
 from agents.runs import loggers as loggers_lib
 from agents.distributed import nodes
+from agents.distributed import program_stop
 from agents.distributed.options import RunOptions
 
 # How often a cacher asks the learner for newer parameters. An actor of the
@@ -136,9 +136,9 @@ class VariableCacherNode(acme.VariableSource):
     logging.info('Variable cacher %s: pulls the learner\'s parameters every '
                  '%.2f s.', self._label, self._period)
     next_log = time.time() + self._log_every
-    # As other nodes that call others: under local_mt a program stop also
-    # raises here, out of a call to a learner that has stopped.
-    with signals.runtime_terminator():
+    # As other nodes that call others: a call to a learner that has
+    # stopped fails, or is interrupted, after the program's stop.
+    with program_stop.interrupt_if_stuck(f'Variable cacher {self._label}'):
       while not self._stop.requested.wait(self._period):
         with self._lock:
           names = list(self._values)
