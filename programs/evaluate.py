@@ -168,6 +168,17 @@ def summary(returns) -> dict:
           'min': float(returns.min()), 'max': float(returns.max())}
 
 
+def recorded_source(path: str) -> str:
+  """The policy's source as the JSON records it: from the run's
+  `checkpoints` or `snapshots` directory on (`checkpoints/learner/ckpt-40`),
+  so that a results file names no machine's paths; other paths as given."""
+  parts = os.path.normpath(path).split(os.sep)
+  for index in range(len(parts) - 1, -1, -1):
+    if parts[index] in ('checkpoints', 'snapshots'):
+      return '/'.join(parts[index:])
+  return path
+
+
 def main(_):
   _check_flags()
   from agents import restore  # pylint: disable=g-import-not-at-top
@@ -195,7 +206,8 @@ def main(_):
         f'min {stats["min"]:.2f}, max {stats["max"]:.2f}; '
         f'mean length {np.mean(lengths):.1f} steps')
   result = {'program': policy.program, 'env': policy.environment.name,
-            'source': policy.source, 'learner_steps': policy.learner_steps,
+            'source': recorded_source(policy.source),
+            'learner_steps': policy.learner_steps,
             'epsilon': FLAGS.epsilon, 'seed': FLAGS.seed,
             'returns': returns, 'lengths': lengths, **stats}
   if atari:

@@ -151,6 +151,10 @@ def test_snapshot_and_checkpoint_of_one_step_act_alike(runs, tmp_path, name):
   assert from_snapshot['learner_steps'] == from_checkpoint['learner_steps']
   assert from_snapshot['returns'] == from_checkpoint['returns']
   assert from_snapshot['lengths'] == from_checkpoint['lengths']
+  # Each names its source within the run, not by this machine's path.
+  assert re.fullmatch(r'checkpoints/learner/ckpt-\d+',
+                      from_checkpoint['source']), from_checkpoint['source']
+  assert from_snapshot['source'] == f'snapshots/{snapshots[-1]}'
 
 
 LOADER = """
