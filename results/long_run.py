@@ -149,6 +149,7 @@ def collect(workdir: str, name: str) -> Dict[str, object]:
       'title': FLAGS.title or f'{manifest["program"]} on {manifest["env"]}',
       'command': FLAGS.command, 'preset': manifest.get('preset'),
       'flags': manifest['flags'],
+      'flag_changes': manifest.get(run_manifest.FLAG_CHANGES, []),
       'frames_per_step': run_manifest.frames_per_step(workdir),
       'thresholds': [float(t) for t in FLAGS.thresholds],
       'speeds': speeds(curves), 'final_policy': final_policy,
@@ -219,6 +220,23 @@ def _final_policy_text(final_policy, earlier_policies) -> str:
   return text
 
 
+def _flag_changes_text(changes: List[Dict[str, object]]) -> str:
+  """What the resuming launches that changed flags changed, and from which
+  counts (run.json's `flag_changes`)."""
+  parts = []
+  for change in changes:
+    counts = change.get('counts') or {}
+    where = (f'at {counts["learner_steps"]:,} learner updates and '
+             f'{counts["actor_steps"]:,} actor steps'
+             if 'learner_steps' in counts and 'actor_steps' in counts
+             else 'at counts the run did not record')
+    what = ', '.join(f'`{flag}` from {before!r} to {after!r}'
+                     for flag, (before, after) in change['changed'].items())
+    parts.append(f'{where} ({change["launched"]}), {what}')
+  return ('The run was resumed with changed values: ' + '; '.join(parts) +
+          '. Before each change it used the earlier value.')
+
+
 def render(name: str, data: Dict[str, object],
            rounds: List[Dict[str, float]]) -> str:
   """The page results/<name>.md from its JSON, `data`, and its evaluation
@@ -242,10 +260,15 @@ def render(name: str, data: Dict[str, object],
       f'![{name}]({name}.png)', '']
   if data['command']:
     lines += ['The run:', '', '```sh', data['command'], '```', '']
+  changes = data.get('flag_changes', [])
   lines += [
-      f'Preset `{data["preset"]}`; every value the run used:', '',
+      f'Preset `{data["preset"]}`; every value the run '
+      + ('last launched with:' if changes else 'used:'), '',
       '```json', json.dumps(run_flags, indent=1, sort_keys=True),
-      '```', '',
+      '```', '']
+  if changes:
+    lines += [_flag_changes_text(changes), '']
+  lines += [
       f'Evaluation: {per_round} episodes of the evaluator every '
       f'{run_flags["evaluation_period"]:,} learner updates'
       f'{_protocol(_atari_evaluation(run_flags))}; a '

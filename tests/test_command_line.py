@@ -124,6 +124,8 @@ def test_a_relaunch_naming_only_the_workdir_resumes_with_its_values(tmp_path):
   # go on from the first launch's to the new limit.
   stopped_at = _counts(workdir)['actor_steps']
   limit = stopped_at + 600
+  with open(workdir / 'checkpoints' / 'counter' / 'counts.json') as f:
+    saved = {name: int(value) for name, value in json.load(f)['counts'].items()}
   result = _program('apex_dqn', '--lp_launch_type=local_mt',
                     f'--workdir={workdir}', f'--max_actor_steps={limit}',
                     timeout=600)
@@ -135,6 +137,11 @@ def test_a_relaunch_naming_only_the_workdir_resumes_with_its_values(tmp_path):
     recorded = json.load(f)
   assert recorded['flags'] == {**launched, 'max_actor_steps': limit}
   assert recorded['preset'] is None  # This launch named none.
+  # The relaunch changed one flag: run.json says which, and the counts the
+  # first launch's counter saved last, which the relaunch resumed from.
+  change, = recorded['flag_changes']
+  assert change['changed'] == {'max_actor_steps': [600, limit]}
+  assert change['counts'] == saved
 
 
 def _imports(*command):

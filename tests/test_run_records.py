@@ -15,6 +15,7 @@ None of them trains: every launch here is refused before a node starts.
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -129,6 +130,44 @@ def test_another_programs_run_is_refused_as_differing(tmp_path):
           "program 'a3c' (now 'apex_dqn')") in result.stdout
   assert 'Traceback' not in result.stdout
   assert _files(workdir) == before
+
+
+def test_a_resuming_launch_that_changes_flags_is_recorded(tmp_path):
+  config = type('Config', (), {'n_step': 3})()
+
+  def launch(**flags):
+    return run_manifest.check_or_write_manifest(
+        str(tmp_path), 'apex_dqn', 'atari:Pong', 4, config, ['n_step'],
+        flags=flags)
+
+  def record():
+    with open(tmp_path / 'run.json') as f:
+      return json.load(f)
+  assert not launch(learning_rate=1e-4, seed=1)
+  assert launch(learning_rate=1e-4, seed=1)  # Resumed as it was.
+  assert run_manifest.FLAG_CHANGES not in record()
+  # The counter's checkpoint, as it saves it: the counts resumed from.
+  counter = tmp_path / 'checkpoints' / 'counter'
+  counter.mkdir(parents=True)
+  (counter / 'counts.json').write_text(json.dumps(
+      {'counts': {'actor_steps': 3104295, 'learner_steps': 401027.0},
+       'cache': {}}))
+  assert launch(learning_rate=6.25e-5, seed=1)
+  assert launch(learning_rate=6.25e-5, seed=1)  # No change: not again.
+  change, = record()[run_manifest.FLAG_CHANGES]
+  assert change['changed'] == {'learning_rate': [1e-4, 6.25e-5]}
+  assert change['counts'] == {'actor_steps': 3104295, 'learner_steps': 401027}
+  assert re.fullmatch(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ',
+                      change['launched'])
+  assert record()['flags'] == {'learning_rate': 6.25e-5, 'seed': 1}
+  # A later change is added after it; a damaged counter checkpoint gives
+  # no counts rather than no launch.
+  (counter / 'counts.json').write_text('{"counts": ')
+  assert launch(learning_rate=6.25e-5, seed=2)
+  first, second = record()[run_manifest.FLAG_CHANGES]
+  assert first == change
+  assert second['changed'] == {'seed': [1, 2]}
+  assert second['counts'] is None
 
 
 def _stop(workdir, *flags):

@@ -75,7 +75,7 @@ def make_checkpointer(objects: Mapping[str, Any], workdir: str, name: str,
 FINAL_COUNTS_WAIT_SECONDS = 2.0
 
 
-COUNTS_FILE = 'counts.json'
+COUNTS_FILE = run_manifest.COUNTS_FILE
 
 
 class CheckpointedCounter(counting.Counter):

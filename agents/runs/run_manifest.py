@@ -1,6 +1,7 @@
 """A run's records: what made it, `<workdir>/run.json` (program,
 environment, frames per agent step, the config values its checkpoints
-depend on, and every flag value and the preset it last launched with), and
+depend on, every flag value and the preset it last launched with, and each
+flag a resuming launch changed, with the counts it resumed from), and
 why its latest launch stopped, `<workdir>/stop.json`. The workdir may be
 local or on Cloud Storage (`agents.runs.storage`).
 
@@ -20,6 +21,7 @@ Standard library only (for a local workdir), so that tools reading runs
 import json
 import re
 import sys
+import time
 from typing import Any, Dict, NamedTuple, Optional, Sequence
 
 from agents.runs import storage
@@ -33,6 +35,8 @@ STOP_RECORD = 'stop.json'
 # (`programs/stop.py`): read, then removed, by the program's coordinator.
 STOP_REQUEST = 'stop_request.json'
 CHECKPOINTS = 'checkpoints'  # <workdir>/checkpoints/<part>/
+# The counter's counts: <workdir>/checkpoints/counter/counts.json.
+COUNTS_FILE = 'counts.json'
 # Where a record that cannot be read is moved aside: <name>.invalid (then
 # <name>.invalid.2, ...: an earlier one is never overwritten).
 SET_ASIDE = '.invalid'
@@ -253,7 +257,11 @@ def check_or_write_manifest(workdir: str, program: str, env_name: str,
           'these flags. Pass the same values (or only --workdir) to resume '
           'it, or choose a new --workdir.')
     if write:
-      _write_json(path, {**found, 'flags': flags or {}, 'preset': preset})
+      record = {**found, 'flags': flags or {}, 'preset': preset}
+      change = _flag_change(workdir, found.get('flags', {}), flags or {})
+      if change is not None:
+        record[FLAG_CHANGES] = found.get(FLAG_CHANGES, []) + [change]
+      _write_json(path, record)
     return True
   if storage.holds_files(storage.join(workdir, CHECKPOINTS)):
     raise ValueError(
@@ -262,6 +270,38 @@ def check_or_write_manifest(workdir: str, program: str, env_name: str,
   if write:
     _write_json(path, {**wanted, 'flags': flags or {}, 'preset': preset})
   return False
+
+
+# run.json's list of the resuming launches that changed a flag's value: a
+# page made from the run then says which values held when, not only the
+# last launch's.
+FLAG_CHANGES = 'flag_changes'
+
+
+def _flag_change(workdir: str, before: Dict[str, Any],
+                 now: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+  """{'launched': UTC time, 'changed': {flag: [before, now]}, 'counts': the
+  counter's saved counts it resumes from, or None} if this launch changes
+  a flag the last one recorded; else None."""
+  changed = {name: [before[name], value] for name, value in sorted(now.items())
+             if name in before and before[name] != value}
+  if not changed:
+    return None
+  return {'launched': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+          'changed': changed, 'counts': _saved_counts(workdir)}
+
+
+def _saved_counts(workdir: str) -> Optional[Dict[str, int]]:
+  """The counts in the counter's checkpoint (`checkpointing.COUNTS_FILE`),
+  None if it has none (or one this cannot read)."""
+  try:
+    text = storage.read_text(storage.join(workdir, CHECKPOINTS, 'counter',
+                                          COUNTS_FILE))
+    counts = json.loads(text)['counts'] if text is not None else None
+  except (OSError, ValueError, KeyError, TypeError):
+    return None
+  return ({name: int(value) for name, value in sorted(counts.items())}
+          if isinstance(counts, dict) else None)
 
 
 def _write_json(path: str, data: Dict[str, Any]):
