@@ -64,8 +64,14 @@ class Stop:
     lp.register_stop_handler(self._on_program_stop)
 
   def _on_program_stop(self):
-    self._program_stopping.set()
+    self._program_stopping.set()  # Before `requested`: see `by_program`.
     self.requested.set()
+
+  @property
+  def by_program(self) -> bool:
+    """Whether the stop is the program's (Launchpad's), not an ordered
+    one; set before `requested` is, so a loop ended by it knows."""
+    return self._program_stopping.is_set()
 
   def stop(self, timeout: float) -> bool:
     """Asks the node to stop; True once its loop has ended within
@@ -170,11 +176,11 @@ class LearningNode(acme.Learner, acme.VariableSource):
     # A stop, ordered or the program's, is seen between updates, or between
     # two waits for what the learner learns from (replay: rate-limited once
     # the actors have stopped).
-    with program_stop.interrupt_if_stuck('The learner') as program_stopped:
+    with program_stop.interrupt_if_stuck('The learner'):
       while not self._stop.requested.is_set():
         if self._learner.try_step() and self._save():
           self._counter.save_checkpoint()
-    if program_stopped.is_set():
+    if self._stop.by_program:
       # Not an ordered stop: the nodes it would save to may have gone, and
       # Launchpad ends this one shortly. The last checkpoint stands.
       return
