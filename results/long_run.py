@@ -124,8 +124,8 @@ def speeds(curves) -> Dict[str, float]:
 
 # What the page gives of its final policy's evaluation (programs/evaluate.py
 # --output).
-FINAL_POLICY_KEYS = ('learner_steps', 'episodes', 'epsilon', 'mean', 'median',
-                     'min', 'max', 'atari_evaluation')
+FINAL_POLICY_KEYS = ('learner_steps', 'episodes', 'epsilon', 'mean', 'std',
+                     'median', 'min', 'max', 'atari_evaluation')
 # The CSV's columns that are counts; the rest are returns and minutes.
 COUNT_COLUMNS = ('round', 'learner_steps', 'actor_steps', 'actor_frames')
 
@@ -193,9 +193,12 @@ def _atari_evaluation(run_flags) -> Optional[str]:
   return run_flags['atari_evaluation']
 
 
-def _returns_text(policy) -> str:
-  return (f'mean {policy["mean"]:.1f} (median {policy["median"]:g}, min '
-          f'{policy["min"]:g}, max {policy["max"]:g})')
+def returns_text(policy) -> str:
+  """An evaluation's returns: the mean, and the episodes' sample standard
+  deviation (evaluate.py's `std`, n - 1) where the JSON has it."""
+  spread = (f'sample sd {policy["std"]:.1f}, ' if 'std' in policy else '')
+  return (f'mean {policy["mean"]:.1f} ({spread}median {policy["median"]:g}, '
+          f'min {policy["min"]:g}, max {policy["max"]:g})')
 
 
 def _final_policy_text(final_policy, earlier_policies) -> str:
@@ -205,7 +208,7 @@ def _final_policy_text(final_policy, earlier_policies) -> str:
       f'{final_policy["episodes"]} episodes of `programs/evaluate.py`'
       f'{_protocol(final_policy.get("atari_evaluation"))}, '
       + ('greedy' if not epsilon else f'at epsilon {epsilon:g}') +
-      f': {_returns_text(final_policy)}.')
+      f': {returns_text(final_policy)}.')
   if earlier_policies:
     earlier_policies = sorted(earlier_policies,
                               key=lambda policy: policy['learner_steps'])
@@ -215,7 +218,7 @@ def _final_policy_text(final_policy, earlier_policies) -> str:
         ' of the run, evaluated the same way, fell short and the run went '
         'on: ' + '; '.join(
             f'learner step {policy["learner_steps"]:,}, '
-            f'{policy["episodes"]} episodes: {_returns_text(policy)}'
+            f'{policy["episodes"]} episodes: {returns_text(policy)}'
             for policy in earlier_policies) + '.')
   return text
 

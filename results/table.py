@@ -13,6 +13,7 @@ import os
 import sys
 from typing import Dict, List, Sequence, Tuple
 
+from results import long_run
 from results import minatar
 from results import pong_45min
 from results import spread
@@ -115,10 +116,17 @@ def _long_run_row(name: str, what: str) -> str:
   last = rounds[-1]
   best = max(float(row['mean_return']) for row in rounds)
   frames = int(last['actor_frames']) / 1e6
+  final = _load(f'{name}.json').get('final_policy')
+  final_text = ''
+  if final:
+    final_text = (f'; final policy (learner step {final["learner_steps"]:,}),'
+                  f' {final["episodes"]} episodes of evaluate.py: '
+                  f'{long_run.returns_text(final)}')
   return (f'| {what}; {frames:.2f}M frames, '
           f'{float(last["minutes"]):.0f} minutes | evaluator\'s 10-episode '
-          f'mean: last {float(last["mean_return"]):.1f}, best {best:.1f} | 1 '
-          f'| one seed: no interval, no comparison | {_link(name + ".md")} |')
+          f'mean: last {float(last["mean_return"]):.1f}, best {best:.1f}'
+          f'{final_text} | 1 | one seed: no interval, no comparison | '
+          f'{_link(name + ".md")} |')
 
 
 def _minatar_row() -> str:

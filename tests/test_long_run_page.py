@@ -61,7 +61,8 @@ def test_the_page_gives_each_earlier_evaluation_in_order(tmp_path):
   for steps in (500, 900):
     returns = tries[steps]
     text = (f'learner step {steps:,}, 3 episodes: mean '
-            f'{statistics.mean(returns):.1f} (median '
+            f'{statistics.mean(returns):.1f} (sample sd '
+            f'{statistics.stdev(returns):.1f}, median '
             f'{statistics.median(returns):g}, min {min(returns):g}, max '
             f'{max(returns):g})')
     assert text in before
