@@ -14,9 +14,9 @@ Acme's `signals.runtime_terminator` instead raises SystemExit in the loop's
 thread at once, wherever it is. In `logging`, between a handler's lock
 being taken and the `try` that would release it, that leaves the lock held
 by a thread that has ended: every later log call of the process waits
-forever (a thread logging in a loop, interrupted so, left absl's handler
-lock held about once in two thousand tries), and under test_mt a whole
-program missed its stop deadline so. Here only a loop still running
+forever (a thread logging in a loop, interrupted so again and again, left
+absl's handler lock held within two thousand tries), and under test_mt a
+whole program missed its stop deadline so. Here only a loop still running
 `GRACE_SECONDS` after the stop is interrupted, and never after it has
 ended.
 """
