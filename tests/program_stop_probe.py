@@ -15,6 +15,7 @@ every loop runs. Used by test_program_stop.py:
            does: ended by SystemExit, whose cause is that error.
 """
 
+import sys
 import threading
 import time
 
@@ -30,7 +31,10 @@ stopped_at = []  # When the stopper stopped the program.
 
 def report(name: str, what: str):
   since = time.monotonic() - stopped_at[0] if stopped_at else float('nan')
-  print(f'PROGRAM_STOP_PROBE {name} {what} {since:.3f}', flush=True)
+  # One write, newline included: print's two (the text, then the newline)
+  # let another thread's text (Launchpad's stop countdown) in between.
+  sys.stdout.write(f'PROGRAM_STOP_PROBE {name} {what} {since:.3f}\n')
+  sys.stdout.flush()
 
 
 def ends():
