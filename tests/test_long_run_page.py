@@ -28,19 +28,24 @@ def _evaluation(tmp_path, learner_steps, returns):
   return str(path)
 
 
-def _page(final, earlier):
-  data = {'title': 'Pong', 'command': None, 'preset': 'atari_small',
+ROUNDS = [{'round': 1, 'mean_return': 17.0, 'min_return': 16.0,
+           'max_return': 18.0, 'minutes': 60.0, 'actor_frames': 4000,
+           'learner_steps': 100, 'actor_steps': 1000}]
+
+
+def _data(final, earlier, **flags):
+  return {'title': 'Pong', 'command': None, 'preset': 'atari_small',
           'flags': {'seed': 1, 'evaluation_episodes': 2,
                     'evaluation_period': 100, 'env': 'atari:Pong',
-                    'atari_evaluation': 'sticky'},
+                    'atari_evaluation': 'sticky', **flags},
           'frames_per_step': 4, 'thresholds': [], 'notes': None,
           'speeds': {'actor_frames_per_second': 500.0,
                      'learner_updates_per_second': 18.0},
           'final_policy': final, 'earlier_policies': earlier}
-  rounds = [{'round': 1, 'mean_return': 17.0, 'min_return': 16.0,
-             'max_return': 18.0, 'minutes': 60.0, 'actor_frames': 4000,
-             'learner_steps': 100, 'actor_steps': 1000}]
-  return long_run.render('pong', data, rounds).split('\n')[2]
+
+
+def _page(final, earlier):
+  return long_run.render('pong', _data(final, earlier), ROUNDS).split('\n')[2]
 
 
 def test_the_page_gives_each_earlier_evaluation_in_order(tmp_path):
@@ -80,18 +85,8 @@ def test_a_page_without_earlier_evaluations_says_nothing_of_them(tmp_path):
 
 def test_the_page_says_which_flags_a_resumed_launch_changed(tmp_path):
   final = long_run._evaluated_policy(_evaluation(tmp_path, 1200, [19.0, 18.0]))
-  rounds = [{'round': 1, 'mean_return': 17.0, 'min_return': 16.0,
-             'max_return': 18.0, 'minutes': 60.0, 'actor_frames': 4000,
-             'learner_steps': 100, 'actor_steps': 1000}]
-  data = {'title': 'Pong', 'command': None, 'preset': 'atari_small',
-          'flags': {'seed': 1, 'evaluation_episodes': 2,
-                    'evaluation_period': 100, 'env': 'atari:Pong',
-                    'atari_evaluation': 'sticky', 'learning_rate': 6.25e-5},
-          'frames_per_step': 4, 'thresholds': [], 'notes': None,
-          'speeds': {'actor_frames_per_second': 500.0,
-                     'learner_updates_per_second': 18.0},
-          'final_policy': final, 'earlier_policies': []}
-  unchanged = long_run.render('pong', data, rounds)
+  data = _data(final, [], learning_rate=6.25e-5)
+  unchanged = long_run.render('pong', data, ROUNDS)
   assert 'every value the run used:' in unchanged
   assert 'resumed with changed values' not in unchanged
   # As run.json records a resuming launch that changed a flag.
@@ -99,7 +94,7 @@ def test_the_page_says_which_flags_a_resumed_launch_changed(tmp_path):
       'launched': '2026-11-28T12:55:00Z',
       'changed': {'learning_rate': [1e-4, 6.25e-5]},
       'counts': {'actor_steps': 3104295, 'learner_steps': 401027}}]
-  page = long_run.render('pong', data, rounds)
+  page = long_run.render('pong', data, ROUNDS)
   assert 'every value the run last launched with:' in page
   assert ('The run was resumed with changed values: at 401,027 learner '
           'updates and 3,104,295 actor steps (2026-11-28T12:55:00Z), '
