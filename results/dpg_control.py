@@ -9,6 +9,8 @@ returns for later reports), and writes results/dpg_control.{png,json,md}.
       --seeds=0,1,2 --runs=<dir outside repo>
   .venv/bin/python -m results.dpg_control --tasks=bring_ball --seeds=0 \\
       --runs=<dir>
+  .venv/bin/python -m results.dpg_control --tasks=humanoid_stand \\
+      --seeds=0,1,2 --runs=<dir> --dry_run    # what it would run, and no more
   .venv/bin/python -m results.dpg_control --seeds=0,1,2 --report_only
   .venv/bin/python -m results.pages dpg_control    # the page, from its JSON
 
@@ -42,6 +44,7 @@ import numpy as np
 from agents.envs import environments
 from agents.runs import run_manifest
 from results import long_run
+from results import page_runs
 from results import run
 from results import spread
 
@@ -57,8 +60,7 @@ FLAGS = flags.FLAGS
 ANALYSIS = 'dpg_control'
 TASKS = list(run.ANALYSES[ANALYSIS]['settings'])
 # The environment of each task's runs (results/run.py's settings).
-ENVS = {task: run.ANALYSES[ANALYSIS]['settings'][task][0].split('=', 1)[1]
-        for task in TASKS}
+ENVS = page_runs.environments(ANALYSIS)
 # Episodes of each run's final policy (programs/evaluate.py) and of the
 # random policy on each task.
 FINAL_EPISODES = 30
@@ -72,32 +74,16 @@ RANDOM = 'the random policy'
 
 def chosen_tasks() -> List[str]:
   """`--tasks`, in the page's order; all by default."""
-  chosen = FLAGS.tasks or TASKS
-  unknown = sorted(set(chosen) - set(TASKS))
-  if unknown:
-    raise ValueError(f'--tasks: no task {unknown}; the tasks: '
-                     f'{", ".join(TASKS)}.')
-  return [task for task in TASKS if task in chosen]
+  return page_runs.chosen(ANALYSIS, FLAGS.tasks, '--tasks', 'task')
 
 
-def evaluation_command(workdir: str, seed: int) -> List[str]:
-  """programs/evaluate.py on the run's last learner checkpoint; its
-  environment draws from the run's seed, so that the seeds' evaluations are
-  independent of one another."""
-  return [os.path.join('.venv', 'bin', 'python'),
-          os.path.join('programs', 'evaluate.py'), f'--workdir={workdir}',
-          f'--episodes={FINAL_EPISODES}', f'--seed={seed}',
-          f'--output={os.path.join(workdir, FINAL_FILE)}']
+# Each run's final policy, noiseless (programs/evaluate.py's default).
+FINAL = page_runs.Evaluation(FINAL_EPISODES, None, FINAL_FILE)
 
 
 def evaluate(workdir: str, seed: int) -> Dict[str, object]:
   """The final policy's evaluation (made now unless already made)."""
-  return run.evaluation(
-      workdir, FINAL_FILE, evaluation_command(workdir, seed),
-      f'{os.path.join(workdir, FINAL_FILE)}: the run was banked without its '
-      'final evaluation, and the bank keeps no checkpoints: remove the '
-      f'banked copy (git rm -r {workdir}) and run the same command, which '
-      'evaluates the run in --runs (or makes it again) and banks it anew.')
+  return page_runs.evaluate(workdir, seed, FINAL)
 
 
 def random_returns(env_name: str, episodes: int, seed: int) -> List[float]:
@@ -355,15 +341,8 @@ def report(seeds: List[int]):
 
 def main(argv):
   del argv
-  seeds = [int(seed) for seed in FLAGS.seeds]
-  if not FLAGS.report_only:
-    for seed in seeds:
-      for task in chosen_tasks():
-        workdir = run.run(ANALYSIS, task, seed, resume=True)
-        evaluate(workdir, seed)
-        if FLAGS.bank:
-          run.bank_run(ANALYSIS, task, seed)
-  report(seeds)
+  page_runs.main(ANALYSIS, chosen_tasks(), [int(seed) for seed in FLAGS.seeds],
+                 [FINAL], report)
 
 
 if __name__ == '__main__':

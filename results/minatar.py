@@ -39,15 +39,15 @@ not compared with it.
 
 import json
 import os
-from typing import Dict, List, NamedTuple, Tuple
+from typing import Dict, List, Tuple
 
 from absl import app
 from absl import flags
 import numpy as np
 
 from agents.runs import run_manifest
-from results import bank
 from results import long_run
+from results import page_runs
 from results import run
 from results import spread
 
@@ -67,17 +67,10 @@ FLAGS = flags.FLAGS
 ANALYSIS = 'minatar'
 
 
-class Evaluation(NamedTuple):
-  """One evaluation of a run's final policy (programs/evaluate.py)."""
-  episodes: int
-  epsilon: float
-  file: str  # In the run's directory.
-
-
 # Young & Tian's measure (their §4): training episodes at epsilon 0.1 after
 # its annealing, a moving average over 100 of them; the same epsilon and
 # number of episodes here.
-MATCHED = Evaluation(100, 0.1, 'evaluation_epsilon0.1.json')
+MATCHED = page_runs.Evaluation(100, 0.1, 'evaluation_epsilon0.1.json')
 # The evaluator's exploration (--evaluation_epsilon's default).
 NEAR_GREEDY_EPSILON = 0.001
 NEAR_GREEDY_FILE = 'final_evaluation.json'
@@ -100,112 +93,35 @@ DQN_REFERENCE = {  # game: (return at 1M frames, at 2M frames)
 }
 GAMES = list(run.ANALYSES[ANALYSIS]['settings'])
 # The environment of each game's runs (results/run.py's settings).
-ENVS = {game: run.ANALYSES[ANALYSIS]['settings'][game][0].split('=', 1)[1]
-        for game in GAMES}
+ENVS = page_runs.environments(ANALYSIS)
 
 
 def chosen_games() -> List[str]:
   """`--games`, in the page's order; all five by default."""
-  chosen = FLAGS.games or GAMES
-  unknown = sorted(set(chosen) - set(GAMES))
-  if unknown:
-    raise ValueError(f'--games: no MinAtar game {unknown}; the games: '
-                     f'{", ".join(GAMES)}.')
-  return [game for game in GAMES if game in chosen]
+  return page_runs.chosen(ANALYSIS, FLAGS.games, '--games',
+                          'MinAtar game')
 
 
-def near_greedy() -> Evaluation:
-  return Evaluation(FLAGS.final_episodes, NEAR_GREEDY_EPSILON,
-                    NEAR_GREEDY_FILE)
+def near_greedy() -> page_runs.Evaluation:
+  return page_runs.Evaluation(FLAGS.final_episodes, NEAR_GREEDY_EPSILON,
+                              NEAR_GREEDY_FILE)
 
 
-def evaluations() -> List[Evaluation]:
+def evaluations() -> List[page_runs.Evaluation]:
   return [MATCHED, near_greedy()]
 
 
-def evaluation_command(workdir: str, seed: int,
-                       evaluation: Evaluation) -> List[str]:
-  """programs/evaluate.py on the run's last learner checkpoint. Its
-  environment and epsilon draw from the run's seed, so that the seeds'
-  evaluations are independent of one another."""
-  return [os.path.join('.venv', 'bin', 'python'),
-          os.path.join('programs', 'evaluate.py'), f'--workdir={workdir}',
-          f'--episodes={evaluation.episodes}',
-          f'--epsilon={evaluation.epsilon:g}', f'--seed={seed}',
-          f'--output={os.path.join(workdir, evaluation.file)}']
-
-
-def check_environment(workdir: str, game: str):
-  """Refuses a run in `workdir` made with another environment (e.g. the
-  minimal action set): its figures would be taken for this protocol's."""
-  if not run.started(workdir):
-    return
-  env = run_manifest.read_manifest(workdir)['env']
-  if env != ENVS[game]:
-    raise ValueError(
-        f'{workdir} holds a run of {env!r}, not of {ENVS[game]!r}: choose '
-        'another --runs for this protocol\'s runs.')
-
-
 def plan(seeds: List[int]) -> List[Tuple[str, int, str, List[str]]]:
-  """What running `seeds` would do now, in order: (game, seed, step,
-  command), the step one of 'train', 'resume', 'evaluate'; or 'banked'
-  (the banked run read, not run again) and 'missing' (an evaluation a
-  banked run lacks, which cannot be made: the bank has no checkpoints)."""
-  steps = []
-  for seed in seeds:
-    for game in chosen_games():
-      workdir = run.run_directory(ANALYSIS, game, seed)
-      check_environment(workdir, game)
-      if run.banked(ANALYSIS, game, seed):
-        check_environment(run.banked_directory(ANALYSIS, game, seed), game)
-        steps.append((game, seed, 'banked',
-                      [run.banked_directory(ANALYSIS, game, seed)]))
-        workdir = run.finished_directory(ANALYSIS, game, seed)
-      elif not run.finished(workdir):
-        if run.started(workdir):
-          steps.append((game, seed, 'resume',
-                        run.resume_command(ANALYSIS, game, workdir)))
-        else:
-          steps.append((game, seed, 'train',
-                        run.command(ANALYSIS, game, seed, workdir)))
-      for evaluation in evaluations():
-        if os.path.isfile(os.path.join(workdir, evaluation.file)):
-          continue
-        if bank.holds(workdir):
-          steps.append((game, seed, 'missing', [unevaluated(
-              workdir, evaluation)]))
-        else:
-          steps.append((game, seed, 'evaluate',
-                        evaluation_command(workdir, seed, evaluation)))
-  return steps
-
-
-def unevaluated(workdir: str, evaluation: Evaluation) -> str:
-  """What to say of a banked run in `workdir` without `evaluation`."""
-  return (f'{os.path.join(workdir, evaluation.file)}: the run was banked '
-          'without this evaluation, and the bank keeps no checkpoints, so '
-          'its final policy cannot be evaluated again. If the run\'s own '
-          'directory (with its checkpoints) is still in --runs, remove the '
-          f'banked copy (git rm -r {workdir}) and run the same command: it '
-          'evaluates the run there and banks it anew; else remove the '
-          'banked copy to make the run again.')
-
-
-def evaluate(workdir: str, seed: int,
-             evaluation: Evaluation) -> Dict[str, object]:
-  """The final policy's `evaluation` (made now unless already made)."""
-  return run.evaluation(workdir, evaluation.file,
-                        evaluation_command(workdir, seed, evaluation),
-                        unevaluated(workdir, evaluation))
+  """What running `seeds` of `--games` would do now (`page_runs.plan`)."""
+  return page_runs.plan(ANALYSIS, chosen_games(), seeds, evaluations())
 
 
 def run_record(workdir: str, seed: int) -> Dict[str, object]:
   """What the page shows of one finished run."""
   curves = long_run.plot.run_curves(workdir, 1)
   rounds = long_run.evaluation_rounds(workdir, curves['clock'])
-  final = evaluate(workdir, seed, near_greedy())
-  matched = evaluate(workdir, seed, MATCHED)
+  final = page_runs.evaluate(workdir, seed, near_greedy())
+  matched = page_runs.evaluate(workdir, seed, MATCHED)
   counts = run.final_counts(workdir)
   with open(os.path.join(workdir, 'finished.json')) as f:
     finished = json.load(f)
@@ -291,7 +207,7 @@ def collect(seeds: List[int]) -> Dict[str, object]:
     for seed in seeds:
       workdir = run.finished_directory(ANALYSIS, game, seed)
       if workdir:
-        check_environment(workdir, game)
+        page_runs.check_environment(workdir, ENVS[game])
         rows.append(run_record(workdir, seed))
         workdirs.append(workdir)
     if rows:
@@ -660,25 +576,8 @@ def report(seeds: List[int]):
 
 def main(argv):
   del argv
-  seeds = [int(seed) for seed in FLAGS.seeds]
-  if FLAGS.dry_run:
-    for game, seed, step, argv in plan(seeds):
-      print(f'{game} seed {seed} {step}: {" ".join(argv)}')
-    return
-  if not FLAGS.report_only:
-    for seed in seeds:
-      for game in chosen_games():
-        check_environment(run.run_directory(ANALYSIS, game, seed), game)
-        workdir = run.run(ANALYSIS, game, seed, resume=True)
-        for evaluation in evaluations():
-          evaluate(workdir, seed, evaluation)
-        if FLAGS.bank:
-          run.bank_run(ANALYSIS, game, seed)
-  report(seeds)
-  if FLAGS.bank:  # Runs evaluated by the report.
-    for seed in seeds:
-      for game in GAMES:
-        run.bank_run(ANALYSIS, game, seed)
+  page_runs.main(ANALYSIS, chosen_games(), [int(seed) for seed in FLAGS.seeds],
+                 evaluations(), report)
 
 
 if __name__ == '__main__':

@@ -13,6 +13,8 @@ nothing."""
 import json
 import math
 import os
+import subprocess
+import sys
 
 from absl import flags
 from absl.testing import flagsaver
@@ -22,7 +24,9 @@ import pytest
 from scipy import stats
 
 from results import dpg_control
+from results import page_runs
 from results import run
+from tests.test_results_bank import ROOT
 from tests.test_results_bank import _make_run
 
 FLAGS = flags.FLAGS
@@ -191,3 +195,57 @@ def test_a_task_not_in_the_analysis_is_refused():
   with flagsaver.flagsaver(tasks=['humanoid_run']):
     with pytest.raises(ValueError, match=r"no task \['humanoid_run'\]"):
       dpg_control.chosen_tasks()
+
+
+@pytest.mark.parametrize('page,choice,setting', [
+    ('dpg_control', '--tasks', 'bring_ball'),
+    ('minatar', '--games', 'breakout')])
+def test_a_dry_run_lists_the_commands_and_runs_nothing(tmp_path, page, choice,
+                                                       setting):
+  # One run finished but not evaluated, one not started: the dry run lists
+  # the evaluation of the first, then the training and evaluations of the
+  # second, and makes no directory, run or evaluation of its own.
+  runs, bank_dir = tmp_path / 'runs', tmp_path / 'bank'
+  env = page_runs.environments(page)[setting]
+  done = runs / page / setting / 'seed0'
+  _make_run(str(done), env, 0, 1000, evaluated=False)
+  before = sorted(str(path) for path in tmp_path.rglob('*'))
+  result = subprocess.run(
+      [sys.executable, '-m', f'results.{page}', '--dry_run', '--seeds=0,1',
+       f'{choice}={setting}', f'--runs={runs}', f'--bank_dir={bank_dir}'],
+      cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode == 0, result.stderr
+  assert sorted(str(path) for path in tmp_path.rglob('*')) == before
+  steps = [line.split(': ', 1) for line in result.stdout.splitlines()]
+  files = {'dpg_control': ['final_evaluation.json'],
+           'minatar': ['evaluation_epsilon0.1.json', 'final_evaluation.json']}
+  expected = [f'{setting} seed 0 evaluate'] * len(files[page]) + [
+      f'{setting} seed 1 train'] + [
+          f'{setting} seed 1 evaluate'] * len(files[page])
+  assert [step for step, _ in steps] == expected
+  train = steps[len(files[page])][1].split()
+  program = {'dpg_control': 'apex_dpg.py', 'minatar': 'apex_dqn.py'}[page]
+  assert train[1] == os.path.join('programs', program)
+  assert f'--env={env}' in train and '--seed=1' in train
+  assert f'--workdir={runs / page / setting / "seed1"}' in train
+  outputs = [command.split()[-1] for step, command in steps
+             if step.endswith('evaluate')]
+  assert outputs == [f'--output={runs / page / setting / f"seed{seed}" / name}'
+                     for seed in (0, 1) for name in files[page]]
+
+
+def test_a_run_made_with_another_environment_is_refused(tmp_path):
+  runs = tmp_path / 'runs'
+  _make_run(str(runs / 'dpg_control' / 'bring_ball' / 'seed0'),
+            'control:cartpole:balance', 0, 1000, evaluated=False)
+  result = subprocess.run(
+      [sys.executable, '-m', 'results.dpg_control', '--seeds=0',
+       '--tasks=bring_ball', f'--runs={runs}',
+       f'--bank_dir={tmp_path / "bank"}'],
+      cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode != 0
+  assert ("holds a run of 'control:cartpole:balance', not of "
+          "'control:manipulator:bring_ball': choose another --runs") in (
+              result.stderr)
+  assert not (runs / 'dpg_control' / 'bring_ball' / 'seed0' /
+              'final_evaluation.json').exists()
