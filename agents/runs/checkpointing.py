@@ -147,11 +147,10 @@ def _plain_number(value):
 def read_counts_state(workdir: str) -> Optional[Mapping[str, Any]]:
   """The state the counter of the run in `workdir` (a local path) saved
   (`CheckpointedCounter.save`'s form), or None if it saved none."""
+  state = run_manifest.read_saved_counter(workdir)
+  if state is not None:
+    return state
   directory = checkpoint_directory(workdir, 'counter')
-  path = os.path.join(directory, COUNTS_FILE)
-  if os.path.exists(path):
-    with open(path) as f:
-      return json.load(f)
   if not os.path.exists(os.path.join(directory, 'checkpoint')):
     return None
   # A run from before the counts were JSON: its newest TensorFlow checkpoint.

@@ -291,13 +291,22 @@ def _flag_change(workdir: str, before: Dict[str, Any],
           'changed': changed, 'counts': _saved_counts(workdir)}
 
 
+def read_saved_counter(workdir: str) -> Optional[Dict[str, Any]]:
+  """The state the run's counter last saved in its checkpoint
+  (`COUNTS_FILE`, in `checkpointing.CheckpointedCounter.save`'s form), None
+  if it saved none there. `workdir` may be a bucket's (`storage`). Raises
+  ValueError if the file is not JSON."""
+  text = storage.read_text(storage.join(workdir, CHECKPOINTS, 'counter',
+                                        COUNTS_FILE))
+  return json.loads(text) if text is not None else None
+
+
 def _saved_counts(workdir: str) -> Optional[Dict[str, int]]:
-  """The counts in the counter's checkpoint (`checkpointing.COUNTS_FILE`),
-  None if it has none (or one this cannot read)."""
+  """The counts in the counter's checkpoint, None if it has none (or one
+  this cannot read)."""
   try:
-    text = storage.read_text(storage.join(workdir, CHECKPOINTS, 'counter',
-                                          COUNTS_FILE))
-    counts = json.loads(text)['counts'] if text is not None else None
+    state = read_saved_counter(workdir)
+    counts = state['counts'] if state is not None else None
   except (OSError, ValueError, KeyError, TypeError):
     return None
   return ({name: int(value) for name, value in sorted(counts.items())}
