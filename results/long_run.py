@@ -22,9 +22,12 @@ writes:
   results/<name>.json what else the page shows: the command, every value
                       the run used, the thresholds, the speeds, the final
                       policy's evaluation, any earlier policy's evaluation
-                      (a run resumed after one fell short) and the notes
+                      (a run resumed after one fell short), the notes,
+                      and `--status`, where the run stands if it stopped
+                      short of what its page would be read to show
 
-Rendering (`render`) makes results/<name>.md (the run's answer first: one
+Rendering (`render`) makes results/<name>.md (the status, if any, then the
+run's answer: one
 seed, its last and best rounds, its final policy and every earlier one
 evaluated the same way; then when each threshold
 was first passed by a round's mean, and the speeds) from the JSON and CSV
@@ -57,6 +60,10 @@ flags.DEFINE_string('command', None, 'The command that made the run, as '
                     'run (the page shows it).')
 flags.DEFINE_string('notes', None, 'A paragraph the page adds under its '
                     'table (e.g. what else ran on the machine).')
+flags.DEFINE_string('status', None, 'Where the run stands, if it is not '
+                    'where its page would be read to stand (e.g. stopped '
+                    'short of the budget the other pages\' runs had): the '
+                    'page opens with it, in bold.')
 flags.DEFINE_string('final_evaluation', None, 'The JSON that '
                     'programs/evaluate.py --output wrote of the run\'s final '
                     'policy, if any: the page gives its returns.')
@@ -155,7 +162,7 @@ def collect(workdir: str, name: str) -> Dict[str, object]:
       'speeds': speeds(curves), 'final_policy': final_policy,
       'earlier_policies': [_evaluated_policy(path)
                            for path in FLAGS.earlier_evaluations],
-      'notes': FLAGS.notes}
+      'notes': FLAGS.notes, 'status': FLAGS.status}
   with open(os.path.join(RESULTS, f'{name}.json'), 'w') as f:
     json.dump(data, f, indent=2)
     f.write('\n')
@@ -248,8 +255,10 @@ def render(name: str, data: Dict[str, object],
   best = max(rounds, key=lambda row: row['mean_return'])
   last = rounds[-1]
   per_round = run_flags['evaluation_episodes']
-  lines = [
-      f'# {data["title"]}', '',
+  lines = [f'# {data["title"]}', '']
+  if data.get('status'):
+    lines += [f'**{data["status"]}**', '']
+  lines += [
       f'**One run (seed {run_flags["seed"]}), so no spread over seeds.** '
       f'The evaluator\'s last round (round {last["round"]}, {per_round} '
       f'episodes): mean {last["mean_return"]:.1f} (min '

@@ -116,15 +116,19 @@ def _long_run_row(name: str, what: str) -> str:
   last = rounds[-1]
   best = max(float(row['mean_return']) for row in rounds)
   frames = int(last['actor_frames']) / 1e6
-  final = _load(f'{name}.json').get('final_policy')
+  data = _load(f'{name}.json')
+  final = data.get('final_policy')
+  # A run stopped short (`--status`): its page opens with where and why.
+  stopped = ' (stopped short: see its page)' if data.get('status') else ''
   final_text = ''
   if final:
     final_text = (f'; final policy (learner step {final["learner_steps"]:,}),'
                   f' {final["episodes"]} episodes of evaluate.py: '
                   f'{long_run.returns_text(final)}')
   return (f'| {what}; {frames:.2f}M frames, '
-          f'{float(last["minutes"]):.0f} minutes | evaluator\'s 10-episode '
-          f'mean: last {float(last["mean_return"]):.1f}, best {best:.1f}'
+          f'{float(last["minutes"]):.0f} minutes{stopped} | evaluator\'s '
+          f'10-episode mean: last {float(last["mean_return"]):.1f}, best '
+          f'{best:.1f}'
           f'{final_text} | 1 | one seed: no interval, no comparison | '
           f'{_link(name + ".md")} |')
 

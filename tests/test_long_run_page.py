@@ -100,3 +100,18 @@ def test_the_page_says_which_flags_a_resumed_launch_changed(tmp_path):
           'updates and 3,104,295 actor steps (2026-11-28T12:55:00Z), '
           '`learning_rate` from 0.0001 to 6.25e-05. Before each change it '
           'used the earlier value.') in page
+
+
+def test_a_status_opens_the_page_and_a_page_without_one_is_unchanged(
+    tmp_path):
+  final = long_run._evaluated_policy(_evaluation(tmp_path, 1200, [19.0, 18.0]))
+  data = _data(final, [])
+  without = long_run.render('pong', data, ROUNDS).split('\n')
+  # A JSON written before the status existed has no such key.
+  assert 'status' not in data
+  data['status'] = 'Stopped at 2 hours, short of the budget.'
+  lines = long_run.render('pong', data, ROUNDS).split('\n')
+  assert lines[:4] == ['# Pong', '',
+                       '**Stopped at 2 hours, short of the budget.**', '']
+  assert lines[4:] == without[2:]
+  assert lines[4].startswith('**One run (seed 1), so no spread over seeds.**')
