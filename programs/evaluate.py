@@ -10,7 +10,8 @@ noiseless (Ape-X DPG). Atari episodes are made to differ from one another
 (a greedy policy on the deterministic emulator replays one episode) by
 sticky actions (the default, Machado et al. 2018) or, with
 `--atari_evaluation=noops`, by up to 30 random no-op starts, the paper's
-protocol; the output says which. Videos: the ALE's screen for Atari, MuJoCo rendered
+protocol; the output says which, and `--output`'s JSON lists each
+episode's number of no-ops (`noops`). Videos: the ALE's screen for Atari, MuJoCo rendered
 off-screen for control:*, MinAtar's own rendering; one video frame per agent
 step, plus the first observation.
 """
@@ -124,7 +125,9 @@ def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
              video: Optional[str] = None, atari_evaluation: str = 'sticky'):
   """Runs `episodes` evaluation episodes (an Atari game's made independent
   as `atari_evaluation` names), writing the first one's frames to the mp4
-  file `video` if given; returns (returns, lengths, video info or None)."""
+  file `video` if given; returns (returns, lengths, video info or None,
+  each episode's no-op start or None where the game has none)."""
+  from agents.envs import environments  # pylint: disable=g-import-not-at-top
   spec = policy.environment
   environment = spec.make_environment(seed=seed, evaluation=True,
                                       atari_evaluation=atari_evaluation)
@@ -133,9 +136,10 @@ def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
   recorder, info = None, None
   if video:
     recorder = VideoWriter(video, frames_per_second(environment, spec))
-  returns, lengths = [], []
+  returns, lengths, noops = [], [], []
   for episode in range(episodes):
     timestep = environment.reset()
+    noops.append(environments.noops_played(environment))
     recording = recorder is not None and episode == 0
     if recording:
       recorder.add(environment.render())
@@ -155,7 +159,7 @@ def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
     returns.append(episode_return)
     lengths.append(length)
   environment.close()
-  return returns, lengths, info
+  return returns, lengths, info, noops
 
 
 def summary(returns) -> dict:
@@ -187,7 +191,7 @@ def main(_):
     if FLAGS.epsilon and policy.q_values is None:
       raise ValueError('--epsilon is for Ape-X DQN policies; this one is '
                        f'{policy.program}.')
-    returns, lengths, video = evaluate(
+    returns, lengths, video, noops = evaluate(
         policy, FLAGS.episodes, FLAGS.epsilon, FLAGS.seed, video=FLAGS.video,
         atari_evaluation=FLAGS.atari_evaluation)
   except ValueError as error:
@@ -212,6 +216,8 @@ def main(_):
             'returns': returns, 'lengths': lengths, **stats}
   if atari:
     result['atari_evaluation'] = FLAGS.atari_evaluation
+  if any(count is not None for count in noops):
+    result['noops'] = noops  # Each episode's no-op start, in order.
   if video is not None:
     result['video'] = video
     print(f'Video of episode 1 ({video["frames"]} frames at '

@@ -312,6 +312,42 @@ def test_one_policy_plays_different_evaluation_episodes(pong):
     assert len(set(evaluation)) == len(evaluation), protocol
 
 
+def test_noops_played_is_the_no_op_start_that_made_the_episode(pong):
+  # Each count, played as that many NOOP frames on a bare deterministic
+  # emulator from its reset, gives the emulator's memory the evaluation
+  # episode began with.
+  env = pong.make_environment(seed=5, evaluation=True,
+                              atari_evaluation='noops')
+  bare = gymnasium.make('ALE/Pong-v5', frameskip=1,
+                        repeat_action_probability=0.0)
+  counts = []
+  for _ in range(6):
+    env.reset()
+    count = environments.noops_played(env)
+    counts.append(count)
+    bare.reset(seed=0)
+    for _ in range(count):
+      bare.step(0)
+    ram = env._environment.unwrapped.ale.getRAM()  # pylint: disable=protected-access
+    assert (bare.unwrapped.ale.getRAM() == ram).all(), count
+    bare.step(0)  # Not one frame more: the next count's memory differs.
+    assert (bare.unwrapped.ale.getRAM() != ram).any(), count
+  assert all(1 <= count <= environments.ATARI_EVAL_NOOP_MAX
+             for count in counts)
+  assert len(set(counts)) > 1  # Drawn afresh for each episode.
+  env.close()
+  bare.close()
+  # Other protocols and kinds play no no-op start.
+  sticky = pong.make_environment(seed=5, evaluation=True)
+  sticky.reset()
+  assert environments.noops_played(sticky) is None
+  sticky.close()
+  training = pong.make_environment(seed=5)
+  training.reset()
+  assert environments.noops_played(training) is None
+  training.close()
+
+
 def test_non_atari_environments_take_no_atari_evaluation():
   # The option names an Atari protocol; other kinds have none to apply.
   spec = resolve_discrete('gym:CartPole-v1')

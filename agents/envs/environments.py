@@ -307,6 +307,33 @@ def _register_minatar():
     minatar_gym.register_envs()
 
 
+class _FrameCounter(gymnasium.Wrapper):
+  """Counts the emulator's frames since its last reset. Under
+  AtariPreprocessing, read just after a reset, that is the episode's no-op
+  start (`noops_played`)."""
+
+  def __init__(self, environment: gymnasium.Env):
+    super().__init__(environment)
+    self.frames_since_reset = 0
+
+  def reset(self, **kwargs):
+    self.frames_since_reset = 0
+    return self.env.reset(**kwargs)
+
+  def step(self, action):
+    self.frames_since_reset += 1
+    return self.env.step(action)
+
+
+def noops_played(environment: dm_env.Environment) -> Optional[int]:
+  """How many no-ops started the episode of `environment` just reset: an
+  Atari game made for the 'noops' evaluation; None for any other."""
+  layer = getattr(environment, '_environment', None)
+  while layer is not None and not isinstance(layer, _FrameCounter):
+    layer = getattr(layer, 'env', None)
+  return layer.frames_since_reset if layer is not None else None
+
+
 def _make_atari(game: str, seed: Optional[int] = None, evaluation: bool = False,
                 atari_evaluation: str = DEFAULT_ATARI_EVALUATION,
                 atari_training: str = DEFAULT_ATARI_TRAINING):
@@ -325,6 +352,8 @@ def _make_atari(game: str, seed: Optional[int] = None, evaluation: bool = False,
       full_action_space=False,
       max_num_frames_per_episode=(ATARI_MAX_EVALUATION_EPISODE_FRAMES
                                   if evaluation else ATARI_MAX_EPISODE_FRAMES))
+  if protocol and protocol.noop_max:
+    environment = _FrameCounter(environment)  # For `noops_played`.
   environment = wrappers.AtariPreprocessing(
       environment,
       noop_max=protocol.noop_max if protocol else 0,
