@@ -122,24 +122,27 @@ def frames_per_second(environment, spec) -> float:
 
 
 def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
-             video: Optional[str] = None, atari_evaluation: str = 'sticky'):
+             video: Optional[str] = None, atari_evaluation: str = 'sticky',
+             noops: Optional[int] = None):
   """Runs `episodes` evaluation episodes (an Atari game's made independent
-  as `atari_evaluation` names), writing the first one's frames to the mp4
-  file `video` if given; returns (returns, lengths, video info or None,
-  each episode's no-op start or None where the game has none)."""
+  as `atari_evaluation` names; with `noops`, each begun by exactly that
+  many NOOP frames, results/pong_phase.py), writing the first one's frames
+  to the mp4 file `video` if given; returns (returns, lengths, video info
+  or None, each episode's no-op start or None where the game has none)."""
   from agents.envs import environments  # pylint: disable=g-import-not-at-top
   spec = policy.environment
   environment = spec.make_environment(seed=seed, evaluation=True,
-                                      atari_evaluation=atari_evaluation)
+                                      atari_evaluation=atari_evaluation,
+                                      noops=noops)
   rng = np.random.default_rng(seed)
   num_actions = getattr(spec.spec.actions, 'num_values', None)
   recorder, info = None, None
   if video:
     recorder = VideoWriter(video, frames_per_second(environment, spec))
-  returns, lengths, noops = [], [], []
+  returns, lengths, starts = [], [], []
   for episode in range(episodes):
     timestep = environment.reset()
-    noops.append(environments.noops_played(environment))
+    starts.append(environments.noops_played(environment))
     recording = recorder is not None and episode == 0
     if recording:
       recorder.add(environment.render())
@@ -159,7 +162,7 @@ def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
     returns.append(episode_return)
     lengths.append(length)
   environment.close()
-  return returns, lengths, info, noops
+  return returns, lengths, info, starts
 
 
 def summary(returns) -> dict:

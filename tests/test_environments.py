@@ -348,6 +348,30 @@ def test_noops_played_is_the_no_op_start_that_made_the_episode(pong):
   training.close()
 
 
+@pytest.mark.parametrize('count', [0, 3, 6])
+@pytest.mark.parametrize('protocol', ['sticky', 'noops'])
+def test_a_fixed_no_op_start_replaces_the_protocols(count, protocol):
+  # As `make_atari(noops=...)` starts every episode, a bare deterministic
+  # emulator after `count` NOOP frames; the protocol's sticky actions stay.
+  env = environments.make_atari('Pong', seed=2, evaluation=True,
+                                atari_evaluation=protocol, noops=count)
+  bare = gymnasium.make('ALE/Pong-v5', frameskip=1,
+                        repeat_action_probability=0.0)
+  bare.reset(seed=0)
+  for _ in range(count):
+    bare.step(0)
+  ale = env._environment.unwrapped.ale  # pylint: disable=protected-access
+  for _ in range(3):
+    env.reset()
+    assert environments.noops_played(env) == count
+    assert (ale.getRAM() == bare.unwrapped.ale.getRAM()).all()
+    env.step(np.int32(2))
+  assert ale.getFloat('repeat_action_probability') == pytest.approx(
+      environments.ATARI_EVALUATIONS[protocol].repeat_action_probability)
+  env.close()
+  bare.close()
+
+
 def test_non_atari_environments_take_no_atari_evaluation():
   # The option names an Atari protocol; other kinds have none to apply.
   spec = resolve_discrete('gym:CartPole-v1')
@@ -355,6 +379,8 @@ def test_non_atari_environments_take_no_atari_evaluation():
                               atari_evaluation='noops')
   assert env.reset().first()
   env.close()
+  with pytest.raises(ValueError, match='gym:CartPole-v1 is not an Atari game'):
+    spec.make_environment(seed=0, evaluation=True, noops=3)
 
 
 def test_resolve_minatar_breakout():

@@ -325,6 +325,23 @@ class _FrameCounter(gymnasium.Wrapper):
     return self.env.step(action)
 
 
+class _FixedNoops(gymnasium.Wrapper):
+  """Begins every episode with `count` NOOP frames, as AtariPreprocessing
+  begins one with a random number of them."""
+
+  def __init__(self, environment: gymnasium.Env, count: int):
+    super().__init__(environment)
+    self._count = count
+
+  def reset(self, **kwargs):
+    observation, info = self.env.reset(**kwargs)
+    for _ in range(self._count):
+      observation, _, terminated, truncated, info = self.env.step(0)
+      if terminated or truncated:
+        observation, info = self.env.reset()
+    return observation, info
+
+
 def noops_played(environment: dm_env.Environment) -> Optional[int]:
   """How many no-ops started the episode of `environment` just reset: an
   Atari game made for the 'noops' evaluation; None for any other."""
@@ -334,9 +351,13 @@ def noops_played(environment: dm_env.Environment) -> Optional[int]:
   return layer.frames_since_reset if layer is not None else None
 
 
-def _make_atari(game: str, seed: Optional[int] = None, evaluation: bool = False,
+def make_atari(game: str, seed: Optional[int] = None, evaluation: bool = False,
                 atari_evaluation: str = DEFAULT_ATARI_EVALUATION,
-                atari_training: str = DEFAULT_ATARI_TRAINING):
+                atari_training: str = DEFAULT_ATARI_TRAINING,
+                noops: Optional[int] = None):
+  """An Atari game as the programs play it; `noops`, for analyses
+  (results/pong_phase.py): exactly that many NOOP frames begin every
+  episode, in place of the evaluation protocol's random no-op start."""
   from gymnasium import wrappers  # pylint: disable=g-import-not-at-top
   _register_ale()
   # Training: as `atari_training` says (the deterministic ALE, as Ape-X used
@@ -352,11 +373,14 @@ def _make_atari(game: str, seed: Optional[int] = None, evaluation: bool = False,
       full_action_space=False,
       max_num_frames_per_episode=(ATARI_MAX_EVALUATION_EPISODE_FRAMES
                                   if evaluation else ATARI_MAX_EPISODE_FRAMES))
-  if protocol and protocol.noop_max:
+  noop_max = protocol.noop_max if protocol else 0
+  if noop_max or noops is not None:
     environment = _FrameCounter(environment)  # For `noops_played`.
+  if noops is not None:
+    environment, noop_max = _FixedNoops(environment, noops), 0
   environment = wrappers.AtariPreprocessing(
       environment,
-      noop_max=protocol.noop_max if protocol else 0,
+      noop_max=noop_max,
       frame_skip=ATARI_FRAME_SKIP,
       screen_size=ATARI_SCREEN_SIZE,
       terminal_on_life_loss=False,
@@ -429,15 +453,21 @@ class EnvironmentSpec:
   def make_environment(
       self, seed: Optional[int] = None, evaluation: bool = False,
       atari_evaluation: str = DEFAULT_ATARI_EVALUATION,
-      atari_training: str = DEFAULT_ATARI_TRAINING) -> dm_env.Environment:
+      atari_training: str = DEFAULT_ATARI_TRAINING,
+      noops: Optional[int] = None) -> dm_env.Environment:
     """Builds a fresh environment instance; an evaluation one of an Atari
     game is made independent as `atari_evaluation` names
     (`ATARI_EVALUATIONS`), a training one plays as `atari_training` names
-    (`ATARI_TRAININGS`); the other kinds need nothing of the kind."""
+    (`ATARI_TRAININGS`); the other kinds need nothing of the kind. `noops`:
+    an Atari game's episodes all begin with that many NOOP frames
+    (`make_atari`)."""
     if self.kind == 'atari':
       return self.make(seed=seed, evaluation=evaluation,
                        atari_evaluation=atari_evaluation,
-                       atari_training=atari_training)
+                       atari_training=atari_training, noops=noops)
+    if noops is not None:
+      raise ValueError(f'{self.name} is not an Atari game: it has no no-op '
+                       'start to fix.')
     return self.make(seed=seed, evaluation=evaluation)
 
 
@@ -496,7 +526,7 @@ def resolve_discrete(env_name: str) -> EnvironmentSpec:
     if f'ALE/{name}-v5' not in gymnasium.registry:
       raise _fail(env_name, f'ALE has no game called {name!r} (names are '
                   'CamelCase, e.g. Pong, Breakout, SpaceInvaders)')
-    make = functools.partial(_make_atari, name)
+    make = functools.partial(make_atari, name)
     pixels, frames_per_step = True, ATARI_FRAME_SKIP
     stacked_frames = ATARI_FRAME_STACK
   elif kind == 'gym':
