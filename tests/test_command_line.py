@@ -174,6 +174,8 @@ def test_the_import_log_sees_tensorflow_where_it_is_imported():
     ('apex_dqn', ['--atari_training=random'],
      '--atari_training=random is out of range: it must be deterministic or '
      'sticky.'),
+    ('apex_dqn', ['--atari_noop_starts=-1'],
+     '--atari_noop_starts=-1 is out of range: it must be >= 0 (0: none).'),
     ('a3c', ['--envs_per_actor=2'], '--envs_per_actor=2: an A3C worker'),
     ('a3c', ['--t_max=0'], '--t_max=0 is out of range'),
 ])

@@ -312,12 +312,16 @@ def test_one_policy_plays_different_evaluation_episodes(pong):
     assert len(set(evaluation)) == len(evaluation), protocol
 
 
-def test_noops_played_is_the_no_op_start_that_made_the_episode(pong):
+@pytest.mark.parametrize('made_as', [
+    {'evaluation': True, 'atari_evaluation': 'noops'},  # The paper's.
+    {'atari_noop_starts': 30},  # An actor's, with --atari_noop_starts=30.
+    {'atari_noop_starts': 30, 'atari_training': 'sticky'},
+])
+def test_noops_played_is_the_no_op_start_that_made_the_episode(pong, made_as):
   # Each count, played as that many NOOP frames on a bare deterministic
-  # emulator from its reset, gives the emulator's memory the evaluation
-  # episode began with.
-  env = pong.make_environment(seed=5, evaluation=True,
-                              atari_evaluation='noops')
+  # emulator from its reset, gives the emulator's memory the episode began
+  # with (sticky actions repeat the reset's NOOP).
+  env = pong.make_environment(seed=5, **made_as)
   bare = gymnasium.make('ALE/Pong-v5', frameskip=1,
                         repeat_action_probability=0.0)
   counts = []

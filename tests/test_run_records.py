@@ -168,6 +168,22 @@ def test_a_resuming_launch_that_changes_flags_is_recorded(tmp_path):
   assert first == change
   assert second['changed'] == {'seed': [1, 2]}
   assert second['counts'] is None
+  # A flag the record lacks (the run predates it) ran as its default: set
+  # to that, no change; set to another value, a change from the default.
+  defaults = {'atari_noop_starts': 0, 'seed': 0}
+
+  def launch_with(**flags):
+    return run_manifest.check_or_write_manifest(
+        str(tmp_path), 'apex_dqn', 'atari:Pong', 4, config, ['n_step'],
+        flags=flags, defaults=defaults)
+  assert launch_with(learning_rate=6.25e-5, seed=2, atari_noop_starts=0)
+  assert len(record()[run_manifest.FLAG_CHANGES]) == 2
+  data = record()
+  del data['flags']['atari_noop_starts']
+  (tmp_path / 'run.json').write_text(json.dumps(data))
+  assert launch_with(learning_rate=6.25e-5, seed=2, atari_noop_starts=30)
+  third = record()[run_manifest.FLAG_CHANGES][2]
+  assert third['changed'] == {'atari_noop_starts': [0, 30]}
 
 
 def _stop(workdir, *flags):

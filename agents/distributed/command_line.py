@@ -435,7 +435,10 @@ def _check_record(workdir: str, program_name: str, environment, config,
     return run_manifest.check_or_write_manifest(
         workdir, program_name, environment.name,
         environment.frames_per_step, config, config.CHECKPOINT_FIELDS,
-        flags=recorded, preset=FLAGS.preset, write=not FLAGS.dry_run)
+        flags=recorded, preset=FLAGS.preset, write=not FLAGS.dry_run,
+        # A run recorded before a flag existed ran as its default does.
+        defaults={name: FLAGS[name].default for name in recorded
+                  if name in FLAGS})
   except storage.Unreachable as error:
     if not FLAGS.dry_run:
       raise

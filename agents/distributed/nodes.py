@@ -283,7 +283,8 @@ class ActingNode:
     self._num_built += 1
     return resilience.GuardedEnvironment(
         self._builder.environment.make_environment(
-            seed=seed, atari_training=self._options.atari_training))
+            seed=seed, atari_training=self._options.atari_training,
+            atari_noop_starts=self._options.atari_noop_starts))
 
   def _on_failure(self, index: int, error: Exception):
     """The environment to go on with, or None when the actor gives up."""

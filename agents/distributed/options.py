@@ -73,6 +73,13 @@ class RunOptions:
   or sticky (sticky actions, p = 0.25, as Machado et al. 2018 propose for
   training too: a greedy policy that learned to replay one action sequence
   loses to sticky evaluation episodes). A run can change it when resumed."""
+  atari_noop_starts: int = 0
+  """Atari only: each of the actors' episodes begins with a random number of
+  no-ops, from 1 to this; 0: none (the Ape-X paper names no-op starts for
+  evaluation only, §4.1). The agent sees every 4th frame from the episode's first, so without
+  no-ops it trains at one phase of its action repeat only, and may play
+  badly at the others (results/pong.md). A run can change it when
+  resumed."""
   checkpoint_every: float = 600.0
   """Seconds between two checkpoints of the learner (and of the counter,
   saved right after it), under <workdir>/checkpoints/; 0: none."""
@@ -153,6 +160,8 @@ class RunOptions:
                self.atari_evaluation, ' or '.join(ATARI_EVALUATIONS))
     check_flag('atari_training', self.atari_training in ATARI_TRAININGS,
                self.atari_training, ' or '.join(ATARI_TRAININGS))
+    check_flag('atari_noop_starts', self.atari_noop_starts >= 0,
+               self.atari_noop_starts, '>= 0 (0: none)')
     check_flag('max_actor_steps',
                self.max_actor_steps is None or self.max_actor_steps >= 1,
                self.max_actor_steps, '>= 1 (or none to run until stopped)')

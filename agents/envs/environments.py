@@ -343,21 +343,26 @@ class _FixedNoops(gymnasium.Wrapper):
 
 
 def noops_played(environment: dm_env.Environment) -> Optional[int]:
-  """How many no-ops started the episode of `environment` just reset: an
-  Atari game made for the 'noops' evaluation; None for any other."""
-  layer = getattr(environment, '_environment', None)
+  """How many no-ops started the episode of `environment` just reset (an
+  Atari game made with a no-op start, inside any wrappers of this
+  project's); None for one made without."""
+  layer = environment
   while layer is not None and not isinstance(layer, _FrameCounter):
-    layer = getattr(layer, 'env', None)
+    # A gymnasium wrapper's inner environment, or a dm_env adapter's.
+    layer = getattr(layer, 'env', None) or getattr(layer, '_environment',
+                                                   None)
   return layer.frames_since_reset if layer is not None else None
 
 
 def make_atari(game: str, seed: Optional[int] = None, evaluation: bool = False,
                 atari_evaluation: str = DEFAULT_ATARI_EVALUATION,
                 atari_training: str = DEFAULT_ATARI_TRAINING,
+                atari_noop_starts: int = 0,
                 noops: Optional[int] = None):
-  """An Atari game as the programs play it; `noops`, for analyses
-  (results/pong_phase.py): exactly that many NOOP frames begin every
-  episode, in place of the evaluation protocol's random no-op start."""
+  """An Atari game as the programs play it: a training one begins each
+  episode with 1 to `atari_noop_starts` random no-ops (0: none); `noops`,
+  for analyses (results/pong_phase.py): exactly that many NOOP frames begin
+  every episode, in place of either random no-op start."""
   from gymnasium import wrappers  # pylint: disable=g-import-not-at-top
   _register_ale()
   # Training: as `atari_training` says (the deterministic ALE, as Ape-X used
@@ -373,7 +378,7 @@ def make_atari(game: str, seed: Optional[int] = None, evaluation: bool = False,
       full_action_space=False,
       max_num_frames_per_episode=(ATARI_MAX_EVALUATION_EPISODE_FRAMES
                                   if evaluation else ATARI_MAX_EPISODE_FRAMES))
-  noop_max = protocol.noop_max if protocol else 0
+  noop_max = protocol.noop_max if protocol else atari_noop_starts
   if noop_max or noops is not None:
     environment = _FrameCounter(environment)  # For `noops_played`.
   if noops is not None:
@@ -454,17 +459,19 @@ class EnvironmentSpec:
       self, seed: Optional[int] = None, evaluation: bool = False,
       atari_evaluation: str = DEFAULT_ATARI_EVALUATION,
       atari_training: str = DEFAULT_ATARI_TRAINING,
+      atari_noop_starts: int = 0,
       noops: Optional[int] = None) -> dm_env.Environment:
     """Builds a fresh environment instance; an evaluation one of an Atari
     game is made independent as `atari_evaluation` names
     (`ATARI_EVALUATIONS`), a training one plays as `atari_training` names
-    (`ATARI_TRAININGS`); the other kinds need nothing of the kind. `noops`:
-    an Atari game's episodes all begin with that many NOOP frames
-    (`make_atari`)."""
+    (`ATARI_TRAININGS`), from up to `atari_noop_starts` random no-ops; the
+    other kinds need nothing of the kind. `noops`: an Atari game's episodes
+    all begin with that many NOOP frames (`make_atari`)."""
     if self.kind == 'atari':
       return self.make(seed=seed, evaluation=evaluation,
                        atari_evaluation=atari_evaluation,
-                       atari_training=atari_training, noops=noops)
+                       atari_training=atari_training,
+                       atari_noop_starts=atari_noop_starts, noops=noops)
     if noops is not None:
       raise ValueError(f'{self.name} is not an Atari game: it has no no-op '
                        'start to fix.')

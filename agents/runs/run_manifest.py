@@ -225,10 +225,12 @@ def check_or_write_manifest(workdir: str, program: str, env_name: str,
                             fields: Sequence[str],
                             flags: Optional[Dict[str, Any]] = None,
                             preset: Optional[str] = None,
-                            write: bool = True) -> bool:
+                            write: bool = True,
+                            defaults: Optional[Dict[str, Any]] = None) -> bool:
   """Refuses a workdir holding another run; records this run in a new one,
   and this launch's `flags` (every flag's value) and `preset` in either
-  (unless `write` is False: a plan only checks).
+  (unless `write` is False: a plan only checks). A flag the run's record
+  lacks (it predates the flag) had its value in `defaults` before.
 
   Returns True when the workdir holds a compatible run to resume.
 
@@ -258,7 +260,8 @@ def check_or_write_manifest(workdir: str, program: str, env_name: str,
           'it, or choose a new --workdir.')
     if write:
       record = {**found, 'flags': flags or {}, 'preset': preset}
-      change = _flag_change(workdir, found.get('flags', {}), flags or {})
+      change = _flag_change(workdir, {**(defaults or {}),
+                                      **found.get('flags', {})}, flags or {})
       if change is not None:
         record[FLAG_CHANGES] = found.get(FLAG_CHANGES, []) + [change]
       _write_json(path, record)
