@@ -128,7 +128,6 @@ class Coordinator:
     self._node_died = False
     self._record_outside_stop = record_outside_stop
     self._stopping = False  # Set once this coordinator stops the program.
-    self._program_stopping = threading.Event()  # Launchpad's stop, any.
     self._last_counts: Dict[str, Any] = {}
 
   def ping(self) -> bool:
@@ -200,14 +199,15 @@ class Coordinator:
       return (self._requested, False)
     return self._dead_node()
 
-  def _watch_until_stop(self) -> Tuple[Optional[Stop], Dict[str, Any]]:
+  def _watch_until_stop(self, program_stopping: threading.Event
+                        ) -> Tuple[Optional[Stop], Dict[str, Any]]:
     """Polls the counts until a reason to stop; (why, the last counts), why
-    None once Launchpad stops the program."""
+    None once Launchpad stops the program (`program_stopping` is set)."""
     start = None  # When the actors' count first grew in this launch.
     initial = None  # A resumed run's counts.
     reported = 0
     counts = {}
-    while not self._program_stopping.is_set():
+    while not program_stopping.is_set():
       new_counts, stop = self._counts()
       if stop is not None:
         return stop, counts  # With the last counts seen.
@@ -302,17 +302,16 @@ class Coordinator:
 
   def _on_program_stop(self):
     """Launchpad's stop of the program, the coordinator's own `lp.stop()`
-    or one from outside: the watch ends, and an outside stop is recorded
+    or one from outside (the watch ends on it): an outside stop is recorded
     where the platform's stops come from outside."""
-    self._program_stopping.set()
     if self._record_outside_stop:
       self._on_outside_stop()
     self._wake.set()
 
   def run(self):
     with program_stop.interrupt_if_stuck('The coordinator',
-                                         self._on_program_stop):
-      stop, counts = self._watch_until_stop()
+                                         self._on_program_stop) as stopping:
+      stop, counts = self._watch_until_stop(stopping)
       if stop is None:
         return  # Stopped from outside: Launchpad stops every node at once.
       reason, failed = stop
