@@ -2,7 +2,8 @@
 plays the run's newest policy, greedy, after exactly N NOOP frames for each
 N from 0 to 7, on the deterministic emulator (one episode each: every one
 is the same) and with sticky actions (`--episodes` each), and writes
-results/pong_phase.json; results/pong.md cites it.
+results/pong_final_policy/phases.json, beside the final policy's other
+evaluations; results/pong.md cites it.
 
   .venv/bin/python -m results.pong_phase --workdir=<the Pong run> \
       --episodes=5 --seed=0
@@ -68,7 +69,8 @@ def main(argv):
           'source': evaluate.recorded_source(policy.source),
           'learner_steps': policy.learner_steps, 'seed': FLAGS.seed,
           'epsilon': 0.0, 'rows': rows}
-  with open(os.path.join(RESULTS, 'pong_phase.json'), 'w') as f:
+  with open(os.path.join(RESULTS, 'pong_final_policy', 'phases.json'),
+            'w') as f:
     json.dump(data, f, indent=1)
   print(table(rows))
 

@@ -182,7 +182,12 @@ def test_minatar_opens_with_each_seeds_value():
 @pytest.mark.parametrize('name', LONG_RUNS)
 def test_a_long_run_says_it_is_one_seed(name):
   data = _data(name)
-  opening = _text(name).split('\n')[2]
+  lines = _text(name).split('\n')
+  # A run stopped short says so first (`--status`).
+  if data.get('status'):
+    assert lines[2] == f'**{data["status"]}**'
+    lines = lines[2:]
+  opening = lines[2]
   assert opening.startswith(f'**One run (seed {data["flags"]["seed"]}), so '
                             'no spread over seeds.**')
   assert '±' not in opening
