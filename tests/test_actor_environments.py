@@ -15,13 +15,6 @@ from agents.envs import environments
 from tests.test_vector_actors import FixedVariableSource
 
 
-def _ale(environment):
-  layer = environment
-  while not hasattr(layer, 'ale'):
-    layer = getattr(layer, 'env', None) or getattr(layer, '_environment')
-  return layer.ale
-
-
 @pytest.mark.parametrize('training, noop_starts', [
     ('deterministic', 0), ('sticky', 0), ('deterministic', 30),
     ('sticky', 12)])
@@ -41,8 +34,9 @@ def test_every_environment_an_actor_builds_is_as_the_options_say(
   sticky = environments.ATARI_TRAININGS[training]
   starts = []
   for environment in built:
-    assert _ale(environment).getFloat(
-        'repeat_action_probability') == pytest.approx(sticky)
+    # The actor's guard around the dm_env adapter around gymnasium's ALE.
+    ale = environment._environment._environment.unwrapped.ale  # pylint: disable=protected-access
+    assert ale.getFloat('repeat_action_probability') == pytest.approx(sticky)
     for _ in range(4):
       environment.reset()
       starts.append(environments.noops_played(environment))

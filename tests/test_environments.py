@@ -312,6 +312,21 @@ def test_one_policy_plays_different_evaluation_episodes(pong):
     assert len(set(evaluation)) == len(evaluation), protocol
 
 
+def _bare_pong() -> gymnasium.Env:
+  """Pong on the deterministic emulator, frame by frame, nothing around it."""
+  return gymnasium.make('ALE/Pong-v5', frameskip=1,
+                        repeat_action_probability=0.0)
+
+
+def _ram_after_noops(bare: gymnasium.Env, count: int) -> np.ndarray:
+  """The memory of `bare` (`_bare_pong`) `count` NOOP frames after its
+  reset."""
+  bare.reset(seed=0)
+  for _ in range(count):
+    bare.step(0)
+  return bare.unwrapped.ale.getRAM()
+
+
 @pytest.mark.parametrize('made_as', [
     {'evaluation': True, 'atari_evaluation': 'noops'},  # The paper's.
     {'atari_noop_starts': 30},  # An actor's, with --atari_noop_starts=30.
@@ -322,18 +337,14 @@ def test_noops_played_is_the_no_op_start_that_made_the_episode(pong, made_as):
   # emulator from its reset, gives the emulator's memory the episode began
   # with (sticky actions repeat the reset's NOOP).
   env = pong.make_environment(seed=5, **made_as)
-  bare = gymnasium.make('ALE/Pong-v5', frameskip=1,
-                        repeat_action_probability=0.0)
+  bare = _bare_pong()
   counts = []
   for _ in range(6):
     env.reset()
     count = environments.noops_played(env)
     counts.append(count)
-    bare.reset(seed=0)
-    for _ in range(count):
-      bare.step(0)
     ram = env._environment.unwrapped.ale.getRAM()  # pylint: disable=protected-access
-    assert (bare.unwrapped.ale.getRAM() == ram).all(), count
+    assert (_ram_after_noops(bare, count) == ram).all(), count
     bare.step(0)  # Not one frame more: the next count's memory differs.
     assert (bare.unwrapped.ale.getRAM() != ram).any(), count
   assert all(1 <= count <= environments.ATARI_EVAL_NOOP_MAX
@@ -359,16 +370,13 @@ def test_a_fixed_no_op_start_replaces_the_protocols(count, protocol):
   # emulator after `count` NOOP frames; the protocol's sticky actions stay.
   env = environments.make_atari('Pong', seed=2, evaluation=True,
                                 atari_evaluation=protocol, noops=count)
-  bare = gymnasium.make('ALE/Pong-v5', frameskip=1,
-                        repeat_action_probability=0.0)
-  bare.reset(seed=0)
-  for _ in range(count):
-    bare.step(0)
+  bare = _bare_pong()
+  expected = _ram_after_noops(bare, count)
   ale = env._environment.unwrapped.ale  # pylint: disable=protected-access
   for _ in range(3):
     env.reset()
     assert environments.noops_played(env) == count
-    assert (ale.getRAM() == bare.unwrapped.ale.getRAM()).all()
+    assert (ale.getRAM() == expected).all()
     env.step(np.int32(2))
   assert ale.getFloat('repeat_action_probability') == pytest.approx(
       environments.ATARI_EVALUATIONS[protocol].repeat_action_probability)
