@@ -11,9 +11,9 @@ noiseless (Ape-X DPG). Atari episodes are made to differ from one another
 sticky actions (the default, Machado et al. 2018) or, with
 `--atari_evaluation=noops`, by up to 30 random no-op starts, the paper's
 protocol; the output says which, and `--output`'s JSON lists each
-episode's number of no-ops (`noops`). Videos: the ALE's screen for Atari, MuJoCo rendered
-off-screen for control:*, MinAtar's own rendering; one video frame per agent
-step, plus the first observation.
+episode's number of no-ops (`noops`). Videos: the ALE's screen for Atari,
+MuJoCo rendered off-screen for control:*, MinAtar's own rendering; one
+video frame per agent step, plus the first observation.
 """
 
 import json

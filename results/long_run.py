@@ -27,10 +27,9 @@ writes:
                       short of what its page would be read to show
 
 Rendering (`render`) makes results/<name>.md (the status, if any, then the
-run's answer: one
-seed, its last and best rounds, its final policy and every earlier one
-evaluated the same way; then when each threshold
-was first passed by a round's mean, and the speeds) from the JSON and CSV
+run's answer: one seed, its last and best rounds, its final policy and
+every earlier one evaluated the same way; then when each threshold was
+first passed by a round's mean, and the speeds) from the JSON and CSV
 alone. The workdir stays where it is (outside the repository): only these
 small files are committed.
 """

@@ -76,10 +76,10 @@ class RunOptions:
   atari_noop_starts: int = 0
   """Atari only: each of the actors' episodes begins with a random number of
   no-ops, from 1 to this; 0: none (the Ape-X paper names no-op starts for
-  evaluation only, §4.1). The agent sees every 4th frame from the episode's first, so without
-  no-ops it trains at one phase of its action repeat only, and may play
-  badly at the others (results/pong.md). A run can change it when
-  resumed."""
+  evaluation only, §4.1). The agent sees every 4th frame from the
+  episode's first, so without no-ops it trains at one phase of its action
+  repeat only, and may play badly at the others (results/pong.md). A run
+  can change it when resumed."""
   checkpoint_every: float = 600.0
   """Seconds between two checkpoints of the learner (and of the counter,
   saved right after it), under <workdir>/checkpoints/; 0: none."""
