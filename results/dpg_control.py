@@ -20,7 +20,8 @@ checkpoints, an evaluation already made is not made again, and each run,
 once finished and evaluated, is banked (results/bank.py) with its small
 files under results/banked/, where the page is made from even after the
 runs directory is gone. The page has every task with finished runs, each
-with the seeds it has.
+with every seed it has (not only `--seeds`: `--tasks=bring_ball --seeds=0`
+keeps humanoid:stand's three seeds).
 
 Why these figures: each run's final policy (noiseless, App. D) over
 `FINAL_EPISODES` episodes that draw from the run's seed; over seeds the

@@ -13,7 +13,9 @@ The same command again carries on where it stopped: a finished run is not
 run again, an unfinished one resumes from its checkpoints (`--workdir`
 alone: its run.json holds its flags, the action set among them), and an
 evaluation already made (its JSON in the run's directory) is not made
-again. `--dry_run` lists what that would do.
+again. `--dry_run` lists what that would do. The page reports every seed
+with a finished run, banked or in the runs directory, whatever `--seeds`
+asks to run: `--seeds=2` adds seed 2's runs and keeps seeds 0 and 1's.
 
 Each run, once finished and evaluated, is banked: its small files (records,
 CSV logs, both evaluations; not its checkpoints) go to

@@ -249,3 +249,28 @@ def test_a_run_made_with_another_environment_is_refused(tmp_path):
               result.stderr)
   assert not (runs / 'dpg_control' / 'bring_ball' / 'seed0' /
               'final_evaluation.json').exists()
+
+
+def test_a_report_of_some_seeds_keeps_every_finished_run(page, tmp_path,
+                                                         capsys):
+  # The page was made from seeds 0-2 of humanoid:stand and seed 0 of
+  # bring_ball. Running bring_ball's seed 0 alone (as its documented
+  # command does), with a started but unfinished seed 5 beside it, reports
+  # seeds 0-2 again: no finished run leaves the page, and none unfinished
+  # joins it.
+  data, _ = page
+  unfinished = tmp_path / 'runs' / 'dpg_control' / 'humanoid_stand' / 'seed5'
+  unfinished.mkdir()
+  (unfinished / 'run.json').write_text(json.dumps(
+      {'program': 'apex_dpg', 'env': dpg_control.ENVS['humanoid_stand']}))
+  with flagsaver.flagsaver(runs=str(tmp_path / 'runs'),
+                           bank_dir=str(tmp_path / 'bank'), notes=None,
+                           report_only=True, bank=False, dry_run=False):
+    page_runs.main('dpg_control', ['bring_ball'], [0], [dpg_control.FINAL],
+                   dpg_control.report)
+  again = json.loads((tmp_path / 'pages' / 'dpg_control.json').read_text())
+  assert again['seeds'] == [0, 1, 2]
+  assert [row['seed'] for row in again['tasks']['humanoid_stand']] == [0, 1, 2]
+  assert again['tasks'] == data['tasks']
+  assert ('[dpg_control] the page reports seeds 0,1,2: every seed with a '
+          'finished run, not only --seeds.') in capsys.readouterr().out
