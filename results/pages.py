@@ -29,7 +29,8 @@ def names() -> List[str]:
                 if name.endswith('.json'))
 
 
-def _load(name: str):
+def load(name: str):
+  """The page data results/<name>.json."""
   with open(os.path.join(RESULTS, f'{name}.json')) as f:
     return json.load(f)
 
@@ -40,7 +41,7 @@ def page_path(name: str) -> str:
 
 def render(name: str) -> str:
   """The text of results/<name>.md, from its data alone."""
-  data = _load(name)
+  data = load(name)
   if name == minatar.ANALYSIS:
     return minatar.render(data)
   if name == dpg_control.ANALYSIS:

@@ -8,13 +8,13 @@ tests/test_docs.py checks that the README holds what this would write.
 """
 
 import csv
-import json
 import os
 import sys
 from typing import Dict, List, Sequence, Tuple
 
 from results import long_run
 from results import minatar
+from results import pages
 from results import pong_45min
 from results import spread
 
@@ -37,11 +37,6 @@ LONG_RUNS = {
 MINATAR_GAMES = {'breakout': 'Breakout', 'space_invaders': 'Space Invaders',
                  'seaquest': 'Seaquest', 'freeway': 'Freeway',
                  'asterix': 'Asterix'}
-
-
-def _load(name: str):
-  with open(os.path.join(RESULTS, name)) as f:
-    return json.load(f)
 
 
 def _link(page: str) -> str:
@@ -75,7 +70,7 @@ def _against(first: str, first_values: Sequence[float],
 
 
 def _analysis_row(name: str) -> str:
-  data = _load(f'{name}.json')
+  data = pages.load(name)
   finals = {setting: [run['final_return'] for run in runs]
             for setting, runs in data['settings'].items()}
   figures = '; '.join(f'{setting} {_spread(values)}'
@@ -88,7 +83,7 @@ def _analysis_row(name: str) -> str:
 
 
 def _pong_45min_row() -> str:
-  data = _load('pong_45min.json')
+  data = pages.load('pong_45min')
   figures, seeds, supported = [], set(), []
   for key, evaluation in pong_45min.EVALUATIONS:
     (label, preset), (other, start) = [
@@ -116,7 +111,7 @@ def _long_run_row(name: str, what: str) -> str:
   last = rounds[-1]
   best = max(float(row['mean_return']) for row in rounds)
   frames = int(last['actor_frames']) / 1e6
-  data = _load(f'{name}.json')
+  data = pages.load(name)
   final = data.get('final_policy')
   # A run stopped short (`--status`): its page opens with where and why.
   stopped = ' (stopped short: see its page)' if data.get('status') else ''
@@ -134,7 +129,7 @@ def _long_run_row(name: str, what: str) -> str:
 
 
 def _minatar_row() -> str:
-  data = _load('minatar.json')
+  data = pages.load('minatar')
   if data.get('protocol') != 'matched':
     return _minatar_earlier_row(data)
   key = 'matched_mean'
