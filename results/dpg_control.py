@@ -234,7 +234,8 @@ def against_random(values: List[float], floor: float) -> str:
   iqm, low, high = spread.iqm_interval(values)
   p = spread.one_sample_p(values, floor)
   verdict = spread.verdict(OURS, RANDOM, low - floor, high - floor, p,
-                           test='the one-sample t-test\'s p')
+                           test='the one-sample t-test\'s p',
+                           seeds=len(values))
   return (f'{iqm - floor:.1f} {spread.interval_text(low - floor, high - floor)}'
           f', p = {p:.2f}: {verdict}')
 

@@ -260,9 +260,12 @@ THEIRS = 'Young & Tian\'s DQN'
 OURS = 'Ape-X DQN'
 
 
-def against_one(low: float, high: float) -> str:
-  """What the interval of the IQM of returns over Young & Tian's supports:
-  ahead or behind only where it excludes 1 (level with theirs)."""
+def against_one(low: float, high: float, seeds: int) -> str:
+  """What the interval of the IQM of returns over Young & Tian's, of
+  `seeds` seeds a game, supports: ahead or behind only where it excludes 1
+  (level with theirs) and the seeds are enough (`spread.too_few_seeds`)."""
+  if spread.too_few_seeds(seeds):
+    return spread.too_few_seeds(seeds)
   if low > 1:
     return f'{OURS} ahead of {THEIRS}: the interval lies above 1'
   if high < 1:
@@ -280,7 +283,7 @@ def over_games(records: Dict[str, List[Dict[str, object]]],
   if figures is None:
     return ('**Over the games:** no interquartile mean with an interval: a '
             'stratified bootstrap resamples the seeds within each game, and '
-            'with one seed a game it has nothing to resample.')
+            'with one seed in a game it has nothing to resample there.')
   value, low, high, seeds = figures
   interval = spread.interval_text(low, high, '{:.2f}')
   how = ('stratified bootstrap, `rliable`, '
@@ -296,7 +299,7 @@ def over_games(records: Dict[str, List[Dict[str, object]]],
           'interquartile mean (IQM) of each run\'s matched return over Young '
           '& Tian\'s DQN at 1M frames (the games\' returns are on different '
           f'scales; 1 is level with theirs) is {value:.2f} {interval} (95% '
-          f'interval; a {how}): {against_one(low, high)}. The interval '
+          f'interval; a {how}): {against_one(low, high, seeds)}. The interval '
           'holds the spread of these seeds only: theirs is a mean over 30 '
           'seeds read off a curve (about ±0.3), taken here as exact.')
 
@@ -310,7 +313,7 @@ def against_theirs(values: List[float], theirs: float) -> str:
   value, low, high = spread.iqm_interval(values)
   p = spread.one_sample_p(values, theirs)
   said = spread.verdict(OURS, THEIRS, low - theirs, high - theirs, p,
-                        test='the t-test\'s p')
+                        test='the t-test\'s p', seeds=len(values))
   return (f'{value - theirs:+.1f} '
           f'{spread.interval_text(low - theirs, high - theirs)}, p = '
           f'{p:.2f}: {said}')
@@ -490,7 +493,8 @@ def render_matched(data: Dict[str, object]) -> str:
       'published curves, and our seeds\' IQM less their figure, with the '
       '95% interval of that difference and a one-sample t-test of our '
       'seeds against it: ahead or behind only where the interval excludes '
-      '0 and p is below 0.05.', '',
+      f'0, p is below 0.05 and a game has {spread.VERDICT_SEEDS} seeds or '
+      'more.', '',
       *spread.seed_table(
           'game', f'Ape-X DQN, epsilon {matched_epsilon:g}', matched,
           extra={

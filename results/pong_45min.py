@@ -53,12 +53,12 @@ def _comparison(evaluation: str, preset: Sequence[float],
   _, low, high = spread.difference_interval(preset, start)
   apart = (': every run of the preset above every run of the starting point'
            if min(preset) > max(start) else '')
-  label = GROUPS[0][0]
+  said = spread.verdict(GROUPS[0][0], 'the starting point', low, high, welch,
+                        seeds=min(len(preset), len(start)))
   return (f'- {evaluation}: {difference:.1f} '
           f'{spread.interval_text(low, high)} (Welch\'s t-test, two-sided p '
           f'= {welch:.2f}; Mann-Whitney U test, one-sided exact p = '
-          f'{ranks:.2f}{apart}): '
-          f'{spread.verdict(label, "the starting point", low, high, welch)}')
+          f'{ranks:.2f}{apart}): {said}')
 
 
 def _where(data) -> str:

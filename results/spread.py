@@ -140,12 +140,29 @@ def one_sample_p(values: Sequence[float], reference: float) -> float:
     return float(stats.ttest_1samp(values, reference).pvalue)
 
 
+# The fewest seeds a verdict is drawn from: of 2 seeds, a percentile
+# bootstrap's interval is their range, and a t-test has 1 degree of freedom.
+VERDICT_SEEDS = 3
+
+
+def too_few_seeds(seeds: Optional[int]) -> Optional[str]:
+  """Why no verdict is drawn from `seeds` seeds (None: not counted, or
+  enough)."""
+  if seeds is not None and seeds < VERDICT_SEEDS:
+    return (f'no verdict from {seeds} seeds (one needs {VERDICT_SEEDS} at '
+            'least)')
+  return None
+
+
 def verdict(label: str, other: str, low: float, high: float, p: float,
-            test: str = 'Welch\'s p') -> str:
+            test: str = 'Welch\'s p', seeds: Optional[int] = None) -> str:
   """What the interval of `label`'s IQM minus `other`'s, with the p of
   `test` (Welch's t-test; a one-sample t-test against a published figure),
   supports: ahead or behind only where the interval excludes 0 and p is
-  below 0.05."""
+  below 0.05, and `seeds` (the fewer side's, where given) is at least
+  `VERDICT_SEEDS`."""
+  if too_few_seeds(seeds):
+    return too_few_seeds(seeds)
   if low <= 0 <= high:
     return 'no difference shown (the interval holds 0)'
   if not p < 0.05:
@@ -166,8 +183,9 @@ def comparison(label: str, other: str, a: Sequence[float],
   """'<difference> [low, high], Welch's p = <p>: <verdict>' of one task's
   seeds, `label`'s `a` against `other`'s `b` (`compared`, `verdict`)."""
   difference, low, high, p = compared(a, b)
+  said = verdict(label, other, low, high, p, seeds=min(len(a), len(b)))
   return (f'{form.format(difference)} {interval_text(low, high, form)}, '
-          f'Welch\'s p = {p:.2f}: {verdict(label, other, low, high, p)}')
+          f'Welch\'s p = {p:.2f}: {said}')
 
 
 def how_compared(count: int) -> str:

@@ -62,7 +62,8 @@ def _against(first: str, first_values: Sequence[float],
     difference, low, high, p = spread.compared(values, first_values)
     figures.append(f'{setting} {difference:.1f} '
                    f'{spread.interval_text(low, high)}, p = {p:.2f}')
-    claim = spread.verdict(setting, first, low, high, p)
+    claim = spread.verdict(setting, first, low, high, p,
+                           seeds=min(len(values), len(first_values)))
     if not claim.startswith('no difference'):
       claims.append(claim)
   return (f'against {first}: {"; ".join(figures)}: '
@@ -93,9 +94,11 @@ def _pong_45min_row() -> str:
       figures = [f'{label} {_spread(preset)}', f'{other} {_spread(start)}']
       seeds = {len(preset), len(start)}
     difference, low, high, p = spread.compared(preset, start)
+    said = spread.verdict(label, 'the ' + other, low, high, p,
+                          seeds=min(len(preset), len(start)))
     supported.append(
         f'{evaluation}: {difference:.1f} {spread.interval_text(low, high)}, '
-        f'p = {p:.2f}: {spread.verdict(label, "the " + other, low, high, p)}')
+        f'p = {p:.2f}: {said}')
   minutes = data['budget_seconds'] / 60
   return (f'| Ape-X DQN on Atari Pong, `atari_small` preset vs its starting '
           f'point, on 2 cores; {minutes:.0f} minutes of wall-clock | greedy '
@@ -141,8 +144,15 @@ def _minatar_row() -> str:
           f'actions; {data["frames"] / 1e6:.0f}M frames each | final '
           f'policy at epsilon {data["matched_epsilon"]:g}, '
           f'{data["matched_episodes"]} episodes (Young & Tian\'s measure): '
-          f'{figures} | {len(data["seeds"])} | '
+          f'{figures} | {_seed_counts(data["games"])} | '
           f'{_minatar_over_games(data, key)} | {_link("minatar.md")} |')
+
+
+def _seed_counts(games: Dict[str, List[Dict[str, object]]]) -> str:
+  """How many seeds the games have: '3', or '1 to 2' where they differ."""
+  counts = sorted({len(runs) for runs in games.values()})
+  return (str(counts[0]) if len(counts) == 1
+          else f'{counts[0]} to {counts[-1]}')
 
 
 def _minatar_over_games(data, key: str) -> str:
@@ -150,11 +160,11 @@ def _minatar_over_games(data, key: str) -> str:
   page says it (`minatar.over_games`)."""
   figures = minatar.iqm_over_games(data['games'], data['reference'], key)
   if figures is None:
-    return 'one seed a game: no interval'
-  value, low, high, _ = figures
+    return 'a game with one seed: no interval'
+  value, low, high, seeds = figures
   return (f'IQM over games and seeds of the return over Young & Tian\'s: '
           f'{value:.2f} {spread.interval_text(low, high, "{:.2f}")}: '
-          f'{minatar.against_one(low, high)}')
+          f'{minatar.against_one(low, high, seeds)}')
 
 
 def _minatar_earlier_row(data) -> str:

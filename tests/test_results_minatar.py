@@ -116,6 +116,30 @@ def test_each_game_against_theirs_needs_its_interval_and_the_t_test():
       'does not fall below 0.05)')
 
 
+def test_two_seeds_give_their_figures_and_no_verdict():
+  # Breakout's and Freeway's first two seeds lie far from theirs, at
+  # interval and p that 3 seeds would call; with 2 a game, the page and the
+  # README's row give the figures and call nothing, per game or over games.
+  data = _data(MATCHED)
+  data['seeds'] = [0, 1]
+  data['games'] = {game: rows[:2] for game, rows in data['games'].items()}
+  rows = _table(minatar.render(data), '| game | Ape-X DQN, epsilon 0.1 |')
+  for game in GAMES:
+    values, theirs = MATCHED[game][:2], REFERENCE[game][0]
+    cell = rows[game]['ours less theirs, 95% CI, p']
+    assert cell.startswith(f'{np.mean(values) - theirs:+.1f} [')
+    assert cell.endswith(
+        f'p = {_one_sample_p(values, theirs):.2f}: no verdict from 2 seeds '
+        '(one needs 3 at least)')
+  assert _one_sample_p(MATCHED['breakout'][:2], 9.2) < 0.05
+  page = minatar.render(data)
+  assert ('**Over the 5 games and 2 seeds:** the interquartile mean (IQM)'
+          in page)
+  assert '): no verdict from 2 seeds (one needs 3 at least).' in page
+  assert not any(f'{word} Young & Tian' in page
+                 for word in ('ahead of', 'behind'))
+
+
 def _iqm_by_hand(values):
   values = np.sort(np.ravel(values))
   cut = len(values) // 4  # 15 values: 3 from each end.

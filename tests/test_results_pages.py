@@ -167,13 +167,20 @@ def test_minatar_opens_with_each_seeds_value():
         'so not Young & Tian\'s measure.**')
     key, figure = 'final_mean', 'Ape-X DQN, final policy'
   assert [row['game'] for row in rows] == list(data['games'])
+  # One seed in every game: the seed in the figure's column title; else a
+  # column a seed, '-' where a game lacks it.
+  alone = max(len(runs) for runs in data['games'].values()) == 1
   for row, runs in zip(rows, data['games'].values()):
     values = [run_[key] for run_ in runs]
-    if len(runs) == 1:
+    if alone:
       assert row[f'{figure} (seed {runs[0]["seed"]})'] == f'{values[0]:.1f}'
       assert '±' not in ''.join(row.values())
-    else:
-      assert row[figure] == _mean_and_sd(values)
+      continue
+    assert row[figure] == (f'{values[0]:.1f}' if len(runs) == 1
+                           else _mean_and_sd(values))
+    for seed in data['seeds']:
+      assert row[f'seed {seed}'] == next(
+          (f'{run_[key]:.1f}' for run_ in runs if run_['seed'] == seed), '-')
   if min(len(runs) for runs in data['games'].values()) == 1:
     assert ('**Over the games:** no interquartile mean with an interval'
             in text)
