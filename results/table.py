@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Dict, List, Sequence, Tuple
 
+from results import dpg_control
 from results import long_run
 from results import minatar
 from results import pages
@@ -187,6 +188,27 @@ def _minatar_earlier_row(data) -> str:
           f'another way: not compared | {_link("minatar.md")} |')
 
 
+def _dpg_control_row() -> List[str]:
+  """Ape-X DPG on the paper's control tasks (results/dpg_control.py): a
+  row once its page has runs, none before."""
+  if not os.path.exists(os.path.join(RESULTS, 'dpg_control.json')):
+    return []
+  data = pages.load('dpg_control')
+  values = {task: [row['final_mean'] for row in rows]
+            for task, rows in data['tasks'].items()}
+  figures = '; '.join(
+      f'{data["envs"][task]} {_spread(finals)} (random policy '
+      f'{data["random"][task]["mean"]:.1f})' for task, finals in values.items())
+  supported = '; '.join(
+      f'{task}: {dpg_control.against_random(finals, data["random"][task]["mean"])}'
+      for task, finals in values.items())
+  return [f'| Ape-X DPG on the paper\'s control tasks, `control_small` '
+          f'preset, on 2 cores; {data["steps"]:,} actor steps | final '
+          f'policy, {data["final_episodes"]} episodes: {figures} | '
+          f'{_seed_counts(data["tasks"])} | against the random policy, the '
+          f'IQM\'s difference: {supported} | {_link("dpg_control.md")} |']
+
+
 def table() -> str:
   """The table, as the README shows it."""
   rows: List[str] = [
@@ -195,6 +217,7 @@ def table() -> str:
   rows.append(_pong_45min_row())
   rows += [_long_run_row(name, what) for name, what in LONG_RUNS.items()]
   rows.append(_minatar_row())
+  rows += _dpg_control_row()
   rows += [_analysis_row(name) for name in ANALYSES]
   return '\n'.join(rows)
 

@@ -25,7 +25,9 @@ from scipy import stats
 
 from results import dpg_control
 from results import page_runs
+from results import pages
 from results import run
+from results import table
 from tests.test_results_bank import ROOT
 from tests.test_results_bank import _make_run
 
@@ -274,3 +276,29 @@ def test_a_report_of_some_seeds_keeps_every_finished_run(page, tmp_path,
   assert again['tasks'] == data['tasks']
   assert ('[dpg_control] the page reports seeds 0,1,2: every seed with a '
           'finished run, not only --seeds.') in capsys.readouterr().out
+
+
+def test_the_readme_row_gives_each_task_its_seeds_and_floor(page, tmp_path,
+                                                             monkeypatch):
+  data, _ = page
+  monkeypatch.setattr(table, 'RESULTS', str(tmp_path / 'pages'))
+  monkeypatch.setattr(pages, 'RESULTS', str(tmp_path / 'pages'))
+  [row] = table._dpg_control_row()
+  cells = [cell.strip() for cell in row.strip('|').split('|')]
+  stand = list(STAND.values())
+  floor = data['random']['humanoid_stand']['mean']
+  assert cells[1] == (
+      'final policy, 30 episodes: control:humanoid:stand '
+      f'{np.mean(stand):.1f} ± {np.std(stand, ddof=1):.1f} '
+      f'({min(stand):.1f} to {max(stand):.1f}) (random policy {floor:.1f}); '
+      'control:manipulator:bring_ball 0.5 (random policy '
+      f'{np.mean(FLOORS["bring_ball"]):.1f})')
+  assert cells[2] == '1 to 3'
+  assert cells[3].startswith(
+      f'against the random policy, the IQM\'s difference: humanoid_stand: '
+      f'{np.mean(stand) - floor:.1f} [')
+  assert cells[3].endswith(': Ape-X DPG ahead of the random policy; '
+                           'bring_ball: one seed: no interval, not compared')
+  # No page yet, no row.
+  monkeypatch.setattr(table, 'RESULTS', str(tmp_path / 'none'))
+  assert table._dpg_control_row() == []
