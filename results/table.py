@@ -26,8 +26,10 @@ BEGIN = '<!-- results: made by python -m results.table -->'
 END = '<!-- end of results -->'
 
 # The analyses `results/run.py` makes, in the order the table shows them.
+# A page not made yet (no results/<name>.json) has no row.
 ANALYSES = ('replay', 'priorities', 'actors', 'removers', 'removers_swingup',
-            'dpg', 'a3c_workers', 'a3c_vs_apex', 'a3c_vs_apex_minatar')
+            'dpg', 'a3c_workers', 'a3c_vs_apex', 'a3c_vs_apex_minatar',
+            'a3c_acrobot', 'a3c_pendulum')
 # The long single runs of `results/long_run.py` (one CSV row an evaluator
 # round), with what each ran.
 LONG_RUNS = {
@@ -218,7 +220,8 @@ def table() -> str:
   rows += [_long_run_row(name, what) for name, what in LONG_RUNS.items()]
   rows.append(_minatar_row())
   rows += _dpg_control_row()
-  rows += [_analysis_row(name) for name in ANALYSES]
+  rows += [_analysis_row(name) for name in ANALYSES
+           if os.path.exists(os.path.join(RESULTS, f'{name}.json'))]
   return '\n'.join(rows)
 
 
