@@ -11,7 +11,6 @@ runs: its figures would be taken for this protocol's.
 """
 
 import os
-import re
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from absl import flags
@@ -130,35 +129,12 @@ def plan(analysis: str, settings: List[str], seeds: List[int],
   return steps
 
 
-_SEED = re.compile(r'seed(\d+)')
-
-
-def finished_seeds(analysis: str) -> List[int]:
-  """Every seed with a finished run of some setting of `analysis`, in the
-  runs directory or banked."""
-  found = set()
-  for setting in run.ANALYSES[analysis]['settings']:
-    for place in (run.run_directory, run.banked_directory):
-      parent = os.path.dirname(place(analysis, setting, 0))
-      names = os.listdir(parent) if os.path.isdir(parent) else []
-      found.update(int(match.group(1)) for match in map(_SEED.fullmatch, names)
-                   if match and run.finished(os.path.join(parent, match[0])))
-  return sorted(found)
-
-
-def reported_seeds(analysis: str, seeds: List[int]) -> List[int]:
-  """The seeds the page reports: `seeds` and every seed with a finished run
-  (`finished_seeds`), so that running some seeds never drops the others'
-  runs from the page."""
-  return sorted(set(seeds) | set(finished_seeds(analysis)))
-
-
 def main(analysis: str, settings: List[str], seeds: List[int],
          evaluations: List[Evaluation], report: Callable[[List[int]], None]):
   """The page's command: `--dry_run` prints `plan`; else each seed's
   settings are run (unless `--report_only`), evaluated and banked, then
   `report` writes the page from every seed with a finished run
-  (`reported_seeds`), and the runs it evaluated are banked."""
+  (`run.reported_seeds`), and the runs it evaluated are banked."""
   if FLAGS.dry_run:
     for setting, seed, step, argv in plan(analysis, settings, seeds,
                                           evaluations):
@@ -175,11 +151,7 @@ def main(analysis: str, settings: List[str], seeds: List[int],
           evaluate(workdir, seed, evaluation)
         if FLAGS.bank:
           run.bank_run(analysis, setting, seed)
-  reported = reported_seeds(analysis, seeds)
-  if reported != sorted(seeds):
-    print(f'[{analysis}] the page reports seeds '
-          f'{",".join(map(str, reported))}: every seed with a finished run, '
-          'not only --seeds.', flush=True)
+  reported = run.reported_seeds(analysis, seeds)
   report(reported)
   if FLAGS.bank:  # Runs the report evaluated: it reads every setting's.
     for seed in reported:

@@ -9,7 +9,9 @@ setting and seed of one analysis, then writes its plot, data and page.
   .venv/bin/python -m results.pages replay          # the page, from its JSON
 
 Runs go to `results/runs/<analysis>/<setting>/seed<k>/` (not in git), or
-under `--runs`; a run already finished there is not run again.
+under `--runs`; a run already finished there is not run again. The page
+reports every seed with a finished run, banked or there, not only
+`--seeds`: `--seeds=3` adds seed 3 to a page of seeds 0-2.
 
 Each finished run is banked: its small files (records, CSV logs,
 evaluations; not its checkpoints) are copied to
@@ -35,6 +37,7 @@ paper's scale needs days of many cores.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -699,6 +702,34 @@ def write_page(name: str, text: str):
   print(f'Wrote results/{name}.png, .json and .md')
 
 
+_SEED = re.compile(r'seed(\d+)')
+
+
+def finished_seeds(analysis: str) -> List[int]:
+  """Every seed with a finished run of some setting of `analysis`, in the
+  runs directory or banked."""
+  found = set()
+  for setting in ANALYSES[analysis]['settings']:
+    for place in (run_directory, banked_directory):
+      parent = os.path.dirname(place(analysis, setting, 0))
+      names = os.listdir(parent) if os.path.isdir(parent) else []
+      found.update(int(match.group(1)) for match in map(_SEED.fullmatch, names)
+                   if match and finished(os.path.join(parent, match[0])))
+  return sorted(found)
+
+
+def reported_seeds(analysis: str, seeds: List[int]) -> List[int]:
+  """The seeds a page reports: `seeds` and every seed with a finished run
+  (`finished_seeds`), so that running some seeds never drops the others'
+  runs from the page; said when it adds any."""
+  reported = sorted(set(seeds) | set(finished_seeds(analysis)))
+  if reported != sorted(seeds):
+    print(f'[{analysis}] the page reports seeds '
+          f'{",".join(map(str, reported))}: every seed with a finished run, '
+          'not only --seeds.', flush=True)
+  return reported
+
+
 def report(analysis: str, seeds: List[int]):
   """Writes results/<analysis>.{png,json,md} from the finished runs."""
   write_page(analysis, render(analysis, collect(analysis, seeds)))
@@ -732,6 +763,7 @@ def main(argv):
         run(analysis, setting, seed)
         if FLAGS.bank:
           bank_run(analysis, setting, seed)
+  seeds = reported_seeds(analysis, seeds)
   report(analysis, seeds)
   if FLAGS.bank:
     for seed in seeds:

@@ -358,3 +358,26 @@ def test_a_banked_run_without_its_evaluation_says_so(places):
         'policy cannot be evaluated again.')
     with pytest.raises(ValueError, match='cannot be evaluated again'):
       minatar.collect([0])
+
+
+def test_the_seeds_a_page_reports_are_every_finished_runs(places, capsys):
+  runs, bank_dir = places
+  setting = lambda name, where: os.path.join(where, 'replay', name)
+  # Seed 0 finished in the runs directory (one setting), seed 3 finished in
+  # the bank alone (the other setting); seed 5 started, not finished; a
+  # directory that is not a seed's.
+  _make_run(os.path.join(setting('prioritised__alpha_0_6', runs), 'seed0'),
+            'gym:CartPole-v1', 0, 1000)
+  _make_run(os.path.join(setting('uniform__alpha_0', bank_dir), 'seed3'),
+            'gym:CartPole-v1', 3, 1000)
+  unfinished = os.path.join(setting('uniform__alpha_0', runs), 'seed5')
+  _write_json(os.path.join(unfinished, 'run.json'), {'env': 'x'})
+  os.makedirs(os.path.join(setting('uniform__alpha_0', runs), 'seedling'))
+  assert run.run_directory('replay', 'uniform (alpha 0)', 5) == unfinished
+  assert run.finished_seeds('replay') == [0, 3]
+  assert run.reported_seeds('replay', [1]) == [0, 1, 3]
+  assert capsys.readouterr().out == (
+      '[replay] the page reports seeds 0,1,3: every seed with a finished '
+      'run, not only --seeds.\n')
+  assert run.reported_seeds('replay', [3, 0]) == [0, 3]
+  assert capsys.readouterr().out == ''
