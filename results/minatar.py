@@ -264,8 +264,9 @@ def against_one(low: float, high: float, seeds: int) -> str:
   """What the interval of the IQM of returns over Young & Tian's, of
   `seeds` seeds a game, supports: ahead or behind only where it excludes 1
   (level with theirs) and the seeds are enough (`spread.too_few_seeds`)."""
-  if spread.too_few_seeds(seeds):
-    return spread.too_few_seeds(seeds)
+  too_few = spread.too_few_seeds(seeds)
+  if too_few:
+    return too_few
   if low > 1:
     return f'{OURS} ahead of {THEIRS}: the interval lies above 1'
   if high < 1:

@@ -161,8 +161,9 @@ def verdict(label: str, other: str, low: float, high: float, p: float,
   supports: ahead or behind only where the interval excludes 0 and p is
   below 0.05, and `seeds` (the fewer side's, where given) is at least
   `VERDICT_SEEDS`."""
-  if too_few_seeds(seeds):
-    return too_few_seeds(seeds)
+  too_few = too_few_seeds(seeds)
+  if too_few:
+    return too_few
   if low <= 0 <= high:
     return 'no difference shown (the interval holds 0)'
   if not p < 0.05:
