@@ -47,14 +47,23 @@ def tests(preset: Sequence[float],
           float(ranks.pvalue))
 
 
-def _comparison(evaluation: str, preset: Sequence[float],
-                start: Sequence[float]) -> str:
+def compare(preset: Sequence[float], start: Sequence[float]
+            ) -> Tuple[float, float, float, float, float, str]:
+  """(difference of the means, low, high, Welch's p, Mann-Whitney p, the
+  verdict) of the preset's seeds against the starting point's: the interval
+  is `spread.difference_interval`'s, the verdict `spread.verdict`'s."""
   difference, welch, ranks = tests(preset, start)
   _, low, high = spread.difference_interval(preset, start)
+  said = spread.verdict(GROUPS[0][0], f'the {GROUPS[1][0]}', low, high, welch,
+                        seeds=min(len(preset), len(start)))
+  return difference, low, high, welch, ranks, said
+
+
+def _comparison(evaluation: str, preset: Sequence[float],
+                start: Sequence[float]) -> str:
+  difference, low, high, welch, ranks, said = compare(preset, start)
   apart = (': every run of the preset above every run of the starting point'
            if min(preset) > max(start) else '')
-  said = spread.verdict(GROUPS[0][0], 'the starting point', low, high, welch,
-                        seeds=min(len(preset), len(start)))
   return (f'- {evaluation}: {difference:.1f} '
           f'{spread.interval_text(low, high)} (Welch\'s t-test, two-sided p '
           f'= {welch:.2f}; Mann-Whitney U test, one-sided exact p = '

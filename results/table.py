@@ -96,9 +96,7 @@ def _pong_45min_row() -> str:
     if key == 'greedy_return':
       figures = [f'{label} {_spread(preset)}', f'{other} {_spread(start)}']
       seeds = {len(preset), len(start)}
-    difference, low, high, p = spread.compared(preset, start)
-    said = spread.verdict(label, 'the ' + other, low, high, p,
-                          seeds=min(len(preset), len(start)))
+    difference, low, high, p, _, said = pong_45min.compare(preset, start)
     supported.append(
         f'{evaluation}: {difference:.1f} {spread.interval_text(low, high)}, '
         f'p = {p:.2f}: {said}')
