@@ -35,6 +35,14 @@ def group_values(data, prefix: str, key: str) -> Dict[int, float]:
           if name.startswith(prefix)}
 
 
+def evaluations(data) -> List[Tuple[str, str, List[Dict[int, float]]]]:
+  """For each of EVALUATIONS: (its key, what it was, each group's {seed:
+  mean return} in the order of GROUPS)."""
+  return [(key, evaluation,
+           [group_values(data, prefix, key) for _, prefix in GROUPS])
+          for key, evaluation in EVALUATIONS]
+
+
 def tests(preset: Sequence[float],
           start: Sequence[float]) -> Tuple[float, float, float]:
   """The difference of the means (preset minus starting point), Welch's
@@ -84,8 +92,7 @@ def opening(data) -> List[str]:
   """The answer: each group's final returns over seeds, and the tests."""
   minutes = data['budget_seconds'] / 60
   values, comparisons = {}, []
-  for key, evaluation in EVALUATIONS:
-    groups = [group_values(data, prefix, key) for _, prefix in GROUPS]
+  for _, evaluation, groups in evaluations(data):
     for (label, _), by_seed in zip(GROUPS, groups):
       values[f'{label}, {evaluation}'] = by_seed
     comparisons.append(_comparison(

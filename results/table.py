@@ -89,10 +89,9 @@ def _analysis_row(name: str) -> str:
 def _pong_45min_row() -> str:
   data = pages.load('pong_45min')
   figures, seeds, supported = [], set(), []
-  for key, evaluation in pong_45min.EVALUATIONS:
-    (label, preset), (other, start) = [
-        (label, list(pong_45min.group_values(data, prefix, key).values()))
-        for label, prefix in pong_45min.GROUPS]
+  (label, _), (other, _) = pong_45min.GROUPS
+  for key, evaluation, groups in pong_45min.evaluations(data):
+    preset, start = [list(by_seed.values()) for by_seed in groups]
     if key == 'greedy_return':
       figures = [f'{label} {_spread(preset)}', f'{other} {_spread(start)}']
       seeds = {len(preset), len(start)}
