@@ -1,176 +1,137 @@
-"""What every Ape-X builder shares: the replay table, the learner's dataset,
-the actors' n-step adder and their parameter-pull period.
+"""What a builder gives.
 
-To the launch layer an Ape-X builder is a builder of a program with replay
-(`agents.distributed.interfaces.ReplayBuilder`, which says what it must
-give): `name`, `environment`, `make_replay_tables()` (of one replay server:
-of one shard, with several), `make_eviction(seed)`, `make_learner(
-replay_client, counter, logger, log_every)`, `make_actor(variable_source,
-exploration, replay_client, seed)` (`exploration`: one value per
-environment of the actor; the learner's `replay_client` is a sequence of
-clients, one per shard, with several, and an actor's the one shard it
-writes to), `actor_exploration(actor_id, num_actors, envs_per_actor)`,
-`evaluation_exploration`, and for policy snapshots and restoring a policy
-(`agents.runs.snapshots`, `agents.restore`) `policy_state()` and
-`policy_snapshot(learner_state)`; `replay_shards` is this base's. The run
-options an Ape-X agent refuses before anything starts are its config's
-(`ApeXConfig.check_options`).
+A builder makes an agent's parts (networks, learner, actors, replay) from its
+config and its environment's spec. These classes declare what a builder
+gives; the launch package (`launch`, above the agents) turns any builder into
+a program, and knows an agent only through them. They are abstract base
+classes, not structural protocols: a builder says what it is by the class it
+names, and the launch package chooses the program's shape by `isinstance`.
+
+  Builder         what every builder gives: its name, its environment, the
+                  evaluator's actor, the policy's snapshot, and a hook with
+                  a default (`for_program`)
+  ReplayBuilder   a program with replay (Ape-X's): replay shards, a learner
+                  sampling them, actors writing to them
+  WorkerBuilder   a program of workers without replay (A3C's): a learner
+                  that takes the workers' gradients, and the workers
+
+`ProgramShape` is what a builder may know of the program it is built for.
+What the launch asks of an agent before it loads the builder (and
+TensorFlow) is its config's: `agents.config.AgentConfig`.
+
+Nothing here imports TensorFlow: the launch checks a builder against these
+classes before it loads one.
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
-
-import numpy as np
-import reverb
-
-from agents.replay import adders
-from agents import learning
-from agents.replay import tables
-from agents.replay import shards
-from agents.config import ApeXConfig
-from agents.config import shard_config
-from agents.distributed import interfaces
-from agents.envs.environments import EnvironmentSpec
+import abc
+import dataclasses
+from typing import Any, List, Optional, Sequence
 
 
-ReplayClients = Union[reverb.Client, Sequence[reverb.Client]]
+@dataclasses.dataclass(frozen=True)
+class ProgramShape:
+  """What a builder may know of the program it is built for: how many
+  actors (or workers), of how many environments each, behind how many
+  variable cachers, and the actors' step budget (None: none)."""
+  num_actors: int = 1
+  envs_per_actor: int = 1
+  variable_cachers: int = 0
+  max_actor_steps: Optional[int] = None
 
 
-def _clients(replay_client: ReplayClients) -> List[reverb.Client]:
-  if isinstance(replay_client, (list, tuple)):
-    return list(replay_client)
-  return [replay_client]
+class Builder(abc.ABC):
+  """What every builder gives.
 
+  `name`: the agent's name (its program's); `environment`: its
+  `agents.envs.environments.EnvironmentSpec`. The node in the learner's
+  place calls `make_learner(..., counter=, logger=, log_every=)` and
+  `policy_snapshot`; the evaluator `make_actor` and
+  `evaluation_exploration`; restoring a policy `policy_state` and
+  `policy_snapshot`.
+  """
 
-class ApeXBuilder(interfaces.ReplayBuilder):
-  """Base of the Ape-X agents' builders; see the module docstring."""
+  name: str
 
-  name = 'apex'
+  def for_program(self, shape: ProgramShape) -> 'Builder':
+    """This builder for a program of `shape`. By default: itself, as the
+    program's shape changes nothing it makes."""
+    del shape
+    return self
 
-  def __init__(self, config: ApeXConfig, environment: EnvironmentSpec):
-    self.config = config
-    self.environment = environment
+  @abc.abstractmethod
+  def make_actor(self, variable_source, exploration,
+                 replay_client=None, seed: Optional[int] = None):
+    """An actor pulling parameters from `variable_source`, one environment
+    per value of `exploration`; writing to `replay_client` if one is
+    given (the evaluator's: none)."""
 
   @property
+  @abc.abstractmethod
+  def evaluation_exploration(self) -> float:
+    """The evaluator's exploration."""
+
+  @abc.abstractmethod
+  def policy_state(self):
+    """The part of the learner's state that its policy needs, newly built
+    (to restore from a checkpoint, then `policy_snapshot`)."""
+
+  @abc.abstractmethod
+  def policy_snapshot(self, learner_state):
+    """The policy of `learner_state` as an `agents.snapshots.PolicySnapshot`."""
+
+
+class ReplayBuilder(Builder):
+  """A builder of a program with replay: `replay_shards` replay servers,
+  each of the tables of `make_replay_tables()`, a learner sampling them,
+  and actors each writing to one of them."""
+
+  @property
+  @abc.abstractmethod
   def replay_shards(self) -> int:
-    """Replay servers (`ApeXConfig.replay_shards`)."""
-    return self.config.replay_shards
+    """Replay servers."""
 
-  def make_replay_tables(self) -> List[reverb.Table]:
-    """The tables of one replay server (of one shard, with several)."""
-    return [tables.make_replay_table(
-        shard_config(self.config), self.environment.spec,
-        stacked_frames=self.environment.stacked_frames)]
+  @abc.abstractmethod
+  def make_replay_tables(self) -> List[Any]:
+    """The Reverb tables of one replay server."""
 
+  @abc.abstractmethod
   def make_eviction(self, seed: Optional[int] = None):
-    """The replay node's rounds of eviction (`agents.replay.eviction`), or None
-    when Reverb's own remover keeps the table at its capacity."""
-    return tables.make_eviction(shard_config(self.config), seed)
+    """The replay node's rounds of eviction (`agents.replay.eviction`), or
+    None."""
 
-  def make_iterator(self, replay_client: reverb.Client):
-    """A new iterator over prefetched batches of the replay table."""
-    return iter(tables.make_dataset(
-        replay_client.server_address, self.config.batch_size,
-        self.config.prefetch_size,
-        stacked_frames=self.environment.stacked_frames))
+  @abc.abstractmethod
+  def make_learner(self, replay_client, counter=None, logger=None,
+                   log_every: float = 0.0):
+    """The learner: `replay_client` is a client of the replay server, or a
+    sequence of clients, one per shard."""
 
-  @property
-  def priority_fn(self) -> adders.PriorityFn:
-    """The agent's initial priorities (see `adders.NStepPrioritizedAdder`)."""
-    raise NotImplementedError
-
-  @property
-  def max_abs_reward(self) -> Optional[float]:
-    """Rewards are clipped to [-x, x] on the actor side; None: no clipping."""
-    return None
-
-  def replay_learner_arguments(self, replay_client: ReplayClients,
-                               counter=None, logger=None,
-                               log_every: float = 0.0) -> Dict[str, Any]:
-    """What every agent's learner takes to learn from replay (the arguments
-    of `agents.learning.ApeXLearner` that do not depend on the agent):
-    `replay_client` is a client of the replay server, or a sequence of
-    clients, one per shard (`agents.replay.shards`)."""
-    common = dict(
-        importance_sampling_exponent=self.config.importance_sampling_exponent,
-        jit_compile=self.config.jit_compile,
-        counter=counter, logger=logger, log_every=log_every)
-    clients = _clients(replay_client)
-    if len(clients) > 1:
-      return dict(common, replay_client=None, iterator=shards.ShardedBatches(
-          [client.server_address for client in clients],
-          self.config.batch_size, self.config.priority_exponent,
-          stacked_frames=self.environment.stacked_frames))
-    return dict(
-        common,
-        iterator=self.make_iterator(clients[0]),
-        replay_client=reverb.TFClient(clients[0].server_address),
-        make_iterator=lambda: self.make_iterator(clients[0]))
-
-  def actor_priorities(self, writes: bool
-                       ) -> Tuple[adders.PriorityFn, Dict[str, List[Any]]]:
-    """(the adders' priority function, what the actor must pull for it).
-
-    `config.initial_priority` 'actor': the agent's own |TD| from the actor's
-    values (`priority_fn`), nothing to pull. 'max': every new transition
-    gets the largest priority the learner has written so far, pulled with
-    the parameters (`learning.MAX_PRIORITY`). An actor that does not write
-    (`writes` False: the evaluator) needs neither.
-    """
-    if not writes or self.config.initial_priority == 'actor':
-      return self.priority_fn, {}
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    max_priority = tf.Variable(1.0, dtype=tf.float64, trainable=False)
-
-    def max_so_far(n_step_returns, **unused_batch):
-      return np.full(len(n_step_returns), max_priority.numpy())
-
-    return max_so_far, {learning.MAX_PRIORITY: [max_priority]}
-
+  @abc.abstractmethod
   def actor_parameter_bytes(self) -> int:
-    """The bytes of the parameters one actor's pull copies: its networks'
-    (`actor_networks`) and, with `initial_priority` 'max', the largest
-    priority."""
-    size = sum(int(np.prod(variable.shape)) * variable.dtype.size
-               for network in self.actor_networks()
-               for variable in network.trainable_variables)
-    return size + (8 if self.config.initial_priority == 'max' else 0)
+    """The bytes of the parameters one actor's pull copies (the cloud plan's
+    estimate of the learner's and the variable cachers' egress)."""
 
-  def actor_networks(self) -> List[Any]:
-    """The networks whose parameters an actor that writes pulls."""
-    raise NotImplementedError
+  @abc.abstractmethod
+  def actor_exploration(self, actor_id: int, num_actors: int,
+                        envs_per_actor: int = 1) -> Sequence[float]:
+    """The exploration of each environment of actor `actor_id`."""
 
-  def make_adder(self, replay_client: reverb.Client,
-                 priority_fn: Optional[adders.PriorityFn] = None
-                 ) -> adders.NStepPrioritizedAdder:
-    """The actors' local buffer of n-step transitions (Ape-X §3), with the
-    agent's initial priorities unless `priority_fn` is given."""
-    return adders.NStepPrioritizedAdder(
-        client=replay_client,
-        table=tables.TABLE,
-        n_step=self.config.n_step,
-        discount=self.config.discount,
-        priority_fn=priority_fn or self.priority_fn,
-        flush_size=self.config.actor_flush_size,
-        max_abs_reward=self.max_abs_reward,
-        stacked_frames=self.environment.stacked_frames)
 
-  def make_adders(self, replay_client: Optional[reverb.Client],
-                  exploration,
-                  priority_fn: Optional[adders.PriorityFn] = None
-                  ) -> List[adders.NStepPrioritizedAdder]:
-    """One adder per environment of an actor (`exploration` has one value
-    per environment), all writing to `replay_client`; none without one."""
-    if replay_client is None:
-      return []
-    return [self.make_adder(replay_client, priority_fn)
-            for _ in range(len(np.atleast_1d(exploration)))]
+class WorkerBuilder(Builder):
+  """A builder of a program of workers without replay: a learner that holds
+  the shared parameters and takes the workers' gradients, and workers that
+  act, each in one environment, and send it their gradients.
 
-  @property
-  def variable_update_period(self) -> int:
-    """Actor steps between two parameter pulls (the config counts frames).
+  The learner (`make_learner`) is an `acme.VariableSource` with `state`,
+  `num_steps`, `try_step(timeout)` (True once an update arrived),
+  `write_final_log()` and `apply_gradients(gradients, steps, statistics)`,
+  which returns the newest parameters; the launch serves that call to the
+  workers. A worker (`make_worker`) is an actor of one environment whose
+  `parameter_server` is the learner, or a handle to its node."""
 
-    An actor of K environments counts one step per batch of K: each of its
-    environments takes this many frames between pulls, as one of the
-    paper's single-environment actors does."""
-    return max(1, self.config.variable_update_period //
-               self.environment.frames_per_step)
+  @abc.abstractmethod
+  def make_learner(self, counter=None, logger=None, log_every: float = 0.0):
+    """The learner: the shared parameters, updated by the workers."""
+
+  @abc.abstractmethod
+  def make_worker(self, parameter_server, seed: Optional[int] = None):
+    """A worker sending its gradients to `parameter_server`."""

@@ -35,10 +35,15 @@ class AgentConfig:
     """Raises ValueError naming the first flag whose value is out of
     range."""
 
-  def check_options(self, options):
-    """Raises ValueError for run options (`RunOptions`) the agent cannot
-    run with, before anything starts. By default none is refused."""
-    del options
+  def check_program(self, shape):
+    """Raises ValueError for a program (an `agents.builders.ProgramShape`)
+    the agent cannot run in, before anything starts. By default none is
+    refused."""
+    del shape
+
+  def replay_shard_capacity(self) -> Optional[int]:
+    """The items one replay server holds; None: the agent has no replay."""
+    return None
 
   def check_environment(self, environment):
     """Raises ValueError for an environment (`EnvironmentSpec`) the agent's
@@ -160,16 +165,20 @@ class ApeXConfig(AgentConfig):
       check_flag('samples_per_insert', self.samples_per_insert > 0,
              self.samples_per_insert, '> 0 (or unset for no rate limit)')
 
-  def check_options(self, options):
-    """Refuses a run in which a replay shard would have no actor writing
-    to it: it would never reach its part of --min_replay_size, and the
-    learner would wait for it forever."""
-    if self.replay_shards > options.num_actors:
+  def check_program(self, shape):
+    """Refuses a program in which a replay shard would have no actor
+    writing to it: it would never reach its part of --min_replay_size, and
+    the learner would wait for it forever."""
+    if self.replay_shards > shape.num_actors:
       raise ValueError(
           f'--replay_shards={self.replay_shards} with --num_actors='
-          f'{options.num_actors}: each actor writes (all its environments) '
+          f'{shape.num_actors}: each actor writes (all its environments) '
           'to one shard, so a shard would get no data. Give at most as many '
           'shards as actors.')
+
+  def replay_shard_capacity(self) -> Optional[int]:
+    """The items one replay server (one shard) holds."""
+    return shard_config(self).replay_capacity
 
 
 def shard_config(config: ApeXConfig) -> ApeXConfig:

@@ -7,7 +7,7 @@ parameters again (tens of MB for the Atari network, serialised by the
 learner and deserialised by the actor). `NewestVariableClient` asks the
 source for parameters newer than the ones it holds, and copies only those.
 A source tallies what it sends in a `ServedBytes` (logged by the learner
-node and the variable cachers, `agents.distributed.variable_cache`).
+node and the variable cachers, `launch.variable_cache`).
 """
 
 import threading

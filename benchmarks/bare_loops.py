@@ -29,7 +29,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
-import agents
+import launch
 from benchmarks import common
 
 flags.DEFINE_string('env', 'atari:Pong', 'Environment.')
@@ -69,8 +69,8 @@ def _run(step):
 
 def actor_loop():
   """Steps the environments with the batched forward pass."""
-  from agents.distributed import nodes  # pylint: disable=g-import-not-at-top
-  from agents.distributed import platforms  # pylint: disable=g-import-not-at-top
+  from launch import nodes  # pylint: disable=g-import-not-at-top
+  from launch import platforms  # pylint: disable=g-import-not-at-top
   # The same threads as the program's actor.
   platforms.use_tf_threads(nodes.ActingNode.tf_threads_per_process)
   builder = _builder()
@@ -159,6 +159,6 @@ if __name__ == '__main__':
   # the learner's tf.function fails ("defined in a graph which is out of
   # scope") when TensorFlow is first imported from inside `app.run`. The
   # functions above use this module-level `tf`.
-  agents.use_onednn()
+  launch.use_onednn()
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   app.run(main)

@@ -1,7 +1,7 @@
 """TensorFlow's oneDNN CPU kernels on and off (`TF_ENABLE_ONEDNN_OPTS`).
 
 TensorFlow 2.8 leaves oneDNN off on Linux; the launcher turns it on for a
-local_mp program's nodes (`agents.use_onednn`). This measures why: the learner's compiled update
+local_mp program's nodes (`launch.use_onednn`). This measures why: the learner's compiled update
 on an in-memory batch and an actor's batched forward pass with environment
 steps (`bare_loops.py learner` and `actor`, the program's own code), each
 with oneDNN off (0) and on (1), the two alternating in every repeat so that

@@ -26,7 +26,7 @@ reach a full core: the capacity per core is the measured cost per transition
 extrapolated to a whole core, and the highest rate a shard took here is
 printed beside it.
 
-The plan (`agents.distributed.cloud.capacity.replay_load`, which `--dry_run`
+The plan (`launch.cloud.capacity.replay_load`, which `--dry_run`
 uses with the figures this writes): for N actor cores at K environments each,
 the actors' inserts are N x (agent steps/s per actor core at K, from
 `program_throughput.json`), the learner's samples are the paper's 19 batches
@@ -52,7 +52,7 @@ import time
 from absl import app
 from absl import flags
 
-from agents.distributed.cloud import capacity
+from launch.cloud import capacity
 from benchmarks import common
 from benchmarks import replay_load
 
@@ -187,7 +187,7 @@ def _cost(result):
 
 
 def _plan(costs, per_actor):
-  """Rows of the plan (`agents.distributed.cloud.capacity.replay_load`, with
+  """Rows of the plan (`launch.cloud.capacity.replay_load`, with
   the costs just measured): actors, K, inserts/s, samples/s, server cores,
   shards, and the memory of each shard's machine, as a plan asks for it."""
   rows = []

@@ -3,8 +3,8 @@
   python examples/single_process.py --num_steps=3000
   python examples/single_process.py --agent=apex_dpg --num_steps=5000
 
-`--agent=apex_dqn` (default, on gym:CartPole-v1) or `--agent=apex_dpg`
-(default control:cartpole:balance). One actor and the learner share this
+`--agent`: any registered agent with replay (`agents.registry`): apex_dqn
+(default, on gym:CartPole-v1) or apex_dpg (default control:cartpole:balance). One actor and the learner share this
 process through `acme.agents.agent.Agent`, which steps the learner once every
 `observations_per_step` observations after `min_observations`. The actor writes
 prioritised n-step transitions to an in-process `reverb.Server`, from which the
@@ -12,7 +12,7 @@ learner samples.
 """
 
 import dataclasses
-from typing import Callable
+from typing import Any, Dict
 
 import acme
 import reverb
@@ -22,56 +22,66 @@ from absl import flags
 from acme.agents import agent as agent_lib
 from acme.utils import loggers
 
+from agents import builders
+from agents import registry
 from agents.replay import adders
 from agents.replay import tables
-from agents.apex_dpg import ApeXDPGBuilder, ApeXDPGConfig
-from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig
-from agents.envs.environments import resolve_continuous, resolve_discrete
 
 
 @dataclasses.dataclass(frozen=True)
-class AgentSetup:
-  """What `run` needs to know of one agent."""
-  builder: Callable
-  make_config: Callable
-  resolve: Callable
+class ShortRun:
+  """What this example sets for a short run of one agent: its config's
+  values (the rest are the agent's defaults), the single actor's
+  exploration and the environment without `--env`."""
+  config: Dict[str, Any]
   exploration: float
   """The single actor's exploration: epsilon (DQN) or noise sigma (DPG)."""
   default_env: str
 
 
-AGENTS = {
-    'apex_dqn': AgentSetup(
-        builder=ApeXDQNBuilder,
-        make_config=lambda: ApeXDQNConfig(
-            batch_size=32, min_replay_size=200, replay_capacity=10_000,
-            mlp_hidden_sizes='64', dueling_hidden_size=64,
-            target_update_period=100, learning_rate=1e-3,
-            variable_update_period=100),
-        resolve=resolve_discrete,
+# The agents' short runs, by their names in `agents.registry`; another
+# registered agent with replay runs with its defaults.
+SHORT_RUNS = {
+    'apex_dqn': ShortRun(
+        config=dict(batch_size=32, min_replay_size=200,
+                    replay_capacity=10_000, mlp_hidden_sizes='64',
+                    dueling_hidden_size=64, target_update_period=100,
+                    learning_rate=1e-3, variable_update_period=100),
         exploration=0.1,
         default_env='gym:CartPole-v1'),
-    'apex_dpg': AgentSetup(
-        builder=ApeXDPGBuilder,
-        make_config=lambda: ApeXDPGConfig(
-            batch_size=64, min_replay_size=500, replay_capacity=20_000,
-            critic_hidden_sizes='64,64', policy_hidden_sizes='64,64',
-            critic_learning_rate=1e-3, policy_learning_rate=1e-3,
-            target_update_period=100, variable_update_period=100),
-        resolve=resolve_continuous,
+    'apex_dpg': ShortRun(
+        config=dict(batch_size=64, min_replay_size=500,
+                    replay_capacity=20_000, critic_hidden_sizes='64,64',
+                    policy_hidden_sizes='64,64', critic_learning_rate=1e-3,
+                    policy_learning_rate=1e-3, target_update_period=100,
+                    variable_update_period=100),
         exploration=0.3,
         default_env='control:cartpole:balance'),
 }
 
-flags.DEFINE_enum('agent', 'apex_dqn', sorted(AGENTS), 'Which Ape-X agent.')
+
+def short_run(agent: registry.Agent) -> ShortRun:
+  """This example's short run of `agent`."""
+  return SHORT_RUNS.get(agent.name, ShortRun({}, 0.1, agent.default_env))
+
+
+def replay_agents() -> list:
+  """The registered agents with replay (the others have no single-process
+  form here)."""
+  return [name for name in registry.names()
+          if registry.get(name).members == 'actors']
+
+
+flags.DEFINE_enum('agent', 'apex_dqn', replay_agents(),
+                  'Which agent (agents.registry).')
 flags.DEFINE_string('env', None, 'Environment, <kind>:<name>; default: '
-                    + ', '.join(f'{setup.default_env} for {name}'
-                                for name, setup in AGENTS.items()) + '.')
+                    + ', '.join(f'{run.default_env} for {name}'
+                                for name, run in SHORT_RUNS.items()) + '.')
 flags.DEFINE_integer('num_steps', 3000, 'Environment steps to run.')
 flags.DEFINE_integer('seed', 0, 'Seed of the environment, network and actor.')
 
-EPSILON = AGENTS['apex_dqn'].exploration  # The DQN actor's epsilon.
-SIGMA = AGENTS['apex_dpg'].exploration  # The DPG actor's noise std.
+EPSILON = SHORT_RUNS['apex_dqn'].exploration  # The DQN actor's epsilon.
+SIGMA = SHORT_RUNS['apex_dpg'].exploration  # The DPG actor's noise std.
 OBSERVATIONS_PER_STEP = 4  # Environment steps per learner step.
 
 
@@ -82,14 +92,18 @@ def run(env_name: str, num_steps: int, seed: int = 0,
 
   The caller owns the returned Reverb `server` and should `stop()` it.
   """
-  if agent not in AGENTS:
-    raise ValueError(f'agent={agent!r}: choose one of {sorted(AGENTS)}.')
-  setup = AGENTS[agent]
+  if agent not in replay_agents():
+    raise ValueError(f'agent={agent!r}: choose one of {replay_agents()}.')
+  definition = registry.get(agent)
+  setup = short_run(definition)
   tf.random.set_seed(seed)
-  environment = setup.resolve(env_name)
-  config = setup.make_config()
+  environment = definition.resolve_environment(env_name)
+  config = definition.config_class(**setup.config)
   config.validate()
-  builder = setup.builder(config, environment)
+  builder = definition.load_builder()(config, environment)
+  if not isinstance(builder, builders.ReplayBuilder):
+    raise ValueError(f'agent={agent!r} learns without replay; this example '
+                     'runs an agent with replay.')
 
   server = reverb.Server(builder.make_replay_tables())
   client = reverb.Client(f'localhost:{server.port}')
@@ -132,7 +146,7 @@ def run(env_name: str, num_steps: int, seed: int = 0,
 def main(argv):
   del argv
   agent = flags.FLAGS.agent
-  env_name = flags.FLAGS.env or AGENTS[agent].default_env
+  env_name = flags.FLAGS.env or short_run(registry.get(agent)).default_env
   result = run(env_name, flags.FLAGS.num_steps, flags.FLAGS.seed, agent=agent)
   returns = result['episode_returns']
   print(f'{agent} on {env_name}: {len(returns)} episodes, '

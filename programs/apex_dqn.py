@@ -7,26 +7,9 @@ Every hyper-parameter of `ApeXDQNConfig` and every run option is a flag of the
 same name; `--preset=<name>` selects a named configuration (`--list_presets`).
 """
 
-from agents.distributed import entry
+from launch import entry
 
-
-def builder():
-  """Ape-X DQN's builder: TensorFlow, loaded once the flags are checked."""
-  from agents.apex_dqn.builder import ApeXDQNBuilder  # pylint: disable=g-import-not-at-top
-  return ApeXDQNBuilder
-
-
-def agent() -> entry.Agent:
-  """Ape-X DQN, imported once a local launch has its own network (`entry`)."""
-  # pylint: disable=g-import-not-at-top
-  from agents.apex_dqn.config import ApeXDQNConfig
-  from agents.apex_dqn.presets import PRESETS
-  from agents.envs import environments
-  return entry.Agent(ApeXDQNConfig, builder, environments.resolve_discrete, PRESETS)
-
-
-ENTRY = entry.ProgramEntry('apex_dqn', 'Ape-X DQN', agent,
-                           default_env='atari:Pong')
+ENTRY = entry.ProgramEntry('apex_dqn')  # The agent, as `agents.registry` has it.
 build = ENTRY.build  # (program, run options, environment, plan)
 
 if __name__ == '__main__':

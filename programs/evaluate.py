@@ -188,7 +188,7 @@ def recorded_source(path: str) -> str:
 
 def main(_):
   _check_flags()
-  from agents import restore  # pylint: disable=g-import-not-at-top
+  from launch import restore  # pylint: disable=g-import-not-at-top
   try:
     policy = restore.load(FLAGS.workdir, FLAGS.checkpoint)
     if FLAGS.epsilon and policy.q_values is None:

@@ -28,7 +28,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from agents.runs import run_manifest
+from launch.runs import run_manifest
 
 flags.DEFINE_string('out', 'curves.png', 'The PNG file to write.')
 flags.DEFINE_list('labels', [], 'One label per run (default: the run '

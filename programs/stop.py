@@ -24,8 +24,8 @@ import time
 from absl import app
 from absl import flags
 
-from agents.runs import run_manifest
-from agents.runs import storage
+from launch.runs import run_manifest
+from launch.runs import storage
 
 flags.DEFINE_string('workdir', None, 'The run to stop: its directory, or '
                     'gs://<bucket>/<path> for a Vertex AI job.')

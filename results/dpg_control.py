@@ -43,7 +43,7 @@ from absl import flags
 import numpy as np
 
 from agents.envs import environments
-from agents.runs import run_manifest
+from launch.runs import run_manifest
 from results import long_run
 from results import page_runs
 from results import run

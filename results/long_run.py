@@ -45,8 +45,8 @@ from absl import flags
 import numpy as np
 
 from agents.envs import environments
-from agents.runs import loggers
-from agents.runs import run_manifest
+from launch.runs import loggers
+from launch.runs import run_manifest
 
 from programs import plot
 

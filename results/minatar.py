@@ -47,7 +47,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from agents.runs import run_manifest
+from launch.runs import run_manifest
 from results import long_run
 from results import page_runs
 from results import run

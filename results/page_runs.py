@@ -15,7 +15,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from absl import flags
 
-from agents.runs import run_manifest
+from launch.runs import run_manifest
 from results import bank
 from results import run
 

@@ -59,7 +59,7 @@ def table(rows: List[Dict[str, object]]) -> str:
 
 def main(argv):
   del argv
-  from agents import restore  # pylint: disable=g-import-not-at-top
+  from launch import restore  # pylint: disable=g-import-not-at-top
   policy = restore.load(FLAGS.workdir)
   rows = []
   for count in COUNTS:

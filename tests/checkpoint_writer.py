@@ -13,7 +13,7 @@ import sys
 
 import tensorflow as tf
 
-from agents.runs import checkpointing
+from launch.runs import checkpointing
 
 SIZE = 8_000_000  # 32 MB of float32: a save takes a while.
 

@@ -95,7 +95,7 @@ class Step:
         f'Dockerfile line {self.line}, `{self.text}`: {why}. It cannot be '
         'reproduced in a virtual environment here: add its translation to '
         'tests/image_venv.py, or change the step '
-        '(agents/distributed/cloud/packaging.py writes the steps).')
+        '(launch/cloud/packaging.py writes the steps).')
 
 
 @dataclasses.dataclass

@@ -7,7 +7,7 @@ import os
 import shutil
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from agents.runs import storage
+from launch.runs import storage
 
 
 # How often the mount views and the bucket are brought in step (a round of

@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 import helpers
-from agents.runs import checkpointing
+from launch.runs import checkpointing
 from agents.envs import environments
 from agents.a3c.builder import A3CBuilder
 from agents.a3c.config import A3CConfig

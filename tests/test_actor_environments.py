@@ -9,8 +9,8 @@ from acme.utils import counting
 
 from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig
-from agents.distributed import nodes
-from agents.distributed.options import RunOptions
+from launch import nodes
+from launch.options import RunOptions
 from agents.envs import environments
 from tests.test_vector_actors import FixedVariableSource
 

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from agents.distributed import coordinator
+from launch import coordinator
 import helpers
 
 BUDGET = 15

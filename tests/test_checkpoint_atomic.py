@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from agents.runs import checkpointing
+from launch.runs import checkpointing
 import checkpoint_writer
 import helpers
 

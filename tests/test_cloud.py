@@ -35,13 +35,13 @@ from typing import List, Optional
 import psutil
 import pytest
 
-from agents.runs import storage
-from agents.distributed.cloud import capacity
-from agents.distributed.cloud import compatibility
-from agents.distributed.cloud import costs
-from agents.distributed.cloud import machines
-from agents.distributed.cloud import packaging
-from agents.distributed.cloud.options import CloudOptions
+from launch.runs import storage
+from launch.cloud import capacity
+from launch.cloud import compatibility
+from launch.cloud import costs
+from launch.cloud import machines
+from launch.cloud import packaging
+from launch.cloud.options import CloudOptions
 from tests import faulty_envs
 from tests import helpers
 from tests import image_venv
@@ -109,7 +109,7 @@ def test_the_replay_gets_the_smallest_machine_that_holds_it(replay_capacity,
 
 
 # Hand-written from Vertex AI's GPU compatibility table (the rows of
-# agents/distributed/cloud/compatibility.py's sources): machine, GPU, count.
+# launch/cloud/compatibility.py's sources): machine, GPU, count.
 @pytest.mark.parametrize('machine, accelerator, count', [
     ('n1-standard-4', 'T4', 4),
     ('n1-standard-8', 'V100', 8),
@@ -298,7 +298,7 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
   for pool in job['pools']:
     container = package_dir / pool['directory']
     for name in ('job.pkl', 'process_entry.py', 'requirements.txt',
-                 'agents/distributed/nodes.py'):
+                 'launch/nodes.py'):
       assert (container / name).exists(), (pool['name'], name)
     assert not (container / '.venv').exists()
     requirements = (container / 'requirements.txt').read_text()

@@ -18,7 +18,7 @@ from agents.apex_dpg import ApeXDPGConfig
 from agents.apex_dpg.presets import PRESETS as DPG_PRESETS
 from agents.apex_dqn import ApeXDQNConfig
 from agents.apex_dqn.presets import PRESETS as DQN_PRESETS
-from agents.distributed.options import RunOptions
+from launch.options import RunOptions
 
 PROGRAMS = {'apex_dqn': (ApeXDQNConfig, DQN_PRESETS, 'atari:Pong'),
             'apex_dpg': (ApeXDPGConfig, DPG_PRESETS,

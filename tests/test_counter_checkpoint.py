@@ -8,7 +8,7 @@ import os
 import numpy as np
 from acme.utils import counting
 
-from agents.runs import checkpointing
+from launch.runs import checkpointing
 
 
 def _counter_file(workdir) -> str:

@@ -10,8 +10,8 @@ import os
 import numpy as np
 from acme.utils import loggers as acme_loggers
 
-from agents.distributed import status
-from agents.runs import loggers
+from launch import status
+from launch.runs import loggers
 from programs import plot
 from tests import storage_mounts
 

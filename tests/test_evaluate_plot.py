@@ -184,7 +184,7 @@ print(json.dumps(out))
 @pytest.mark.slow  # Reads the two local_mp runs.
 @pytest.mark.parametrize('name', ['dqn', 'dpg'])
 def test_snapshot_loads_without_the_project(runs, tmp_path, name):
-  from agents import restore  # pylint: disable=g-import-not-at-top
+  from launch import restore  # pylint: disable=g-import-not-at-top
   workdir, _ = runs[name]
   policy = restore.from_checkpoint(workdir)
   environment = policy.environment.make_environment(seed=3)
@@ -287,7 +287,7 @@ def test_frame_rates_count_the_runs_frames_per_step(runs, tmp_path):
 def test_frames_per_step_of_runs_recorded_without_it(manifest, expected,
                                                      tmp_path):
   from agents.envs import environments  # pylint: disable=g-import-not-at-top
-  from agents.runs import run_manifest  # pylint: disable=g-import-not-at-top
+  from launch.runs import run_manifest  # pylint: disable=g-import-not-at-top
   if manifest is not None:
     with open(tmp_path / 'run.json', 'w') as f:
       json.dump(dict(manifest, program='apex_dqn', config={}), f)
@@ -307,7 +307,7 @@ def test_log_lines_and_status_show_progress_and_eta(runs):
 
 def test_progress_and_eta_by_hand(monkeypatch):
   from acme.utils import loggers  # pylint: disable=g-import-not-at-top
-  from agents.runs import loggers as loggers_lib  # pylint: disable=g-import-not-at-top
+  from launch.runs import loggers as loggers_lib  # pylint: disable=g-import-not-at-top
 
   class Rows(loggers.Logger):
 
@@ -342,7 +342,7 @@ def _tensorflow_counter_checkpoint(tmp_path) -> str:
   subprocess.run([sys.executable, '-c', (
       'import sys\n'
       'from acme.utils import counting\n'
-      'from agents.runs import checkpointing\n'
+      'from launch.runs import checkpointing\n'
       'counter = counting.Counter()\n'
       'counter.increment(actor_steps=1)\n'
       'checkpointing.make_checkpointer({"counter": counter}, sys.argv[1], '
@@ -425,7 +425,7 @@ def test_video_of_a_cartpole_policy_snapshot(tmp_path):
 
 
 def test_export_keeps_the_new_snapshot_and_one_other(tmp_path):
-  from agents.runs import snapshots  # pylint: disable=g-import-not-at-top
+  from agents import snapshots  # pylint: disable=g-import-not-at-top
   snapshot = _small_cartpole_snapshot()
   names = lambda: [os.path.basename(p)
                    for p in snapshots.list_snapshots(str(tmp_path))]
@@ -449,7 +449,7 @@ def test_export_renames_no_directory_and_skips_what_a_crash_left(
   # As on Cloud Storage FUSE (Vertex AI's mount of a gs:// workdir), which
   # cannot rename a directory: a snapshot is complete once TensorFlow has
   # written its saved_model.pb, last.
-  from agents.runs import snapshots  # pylint: disable=g-import-not-at-top
+  from agents import snapshots  # pylint: disable=g-import-not-at-top
   renamed = []
   for name in ('rename', 'replace'):
     original = getattr(os, name)

@@ -38,8 +38,8 @@ from dm_env import specs as dm_specs
 from agents.envs import environments
 from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig
-from agents.distributed import nodes
-from agents.distributed.options import RunOptions
+from launch import nodes
+from launch.options import RunOptions
 
 NUM_ACTIONS = 3
 OBSERVATION_SIZE = 4

@@ -26,15 +26,15 @@ import reverb
 import tensorflow as tf
 from acme.utils import counting
 
-from agents.distributed import coordinator
+from launch import coordinator
 from agents.replay import adders
-from agents.runs import checkpointing
-from agents.distributed import local
-from agents.distributed import replay_nodes as nodes
-from agents.distributed.options import RunOptions
+from launch.runs import checkpointing
+from launch import local
+from launch import replay_nodes as nodes
+from launch.options import RunOptions
 from agents.envs import environments
 from agents.replay import tables
-from agents.runs import run_manifest
+from launch.runs import run_manifest
 from agents.apex_dqn import ApeXDQNBuilder
 from agents.apex_dqn import ApeXDQNConfig
 from agents.apex_dqn.presets import PRESETS

@@ -1,4 +1,4 @@
-"""The coordinator's heartbeats (`agents.distributed.heartbeat`) against
+"""The coordinator's heartbeats (`launch.heartbeat`) against
 real Courier servers in processes of their own, stopped, continued and
 killed with signals."""
 
@@ -16,7 +16,7 @@ import portpicker
 import pytest
 from courier.python import client as courier_client
 
-from agents.distributed import heartbeat
+from launch import heartbeat
 from tests import helpers
 
 

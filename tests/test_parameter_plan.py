@@ -1,10 +1,10 @@
 """The plan's estimate of the parameters' egress
-(`agents.distributed.cloud.capacity.parameter_egress`, which `--dry_run`
+(`launch.cloud.capacity.parameter_egress`, which `--dry_run`
 prints) and the variable cachers it chooses, against hand-worked figures."""
 
 import pytest
 
-from agents.distributed.cloud import capacity
+from launch.cloud import capacity
 
 MEASURED = {1: 200.0, 16: 800.0}  # Steps/s of one actor core with K envs.
 MB = 1_000_000

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from programs import plot
-from agents.runs import loggers
+from launch.runs import loggers
 from results import long_run
 
 START = 1_700_000_000.0  # Any wall time.

@@ -1,4 +1,4 @@
-"""A node's loop under the program's stop (agents/distributed/program_stop):
+"""A node's loop under the program's stop (launch/program_stop):
 it ends by itself and is interrupted only when stuck past the grace.
 
 tests/program_stop_probe.py runs a real test_mt program, stopped with
@@ -11,7 +11,7 @@ import re
 import pytest
 
 import helpers
-from agents.distributed import program_stop
+from launch import program_stop
 
 
 def _reports(output: str):

@@ -1,4 +1,4 @@
-"""The replay plan (`agents.distributed.cloud.capacity.replay_load`, which
+"""The replay plan (`launch.cloud.capacity.replay_load`, which
 `--dry_run` prints and docs/replay.md tabulates) against hand-worked
 figures, the benchmarks' results and the page's table."""
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from agents.distributed.cloud import capacity
+from launch.cloud import capacity
 from benchmarks.common import read_result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

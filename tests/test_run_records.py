@@ -1,4 +1,4 @@
-"""A run's records (`agents/runs/run_manifest.py`) that are there but bad: a
+"""A run's records (`launch/runs/run_manifest.py`) that are there but bad: a
 `run.json`, `stop.json` or `stop_request.json` cut short, not JSON, not an
 object, without a key its readers need, or of another kind or program.
 
@@ -22,7 +22,7 @@ import sys
 import pytest
 
 import helpers
-from agents.runs import run_manifest
+from launch.runs import run_manifest
 
 # A run.json as a launch writes it (the values do not matter here).
 RUN = {'program': 'apex_dqn', 'env': 'gym:CartPole-v1', 'frames_per_step': 1,
@@ -250,7 +250,7 @@ def test_stop_moves_a_bad_request_aside_and_asks_again(tmp_path):
 def _coordinator(workdir):
   """The program's coordinator, as it polls `workdir` for stop requests
   (its nodes are not called before a stop)."""
-  from agents.distributed import coordinator  # pylint: disable=g-import-not-at-top
+  from launch import coordinator  # pylint: disable=g-import-not-at-top
   return coordinator.Coordinator(counter=None, learner=None, actors=[None],
                                  evaluators=[], workdir=str(workdir))
 

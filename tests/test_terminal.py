@@ -24,9 +24,9 @@ import pytest
 from absl import logging as absl_logging
 
 import helpers
-from agents.distributed import node_output
-from agents.distributed import status as status_lib
-from agents.distributed import terminal as terminal_lib
+from launch import node_output
+from launch import status as status_lib
+from launch import terminal as terminal_lib
 
 # A NaN observation every 97 steps, a crash every 1,000.
 FAULTY_ENV = 'gym:tests.faulty_envs:FaultyCartPole-v0'

@@ -112,8 +112,8 @@ from absl import flags
 import portpicker
 import psutil
 
-from agents.runs import storage
-from agents.distributed.cloud.dry_run import JOB_FILE
+from launch.runs import storage
+from launch.cloud.dry_run import JOB_FILE
 from tests.storage_mounts import BucketMirror
 from tests.storage_mounts import SYNC_SECONDS
 

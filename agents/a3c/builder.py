@@ -1,16 +1,15 @@
 """Builds A3C's parts (network, shared parameters, workers, evaluator) from
-its config, for the program graph (`agents.distributed.program`) and for
+its config, for the program graph (`launch.program`) and for
 code that runs A3C in one process (threads, `acme.EnvironmentLoop`).
 
 The program's learner is A3C's parameter server (`make_learner`); its
 actors are A3C's workers (`make_worker`), each an actor-learner with one
 environment; the evaluator is an `A3CActor` without a server
-(`make_actor`). There is no replay: to the program graph A3C's builder is a
-builder of workers (`agents.distributed.interfaces.WorkerBuilder`), whose
-nodes (`agents.a3c.nodes`) it makes.
+(`make_actor`). There is no replay: A3C's builder is a builder of workers
+(`agents.builders.WorkerBuilder`).
 """
 
-from typing import List, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 import acme
 import numpy as np
@@ -19,19 +18,17 @@ from acme.tf import utils as tf2_utils
 from acme.utils import counting
 from acme.utils import loggers
 
-from agents.runs import snapshots
+from agents import snapshots
+from agents import builders
 from agents import variables as variables_lib
 from agents.a3c import actor as actor_lib
 from agents.a3c import learning
 from agents.a3c import networks
-from agents.a3c import nodes
 from agents.a3c.config import A3CConfig
-from agents.distributed import interfaces
-from agents.distributed.options import RunOptions
 from agents.envs.environments import EnvironmentSpec
 
 
-class A3CBuilder(interfaces.WorkerBuilder):
+class A3CBuilder(builders.WorkerBuilder):
   """Makes the parts of A3C for one environment and config."""
 
   name = 'a3c'
@@ -44,20 +41,10 @@ class A3CBuilder(interfaces.WorkerBuilder):
     self.environment = environment
     self.max_actor_steps = max_actor_steps
 
-  def with_options(self, options: RunOptions) -> 'A3CBuilder':
-    """This builder for a run with `options`: the learning rate anneals over
-    its --max_actor_steps."""
-    return A3CBuilder(self.config, self.environment, options.max_actor_steps)
-
-  def make_learner_node(self, node: interfaces.NodeFactory, counter,
-                        options: RunOptions):
-    """The parameter server in the learner's place (`nodes`)."""
-    return nodes.make_learner_node(self, node, counter, options)
-
-  def make_worker_nodes(self, node: interfaces.NodeFactory, learner, counter,
-                        options: RunOptions) -> List:
-    """The workers in the actors' places (`nodes`)."""
-    return nodes.make_worker_nodes(self, node, learner, counter, options)
+  def for_program(self, shape: builders.ProgramShape) -> 'A3CBuilder':
+    """This builder for a program of `shape`: the learning rate anneals
+    over its step budget."""
+    return A3CBuilder(self.config, self.environment, shape.max_actor_steps)
 
   @property
   def continuous(self) -> bool:
@@ -74,13 +61,10 @@ class A3CBuilder(interfaces.WorkerBuilder):
     tf2_utils.create_variables(network, [spec.observations])
     return network
 
-  def make_learner(self, replay_client=None,
-                   counter: Optional[counting.Counter] = None,
+  def make_learner(self, counter: Optional[counting.Counter] = None,
                    logger: Optional[loggers.Logger] = None,
                    log_every: float = 0.0) -> learning.A3CParameterServer:
     """The shared parameters and shared RMSProp (the program's learner)."""
-    if replay_client is not None:
-      raise ValueError('A3C learns without replay.')
     return learning.A3CParameterServer(
         self.make_network(), self.config, total_steps=self.max_actor_steps,
         counter=counter, logger=logger, log_every=log_every)

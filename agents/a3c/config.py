@@ -94,16 +94,16 @@ class A3CConfig(AgentConfig):
     check_layer_sizes('mlp_hidden_sizes', self.mlp_hidden_sizes,
                       '200 or 64,64')
 
-  def check_options(self, options):
-    """Refuses run options A3C cannot take."""
-    if options.envs_per_actor != 1:
+  def check_program(self, shape):
+    """Refuses programs A3C cannot run in."""
+    if shape.envs_per_actor != 1:
       raise ValueError(
-          f'--envs_per_actor={options.envs_per_actor}: an A3C worker is one '
+          f'--envs_per_actor={shape.envs_per_actor}: an A3C worker is one '
           'actor-learner acting in one environment (Algorithm S3); for more '
           'environments give more workers with --num_actors.')
-    if options.variable_cachers:
+    if shape.variable_cachers:
       raise ValueError(
-          f'--variable_cachers={options.variable_cachers}: cachers serve the '
+          f'--variable_cachers={shape.variable_cachers}: cachers serve the '
           'parameters of a program with replay to its actors; an A3C '
           'worker exchanges gradients and parameters with the parameter '
           'server itself. Leave --variable_cachers at 0.')

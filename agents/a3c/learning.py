@@ -62,7 +62,7 @@ class A3CParameterServer(acme.VariableSource):
   @property
   def state(self) -> Dict[str, tf.Module]:
     """What a checkpoint holds: `num_steps` are the updates (the learner
-    steps of the other agents' checkpoints, which `agents.restore` reads),
+    steps of the other agents' checkpoints, which `launch.restore` reads),
     `environment_steps` is T."""
     return {'network': self._network, 'optimizer': self._optimizer,
             'num_steps': self._num_updates,
@@ -118,7 +118,7 @@ class A3CParameterServer(acme.VariableSource):
                                   lambda: self.get_variables(names))
 
   def try_step(self, timeout: float = 1.0) -> bool:
-    """The learner loop's step (`agents.distributed.nodes.LearningNode`): the
+    """The learner loop's step (`launch.nodes.LearningNode`): the
     updates come from the workers' calls, so this only waits up to
     `timeout` seconds for one; True if any arrived since the last call."""
     updated = self._updated.wait(timeout)

@@ -11,8 +11,8 @@ from acme.tf import utils as tf2_utils
 from acme.utils import counting
 from acme.utils import loggers
 
-from agents import builders
-from agents.runs import snapshots
+from agents import apex_builder
+from agents import snapshots
 from agents import variables as variables_lib
 from agents.apex_dpg import actor as actor_lib
 from agents.apex_dpg import learning
@@ -22,7 +22,7 @@ from agents.apex_dpg.config import ApeXDPGConfig
 from agents.config import parse_layer_sizes
 
 
-class ApeXDPGBuilder(builders.ApeXBuilder):
+class ApeXDPGBuilder(apex_builder.ApeXBuilder):
   """Makes the parts of Ape-X DPG for one environment and config."""
 
   name = 'apex_dpg'

@@ -11,8 +11,8 @@ from acme.tf import utils as tf2_utils
 from acme.utils import counting
 from acme.utils import loggers
 
-from agents import builders
-from agents.runs import snapshots
+from agents import apex_builder
+from agents import snapshots
 from agents import variables as variables_lib
 from agents.apex_dqn import actor as actor_lib
 from agents.apex_dqn import learning
@@ -25,7 +25,7 @@ from agents.config import parse_layer_sizes
 ATARI_MAX_ABS_REWARD = 1.0
 
 
-class ApeXDQNBuilder(builders.ApeXBuilder):
+class ApeXDQNBuilder(apex_builder.ApeXBuilder):
   """Makes the parts of Ape-X DQN for one environment and config."""
 
   name = 'apex_dqn'

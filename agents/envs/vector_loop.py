@@ -7,7 +7,7 @@ actions in one batched forward pass, then steps every environment and hands
 its transition to the actor, which keeps exploration, n-step windows and
 priorities per environment. An environment whose episode ends is reset on its
 own; the others go on. With K = 1 this is `acme.EnvironmentLoop` with the
-failure handling of an actor's node (`agents.distributed.nodes.ActingNode`).
+failure handling of an actor's node (`launch.nodes.ActingNode`).
 
 A failing environment (`resilience.EnvironmentFailure`, of which
 `NonFiniteStep` is one kind) costs only its own episode: the loop asks

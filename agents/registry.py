@@ -1,0 +1,119 @@
+"""The agents: each agent folder declares once what it is, here.
+
+An agent is an `Agent`: its name (its program's, and what a run's record
+names), its config class, its builder (named as `module:Class`, imported
+only when asked for: it imports TensorFlow), its named configurations, the
+actions it takes (and so the environments it resolves), its default
+environment, and what its acting nodes are called. Its folder's
+`__init__.py` registers it:
+
+  registry.register(registry.Agent(
+      name='apex_dqn', title='Ape-X DQN', config_class=ApeXDQNConfig,
+      builder='agents.apex_dqn.builder:ApeXDQNBuilder', presets=PRESETS,
+      actions='discrete', default_env='atari:Pong'))
+
+The programs (`programs/<name>.py`), restoring a policy (`launch.restore`),
+`programs/evaluate.py` and `examples/single_process.py` all read this
+registry, and nothing else lists the agents. An agent of your own code is
+registered the same way, from a module that the launch imports before it
+reads its flags (see docs/extending.md).
+
+Nothing here imports TensorFlow: a program checks its flags with the
+agent's config and presets before it loads the builder.
+"""
+
+import dataclasses
+import importlib
+from typing import Dict, List, Mapping, Type
+
+from agents.config import AgentConfig
+from agents.config import Preset
+
+# The agent folders of this package; each registers itself when imported.
+_BUILT_IN = ('agents.apex_dqn', 'agents.apex_dpg', 'agents.a3c')
+
+# Which environments an agent takes, by its actions.
+ACTIONS = ('discrete', 'continuous', 'any')
+
+
+@dataclasses.dataclass(frozen=True)
+class Agent:
+  """What an agent is, declared once by its folder (module docstring)."""
+
+  name: str
+  """Its program's name (`programs/<name>.py`, the runs' default workdir
+  `~/apex_runs/<name>/`) and what a run's record (`run.json`) names."""
+  title: str
+  """How the terminal names it, e.g. 'Ape-X DQN'."""
+  config_class: Type[AgentConfig]
+  """Its hyper-parameters: a dataclass whose fields are the program's
+  flags."""
+  builder: str
+  """Its builder class, as `module:Class` (an `agents.builders.Builder`),
+  imported by `load_builder`."""
+  presets: Mapping[str, Preset]
+  """Its named configurations (`--preset=<name>`)."""
+  actions: str
+  """The actions it takes: 'discrete', 'continuous' or 'any'."""
+  default_env: str
+  """The environment a program runs without `--env`."""
+  members: str = 'actors'
+  """What its acting nodes are called: 'actors' or 'workers'."""
+
+  def __post_init__(self):
+    if self.actions not in ACTIONS:
+      raise ValueError(f'Agent {self.name!r}: actions={self.actions!r} must '
+                       f'be one of {", ".join(ACTIONS)}.')
+    if ':' not in self.builder:
+      raise ValueError(f'Agent {self.name!r}: builder={self.builder!r} must '
+                       'be <module>:<class>.')
+
+  def load_builder(self):
+    """The builder class (this imports TensorFlow)."""
+    module, _, name = self.builder.partition(':')
+    return getattr(importlib.import_module(module), name)
+
+  def resolve_environment(self, env_name: str):
+    """The spec of environment `env_name` (`agents.envs.environments`), or
+    an `UnknownEnvironmentError` that lists the forms this agent takes."""
+    from agents.envs import environments  # pylint: disable=g-import-not-at-top
+    resolve = {'discrete': environments.resolve_discrete,
+               'continuous': environments.resolve_continuous,
+               'any': environments.resolve_any}[self.actions]
+    return resolve(env_name)
+
+
+_AGENTS: Dict[str, Agent] = {}
+
+
+def register(agent: Agent) -> Agent:
+  """Adds `agent` to the registry and returns it. Registering a name again
+  with the same definition is harmless (a module imported twice); with
+  another one it is an error."""
+  known = _AGENTS.get(agent.name)
+  if known is not None and known != agent:
+    raise ValueError(f'An agent named {agent.name!r} is registered already '
+                     f'(builder {known.builder}); choose another name.')
+  _AGENTS[agent.name] = agent
+  return agent
+
+
+def _load_built_in():
+  for module in _BUILT_IN:
+    importlib.import_module(module)
+
+
+def names() -> List[str]:
+  """Every registered agent's name, the built-in ones first."""
+  _load_built_in()
+  return list(_AGENTS)
+
+
+def get(name: str) -> Agent:
+  """The agent named `name`; a ValueError naming the known ones if there is
+  none."""
+  _load_built_in()
+  if name not in _AGENTS:
+    raise ValueError(f'Unknown program {name!r}: no agent of that name is '
+                     f'registered (known: {", ".join(_AGENTS)}).')
+  return _AGENTS[name]

@@ -1,0 +1,62 @@
+"""What every program of `programs/` is: a registered agent (`agents.registry`)
+behind one main. A program file names its agent:
+
+  ENTRY = entry.ProgramEntry('apex_dqn')
+  build = ENTRY.build  # For tests that launch the program themselves.
+
+  if __name__ == '__main__':
+    ENTRY.main()
+
+Making the entry (as the program file is imported) first moves a launch on
+this machine into a network of its own (`private_network.isolate_launch`),
+while the process still has one thread; only then does it read the agent
+from the registry, which imports its config and presets (NumPy, not
+TensorFlow), and define the flags. The builder, and with it TensorFlow, is
+loaded once every flag is checked (`command_line.build_program`): a bad flag
+is answered in a second. This module imports neither at its top.
+"""
+
+import sys
+
+from launch import private_network
+
+
+class ProgramEntry:
+  """One program: the registered agent `name` (`agents.registry`), whose
+  name is the program's (`programs/<name>.py`, its runs' default workdir)."""
+
+  def __init__(self, name: str):
+    # First of all, while this process has one thread: a launch on this
+    # machine moves into a network of its own (or refuses to start exposed).
+    private_network.isolate_launch(sys.argv)
+    # pylint: disable=g-import-not-at-top
+    import launchpad  # pylint: disable=unused-import  # Its --lp_* flags.
+    from agents import registry
+    from launch import command_line
+    from launch.cloud import options as cloud_options
+    # pylint: enable=g-import-not-at-top
+    cloud_options.define_xmanager_flags(sys.argv)
+    self.agent = registry.get(name)
+    self.name = self.agent.name
+    command_line.define_flags(self.agent.config_class, self.agent.presets,
+                              default_env=self.agent.default_env)
+
+  def build(self):
+    """Validates the flags: (program, run options, environment, plan)."""
+    from launch import command_line  # pylint: disable=g-import-not-at-top
+    return command_line.build_program(
+        self.name, self.agent.config_class, self.agent.load_builder,
+        self.agent.resolve_environment, self.agent.presets)
+
+  def _main(self, argv):
+    del argv  # Unused: every argument is a flag.
+    program, options, environment, plan = self.build()
+    from launch import launcher  # pylint: disable=g-import-not-at-top
+    print(f'{self.agent.title} on {environment.name} with '
+          f'{options.num_actors} {self.agent.members}; logs in '
+          f'{options.workdir}')
+    launcher.launch(program, options, self.name, plan, self.agent.members)
+
+  def main(self):
+    from absl import app  # pylint: disable=g-import-not-at-top
+    app.run(self._main)

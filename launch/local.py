@@ -1,0 +1,329 @@
+"""The processes of one machine (local_mp): what keeps a run alive there.
+
+Launchpad's local_mp runs each node as a process under a shell wrapper,
+whose exit status hides the node's, and leaves the rest of a program running
+when one node dies. On this platform:
+
+* every node writes its process id to `<workdir>/nodes/<label>.pid` (for
+  the coordinator's watch, for operators, and for tests that kill a node);
+* the coordinator watches the learner, the counter, the variable cachers
+  and the actors by those files (`NodeWatch`), and stops a program whose
+  learner, counter, a cacher or last actor has died;
+* a stop watchdog (`stop_watchdog.py`) ends a node that calls other nodes
+  and still runs a grace period after the program's stop, which only a
+  genuinely stuck node does (`launch.coordinator` stops the
+  nodes in an order in which none waits on one that has gone);
+* the terminal's Ctrl-C, which reaches every process of the program, is
+  left to the launcher, which has the coordinator stop the nodes in order;
+* the replay node runs its Reverb server in a child process that it
+  restarts, from the newest replay checkpoint, if the server dies.
+"""
+
+import faulthandler
+import functools
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Callable, List, Optional, Sequence
+
+import launchpad as lp
+from absl import logging
+
+from launch import platforms
+from launch import stop_watchdog
+
+NODES = 'nodes'  # <workdir>/nodes/<label>.pid
+
+# Launchpad kills a program whose nodes outlive its 10 s stop notice, and the
+# program then exits -9. Launchpad stops a node by sending its process
+# SIGTERM, whose Python handler runs only when the main thread returns to the
+# interpreter; a main thread blocked in a C++ call to a node that has
+# already stopped (Courier waits for its server to come back) never does,
+# nor does one that holds the GIL or is finalising the interpreter. The
+# C-level handler still writes the signal's number to the wake-up fd: a
+# watchdog process reads it and ends the node a grace period after the
+# signal, first having it print every thread's traceback.
+STOP_GRACE_SECONDS = 5.0
+_WATCHDOG = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                         'stop_watchdog.py')
+
+
+def install_stop_watchdog():
+  """Ends this process soon after a stop request (see `stop_watchdog.py`).
+
+  Must be called from the main thread. The node's own stop handling still
+  runs first when it can.
+  """
+  if threading.current_thread() is not threading.main_thread():
+    return
+  read_fd, write_fd = os.pipe()
+  os.set_blocking(write_fd, False)
+  previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+  if previous != -1:  # Someone else owns the wake-up fd: leave it to them.
+    signal.set_wakeup_fd(previous)
+    os.close(read_fd)
+    os.close(write_fd)
+    logging.warning('The signal wake-up fd is taken; a node blocked at stop '
+                    'may be killed by Launchpad.')
+    return
+  # Answered by the C-level handler, GIL or not: the watchdog's request for
+  # this process's tracebacks before it kills it.
+  faulthandler.register(stop_watchdog.DUMP_SIGNAL, all_threads=True)
+  subprocess.Popen(  # pylint: disable=consider-using-with
+      [sys.executable, '-S', _WATCHDOG, str(read_fd), str(os.getpid()),
+       str(STOP_GRACE_SECONDS)],
+      pass_fds=(read_fd,), stdin=subprocess.DEVNULL)
+  os.close(read_fd)  # The pipe ends for the watchdog when this process ends.
+
+
+def pid_path(workdir: str, label: str) -> str:
+  return os.path.join(workdir, NODES, f'{label}.pid')
+
+
+def write_pid_file(workdir: str, label: str, pid: int):
+  """<workdir>/nodes/<label>.pid, written whole or not at all."""
+  os.makedirs(os.path.join(workdir, NODES), exist_ok=True)
+  path = pid_path(workdir, label)
+  with open(f'{path}.tmp', 'w') as f:
+    f.write(f'{pid}\n')
+  os.replace(f'{path}.tmp', path)
+
+
+# Nodes that call no other node: none can be blocked in a call to a node
+# that has stopped, which is what the stop watchdog is for, and their stop
+# does work that must not be cut short (replay's and the counter's final
+# checkpoints, which take seconds on a loaded machine; Launchpad's own stop
+# notice stays their bound).
+SERVERS = ('replay', 'counter')
+
+
+def _set_up_node_process(workdir: str, label: str, before: Callable[[], None]):
+  # The terminal's Ctrl-C reaches every process of the program at once; the
+  # launcher alone answers it, by an ordered stop (see module docstring).
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  # A node's kind is its label's first word (`replay_<k>`: a shard).
+  if label.split('_')[0] not in SERVERS:
+    install_stop_watchdog()
+  # A node that then fails to start (a learner that cannot restore its
+  # checkpoint) or waits (an actor for its first parameters) is already
+  # known to the coordinator's watch.
+  write_pid_file(workdir, label, os.getpid())
+  before()
+
+
+def _parent_of(pid: int) -> Optional[int]:
+  """The parent of a live (not zombie) process, from /proc; None if gone."""
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      fields = f.read().rsplit(')', 1)[1].split()
+  except (OSError, IndexError):
+    return None
+  return None if fields[0] in ('Z', 'X') else int(fields[1])
+
+
+class NodeWatch:
+  """Tells when a node of this launch has died (a crash, an out-of-memory
+  kill, `kill -9`). A node is watched once its pid file names a live process
+  of this launch (the same launcher as the watcher's: a file of an earlier
+  launch names none); it has died once that process has been gone for
+  `confirm_seconds` (a stopping program's nodes end at about the same time
+  as the watcher is told to stop). `launcher`: the launcher's pid (by
+  default the watcher is a node, whose grandparent it is)."""
+
+  def __init__(self, workdir: str, label: str, confirm_seconds: float = 3.0,
+               launcher: Optional[int] = None):
+    self.label = label
+    self._path = pid_path(workdir, label)
+    self._launcher = (launcher if launcher is not None
+                      else _parent_of(os.getppid()))
+    self._confirm_seconds = confirm_seconds
+    self.pid = None
+    self._gone_since = None
+
+  def find(self) -> Optional[int]:
+    """The node's pid, once its pid file names a live process of this
+    launch; None until then."""
+    if self.pid is None:
+      try:
+        with open(self._path) as f:
+          pid = int(f.read())
+      except (OSError, ValueError):
+        return None
+      parent = _parent_of(pid)
+      if parent is None or _parent_of(parent) != self._launcher:
+        return None
+      self.pid = pid
+    return self.pid
+
+  def dead(self) -> bool:
+    if self.find() is None:
+      return False
+    if _parent_of(self.pid) is not None:
+      self._gone_since = None
+      return False
+    if self._gone_since is None:
+      self._gone_since = time.time()
+    return time.time() - self._gone_since >= self._confirm_seconds
+
+
+def end_node(workdir: str, label: str, launcher: Optional[int] = None):
+  """SIGKILLs the process of node `label` of this launch, if it runs (a
+  frozen node does not end on the program's SIGTERM, and its stop watchdog
+  does not hear of that SIGTERM). `launcher`: as for `NodeWatch`."""
+  pid = NodeWatch(workdir, label, launcher=launcher).find()
+  if pid is None:
+    return
+  logging.warning('Ending the %s (pid %d), which no longer answers.',
+                  label, pid)
+  try:
+    os.kill(pid, signal.SIGKILL)
+  except ProcessLookupError:
+    pass
+
+
+class ProgramWatch:
+  """The coordinator's watch over the nodes the program cannot go on
+  without: the learner (actors would act on for nobody), the counter (every
+  node would wait on it forever), each variable cacher (its actors would
+  act on ever older parameters) and the actors (all of them)."""
+
+  def __init__(self, workdir: str, actor_labels: Sequence[str],
+               cacher_labels: Sequence[str] = ()):
+    self._workdir = workdir
+    self._single = [NodeWatch(workdir, label) for label in
+                    ('learner', 'counter', *cacher_labels)]
+    self._actors = [NodeWatch(workdir, label) for label in actor_labels]
+
+  def dead(self) -> Optional[str]:
+    """What has died (e.g. "the learner's process (pid 123) has died"), or
+    None."""
+    for watch in self._single:
+      if watch.dead():
+        return (f'the {watch.label}\'s process (pid {watch.pid}) has died '
+                f'(its log, logs/{watch.label}.log, says why)')
+    if len(self.dead_actors()) == len(self._actors):
+      return (f'all {len(self._actors)} actor processes have died (their '
+              'logs, logs/actor*.log, say why)')
+    return None
+
+  def end_nodes(self, labels: Sequence[str]):
+    """SIGKILLs the processes of the nodes `labels` of this launch (a frozen
+    node does not end on the program's SIGTERM)."""
+    for label in labels:
+      end_node(self._workdir, label)
+
+  def dead_actors(self) -> List[int]:
+    """The ids of the actors whose process has died."""
+    return [actor_id for actor_id, watch in enumerate(self._actors)
+            if watch.dead()]
+
+
+def _serve_replay(tables_fn, port: int, directory: Optional[str]):
+  """The replay server process: serves until killed, or until its parent
+  (the replay node) is gone."""
+  # The node stops this process itself, after the final checkpoint; a
+  # Ctrl-C or SIGTERM meant for the program must not take it down first.
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  signal.signal(signal.SIGTERM, signal.SIG_IGN)
+  try:  # Linux: die with the parent, whatever kills it.
+    import ctypes  # pylint: disable=g-import-not-at-top
+    ctypes.CDLL('libc.so.6').prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+  except OSError:
+    pass
+  parent = os.getppid()
+  server, sizes = platforms.start_reverb_server(tables_fn, port, directory)
+  print(f'Replay starts with {sizes} items.', flush=True)
+  while os.getppid() == parent:
+    time.sleep(1.0)
+  server.stop()
+
+
+class SupervisedReplayServer:
+  """The replay node's Reverb server in a child process, restarted on the
+  same port whenever it dies, from the newest replay checkpoint (empty
+  tables without checkpoints). Actors' writers and the learner's dataset
+  wait for it and reconnect; the learner's rate limiter holds it back until
+  `min_replay_size` items are in the table again."""
+
+  def __init__(self, tables_fn, port: int, checkpoint_directory: Optional[str],
+               workdir: str, max_restarts: int = 10, label: str = 'replay'):
+    self._label = label  # Its pid file: <workdir>/nodes/<label>_server.pid.
+    self._tables_fn = tables_fn
+    self._port = port
+    self._directory = checkpoint_directory
+    self._workdir = workdir
+    self._max_restarts = max_restarts
+    self._stopping = threading.Event()
+    self._process = self._start()
+    threading.Thread(target=self._supervise, name='replay_supervisor',
+                     daemon=True).start()
+
+  def _start(self):
+    process = multiprocessing.get_context('spawn').Process(
+        target=_serve_replay, name=f'{self._label}_server', daemon=True,
+        args=(self._tables_fn, self._port, self._directory))
+    process.start()
+    write_pid_file(self._workdir, f'{self._label}_server', process.pid)
+    return process
+
+  def _supervise(self):
+    restarts = 0
+    while not self._stopping.wait(0.5):
+      if self._process.is_alive():
+        continue
+      if self._stopping.is_set():
+        return
+      restarts += 1
+      if restarts > self._max_restarts:
+        logging.error('The %s server died %d times; giving up.',
+                      self._label, restarts)
+        return
+      logging.error('The %s server (pid %d) died (exit code %s); '
+                    'restarting it on port %d from %s.', self._label,
+                    self._process.pid,
+                    self._process.exitcode, self._port,
+                    'its newest checkpoint' if self._directory
+                    else 'empty tables (replay checkpoints are off)')
+      self._process = self._start()
+
+  def stop(self):
+    self._stopping.set()
+    self._process.kill()
+    self._process.join()
+
+
+def end_program(failed: bool, replays, counter):
+  """The coordinator's last step under local_mp: Launchpad's stop (replay
+  and the counter save their final checkpoints as they stop), then the
+  coordinator's process ends at once (`platforms.exit_now`): once aborted
+  in its finalisation, after a stop that had gone well."""
+  del failed, replays, counter  # Launchpad's stop of each node saves them.
+  lp.stop()
+  platforms.exit_now(0)
+
+
+class LocalProcesses(platforms.ProcessPerNode):
+  """The processes of this machine (local_mp); see the module docstring."""
+
+  end_program = staticmethod(end_program)
+
+  def __init__(self, workdir: str):
+    self._workdir = workdir
+
+  def process_setup(self, label: str,
+                    constructor=None) -> Callable[[], None]:
+    return functools.partial(_set_up_node_process, self._workdir, label,
+                             super().process_setup(label, constructor))
+
+  def replay_server(self, label: str = 'replay'):
+    return functools.partial(SupervisedReplayServer, workdir=self._workdir,
+                             label=label)
+
+  def node_watch(self, actor_labels: Sequence[str],
+                 cacher_labels: Sequence[str] = ()):
+    return functools.partial(ProgramWatch, self._workdir, actor_labels,
+                             cacher_labels)

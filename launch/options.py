@@ -1,0 +1,199 @@
+"""What a run needs beyond the agent's hyper-parameters.
+
+Each field of `RunOptions` is a command-line flag of the same name, its
+docstring the flag's help (`launch.command_line`), as the
+agents' config fields are: one source for the default, the help and the
+check of every run option.
+"""
+
+import dataclasses
+from typing import Optional
+
+from agents.builders import ProgramShape
+from launch.runs import storage
+from agents.config import check_flag
+
+
+# --workdir_access: the umask of the launcher and of every node it starts.
+WORKDIR_UMASKS = {'user': 0o077, 'group': 0o027, 'all': 0o022}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+  """How a program runs: where, with how many nodes, for how long."""
+
+  env: str = ''
+  """Environment, <kind>:<name>. Ape-X DQN: atari:<Game> (ALE, DQN
+  preprocessing: 84x84 grey, action repeat 4, stack 4, training episodes
+  capped at 50,000 frames; evaluation: see --atari_evaluation, 108,000
+  frames; default atari:Pong), gym:<id> (discrete actions, vector observations),
+  minatar:<game> (its minimal action set) or minatar:<game>:full (all 6
+  actions, as Young & Tian's DQN). Ape-X DPG: control:<domain>:<task> (dm_control; default
+  control:manipulator:bring_ball), gym:<id> (a bounded 1-D Box action
+  space). A bad name is answered with the accepted forms."""
+  workdir: Optional[str] = None
+  """Directory of the run's logs, checkpoints and records; default:
+  ~/apex_runs/<program>/<timestamp>. A program launched again with the same
+  --workdir resumes the run there. Under vertex_ai: gs://<bucket>/<path>."""
+  num_actors: int = 4
+  """Actor processes (Ape-X §4.1: 360, one CPU core each)."""
+  envs_per_actor: int = 1
+  """Environments per actor process, acted in with one batched forward pass;
+  each keeps its own exploration (an epsilon of the Ape-X schedule over all
+  num_actors x envs_per_actor environments), n-step window and priorities."""
+  num_evaluators: int = 1
+  """Evaluator processes: 1, or 0 for none (benchmarks; training without
+  evaluation)."""
+  max_actor_steps: Optional[int] = None
+  """Stop the whole program (exit 0) once the actors have taken this many
+  environment steps; none: run until stopped."""
+  max_seconds: Optional[float] = None
+  """Stop the whole program (exit 0) this many seconds after the actors'
+  first step (a wall-clock budget; start-up, longer with more actors, is not
+  counted); none: no budget."""
+  seed: int = 0
+  """Seed of the networks, environments and exploration."""
+  log_every: float = 10.0
+  """Seconds between two log rows of the learner and of each actor (the
+  evaluator logs every episode)."""
+  evaluation_period: int = 0
+  """Learner steps between two rounds of evaluation; 0: the evaluator never
+  pauses. On a small machine a pause leaves the cores to learner and
+  actors."""
+  evaluation_episodes: int = 10
+  """Episodes per round of evaluation, played side by side in as many
+  environments with one batched forward pass a step, all with the
+  parameters pulled as the round began."""
+  atari_evaluation: str = 'sticky'
+  """Atari only: what makes the evaluator's episodes differ from one
+  another (a greedy policy on the deterministic emulator replays one
+  episode): sticky (sticky actions, p = 0.25, Machado et al. 2018) or noops
+  (up to 30 random no-op starts, the Ape-X paper's protocol)."""
+  atari_training: str = 'deterministic'
+  """Atari only: the actors' emulators: deterministic (the Ape-X paper's)
+  or sticky (sticky actions, p = 0.25, as Machado et al. 2018 propose for
+  training too: a greedy policy that learned to replay one action sequence
+  loses to sticky evaluation episodes). A run can change it when resumed."""
+  atari_noop_starts: int = 0
+  """Atari only: each of the actors' episodes begins with a random number of
+  no-ops, from 1 to this; 0: none (the Ape-X paper names no-op starts for
+  evaluation only, §4.1). The agent sees every 4th frame from the
+  episode's first, so without no-ops it trains at one phase of its action
+  repeat only, and may play badly at the others (results/pong.md). A run
+  can change it when resumed."""
+  checkpoint_every: float = 600.0
+  """Seconds between two checkpoints of the learner (and of the counter,
+  saved right after it), under <workdir>/checkpoints/; 0: none."""
+  replay_checkpoint_every: float = 3600.0
+  """Seconds between two checkpoints of the replay table (Reverb's own);
+  0: none."""
+  variable_cachers: int = 0
+  """Variable cachers, nodes between the learner and the actors: each pulls
+  the learner's parameters every 0.5 s (when they have changed) and serves
+  the actors i with i mod N its index, so that the learner sends them to N
+  cachers instead of to every actor. A cacher adds up to 0.5 s to the age
+  of the parameters its actors act with (docs/architecture.md). 0: the
+  actors pull from the learner. Under vertex_ai, when not given, the plan
+  chooses N so that neither the learner nor a cacher sends more than half
+  its machine's network egress cap (docs/google_cloud.md)."""
+  actor_max_failures: int = 5
+  """Environment failures within a minute after which an actor gives up
+  (the others go on)."""
+  heartbeat_timeout: float = 30.0
+  """Seconds after which the learner, the counter, replay, a variable
+  cacher or an actor that has stopped answering the coordinator's
+  heartbeats (over the program's own RPC), or the coordinator that has
+  stopped answering the launcher's (local_mp), counts as gone, dead or frozen: the program then stops as
+  failed, as when its process dies (not under local_mt, where nodes are
+  threads)."""
+  workdir_access: str = 'user'
+  """Who may read the workdir and what the run writes there: user
+  (directories 0700, files 0600), group (0750, 0640) or all (0755, 0644).
+  Logs, checkpoints and policies are the user's own unless shared on
+  purpose."""
+  allow_network_exposure: bool = False
+  """Under local_mp and local_mt, where this system cannot give the run a
+  network namespace of its own (docs/security.md): start anyway, with every
+  node listening on every interface, unauthenticated; any host that reaches
+  this one can then run code as this user. Given per launch, never resumed
+  from run.json."""
+  launch_type: str = dataclasses.field(default='local_mp',
+                                       metadata={'flag': False})
+  """Launchpad's launch type (--lp_launch_type); under local_mp every node
+  is a process of this machine."""
+
+  # Options that say how this launch runs, not what the run is: a relaunch
+  # of a run may change them freely (see `command_line`).
+  PER_LAUNCH = ('workdir', 'launch_type', 'allow_network_exposure',
+                'variable_cachers')
+
+  @property
+  def program_shape(self) -> ProgramShape:
+    """What the agent's builder may know of the program
+    (`agents.builders.ProgramShape`)."""
+    return ProgramShape(num_actors=self.num_actors,
+                        envs_per_actor=self.envs_per_actor,
+                        variable_cachers=self.variable_cachers,
+                        max_actor_steps=self.max_actor_steps)
+
+  @property
+  def node_workdir(self) -> str:
+    """The workdir as the nodes read and write it: a gs:// workdir is under
+    the Cloud Storage mount of the replica the node runs in."""
+    return storage.node_path(self.workdir)
+
+  def validate(self):
+    """Raises ValueError naming the first flag whose value is out of range."""
+    at_least_one = ('num_actors', 'envs_per_actor', 'evaluation_episodes',
+                    'actor_max_failures')
+    for name in at_least_one:
+      check_flag(name, getattr(self, name) >= 1, getattr(self, name), '>= 1')
+    check_flag('variable_cachers',
+               0 <= self.variable_cachers <= self.num_actors,
+               self.variable_cachers,
+               f'between 0 and --num_actors={self.num_actors} (each cacher '
+               'serves one actor or more)')
+    check_flag('heartbeat_timeout', self.heartbeat_timeout > 0,
+               self.heartbeat_timeout, '> 0')
+    for name in ('log_every', 'evaluation_period'):
+      check_flag(name, getattr(self, name) >= 0, getattr(self, name), '>= 0')
+    for name in ('checkpoint_every', 'replay_checkpoint_every'):
+      check_flag(name, getattr(self, name) >= 0, getattr(self, name),
+                 '>= 0 (0: none)')
+    check_flag('workdir_access', self.workdir_access in WORKDIR_UMASKS,
+               self.workdir_access, ' or '.join(WORKDIR_UMASKS))
+    check_flag('num_evaluators', self.num_evaluators in (0, 1),
+               self.num_evaluators, '0 or 1')
+    from agents.envs.environments import ATARI_EVALUATIONS  # pylint: disable=g-import-not-at-top
+    from agents.envs.environments import ATARI_TRAININGS  # pylint: disable=g-import-not-at-top
+    check_flag('atari_evaluation', self.atari_evaluation in ATARI_EVALUATIONS,
+               self.atari_evaluation, ' or '.join(ATARI_EVALUATIONS))
+    check_flag('atari_training', self.atari_training in ATARI_TRAININGS,
+               self.atari_training, ' or '.join(ATARI_TRAININGS))
+    check_flag('atari_noop_starts', self.atari_noop_starts >= 0,
+               self.atari_noop_starts, '>= 0 (0: none)')
+    check_flag('max_actor_steps',
+               self.max_actor_steps is None or self.max_actor_steps >= 1,
+               self.max_actor_steps, '>= 1 (or none to run until stopped)')
+    check_flag('max_seconds',
+               self.max_seconds is None or self.max_seconds > 0,
+               self.max_seconds, '> 0 (or none to run until stopped)')
+
+
+def actor_label(actor_id: int) -> str:
+  """An actor's name in logs/ and nodes/ (Acme's convention: the first
+  actor writes `logs/actor/`)."""
+  return 'actor' if actor_id == 0 else f'actor_{actor_id}'
+
+
+def cacher_label(index: int, cachers: int) -> str:
+  """A variable cacher's name in logs/ and nodes/: `cacher` when there is
+  one, `cacher_<k>` of several (as Launchpad's groups of nodes are
+  named)."""
+  return 'cacher' if cachers == 1 else f'cacher_{index}'
+
+
+def replay_label(shard: int, shards: int) -> str:
+  """A replay shard's name in nodes/ and checkpoints/: `replay` when replay
+  is one server (as before shards existed), `replay_<k>` of several."""
+  return 'replay' if shards == 1 else f'replay_{shard}'

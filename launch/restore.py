@@ -1,0 +1,140 @@
+"""A trained policy read back from a run: from the newest learner checkpoint
+of a run's directory, from one learner checkpoint, or from a policy snapshot
+(`agents.snapshots`).
+
+Every way gives a `Policy`: `act(observations)` for a batch, the environment
+it was trained on (resolved as the programs resolve `--env`), and what is
+known of where it came from.
+"""
+
+import dataclasses
+import os
+from typing import Any, Optional
+
+import tensorflow as tf
+
+from launch.runs import checkpointing
+from agents.envs import environments
+from launch.runs import run_manifest
+from agents import snapshots
+
+
+@dataclasses.dataclass
+class Policy:
+  act: Any  # observations [B, ...] -> actions [B, ...] (a tf.function).
+  environment: environments.EnvironmentSpec
+  program: str
+  source: str  # The checkpoint or snapshot it was read from.
+  learner_steps: int
+  q_values: Optional[Any] = None  # Ape-X DQN: observations -> Q-values.
+  module: Optional[Any] = None  # What holds the functions' variables.
+
+
+def _agent(name: str):
+  """The registered agent of a program's name (`agents.registry`)."""
+  from agents import registry  # pylint: disable=g-import-not-at-top
+  return registry.get(name)
+
+
+def make_builder(workdir: str):
+  """The builder of the run in `workdir`, with its checkpointed config."""
+  manifest = run_manifest.read_manifest(workdir)
+  try:
+    agent = _agent(manifest['program'])
+  except ValueError as error:  # Another program's run.json.
+    raise ValueError(f'{os.path.join(workdir, run_manifest.MANIFEST)}: '
+                     f'{error}') from None
+  fields = {field.name for field in dataclasses.fields(agent.config_class)}
+  config = agent.config_class(**{name: value for name, value
+                                 in manifest.get('config', {}).items()
+                                 if name in fields})
+  return agent.load_builder()(config,
+                              agent.resolve_environment(manifest['env']))
+
+
+_WHERE_LEARNER_CHECKPOINTS_ARE = (
+    'Learner checkpoints are in <workdir>/checkpoints/learner/ (every '
+    '--checkpoint_every seconds and when the program stops); a run with '
+    '--checkpoint_every=0 has none.')
+
+
+def _learner_checkpoint(path: str) -> str:
+  """The checkpoint prefix named by `path`: a prefix itself (`.../ckpt-N`)
+  or a directory of learner checkpoints (its newest)."""
+  prefix = None
+  if os.path.isfile(f'{path}.index'):
+    prefix = path
+  elif os.path.isdir(path):
+    prefix = tf.train.latest_checkpoint(path)
+  if not prefix:
+    raise ValueError(f'No learner checkpoint at {path}. '
+                     f'{_WHERE_LEARNER_CHECKPOINTS_ARE}')
+  # A learner's state has its step count beside the networks (the counter's
+  # and other checkpoints do not).
+  held = sorted({name.split('/')[0] for name, _ in
+                 tf.train.list_variables(prefix)} -
+                {'_CHECKPOINTABLE_OBJECT_GRAPH', 'save_counter'})
+  if 'num_steps' not in held:
+    raise ValueError(f'{prefix} is not a learner checkpoint (it holds '
+                     f'{", ".join(held)}). {_WHERE_LEARNER_CHECKPOINTS_ARE}')
+  return prefix
+
+
+def from_checkpoint(workdir: str, checkpoint: Optional[str] = None) -> Policy:
+  """The policy of a learner checkpoint of the run in `workdir` (default:
+  its newest)."""
+  builder = make_builder(workdir)
+  prefix = _learner_checkpoint(
+      checkpoint or checkpointing.checkpoint_directory(workdir, 'learner'))
+  state = builder.policy_state()
+  num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
+  try:
+    status = tf.train.Checkpoint(num_steps=num_steps, **state).restore(prefix)
+    status.expect_partial().assert_existing_objects_matched()
+  except (AssertionError, ValueError, tf.errors.OpError) as error:
+    raise ValueError(
+        f'The checkpoint {prefix} does not fit {builder.name} on '
+        f'{builder.environment.name} as recorded in {workdir}/run.json '
+        f'({str(error).splitlines()[0]}).') from error
+  snapshot = builder.policy_snapshot(state)
+  return Policy(act=snapshot.act, environment=builder.environment,
+                program=builder.name, source=prefix,
+                learner_steps=int(num_steps.numpy()),
+                q_values=getattr(snapshot, 'q_values', None), module=snapshot)
+
+
+def from_snapshot(path: str) -> Policy:
+  """The policy of a snapshot directory (`<workdir>/snapshots/policy-N`)."""
+  module, metadata = snapshots.load(path)
+  agent = _agent(metadata['program'])
+  return Policy(act=module.act,
+                environment=agent.resolve_environment(metadata['env']),
+                program=metadata['program'], source=path,
+                learner_steps=int(metadata['learner_steps']),
+                q_values=getattr(module, 'q_values', None), module=module)
+
+
+def load(workdir: Optional[str] = None,
+         checkpoint: Optional[str] = None) -> Policy:
+  """`checkpoint`: a snapshot directory, a learner checkpoint (prefix or
+  directory) inside a run directory; else the newest learner checkpoint of
+  `workdir`."""
+  if checkpoint:
+    if not os.path.exists(checkpoint) and not os.path.isfile(
+        f'{checkpoint}.index'):
+      raise ValueError(f'--checkpoint={checkpoint} does not exist.')
+    if os.path.isfile(os.path.join(checkpoint, 'saved_model.pb')):
+      return from_snapshot(checkpoint)
+    # A learner checkpoint: its run is <workdir>/checkpoints/learner/...
+    _learner_checkpoint(checkpoint)  # Not one: say so before the run.
+    directory = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(
+        checkpoint)
+    run = workdir or os.path.dirname(os.path.dirname(
+        os.path.abspath(directory)))
+    return from_checkpoint(run, checkpoint)
+  if not workdir:
+    raise ValueError('Pass --workdir=<a run directory> or '
+                     '--checkpoint=<a snapshot or learner checkpoint>.')
+  if not os.path.isdir(workdir):
+    raise ValueError(f'--workdir={workdir} does not exist.')
+  return from_checkpoint(workdir)
