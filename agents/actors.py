@@ -4,7 +4,7 @@ n-step adder per environment, and parameter pulls.
 An Ape-X actor is an `acme.Actor` (one environment, driven by
 `acme.EnvironmentLoop`) and also acts for K environments at once
 (`select_actions`, `observe_first_at`, `observe_at`, driven by
-`agents.envs.vector_loop.VectorEnvironmentLoop`): one batched forward pass chooses
+`agents.actor_loop.VectorEnvironmentLoop`): one batched forward pass chooses
 the K actions, while exploration, n-step windows and initial priorities stay
 per environment.
 """

@@ -37,7 +37,7 @@ from agents import variables as variables_lib
 from launch.runs import checkpointing
 from launch.runs import loggers as loggers_lib
 from agents.envs import resilience
-from agents.envs import vector_loop
+from agents import actor_loop
 from launch import program_stop
 from launch.options import RunOptions
 from launch.options import actor_label
@@ -251,7 +251,7 @@ class ActingNode:
     self._counter = FlushableCounter(counter, prefix='actor')
     self._stop = Stop()
     self._budget = resilience.RetryBudget(options.actor_max_failures)
-    self._loop = vector_loop.VectorEnvironmentLoop(
+    self._loop = actor_loop.VectorEnvironmentLoop(
         [self._make_environment() for _ in range(options.envs_per_actor)],
         self._actor, counter=self._counter, logger=self._logger,
         log_every=options.log_every, on_failure=self._on_failure)
@@ -348,7 +348,7 @@ class EvaluatorNode:
 
   A round is `evaluation_episodes` episodes played side by side, one in
   each of as many environments, with one batched forward pass per step for
-  all of them (`vector_loop.play_episodes`), as an actor steps its
+  all of them (`actor_loop.play_episodes`), as an actor steps its
   environments: a batched pass costs little more than one
   (docs/performance.md), so a round takes a fraction of the processor time
   of its episodes played one after another, which the learner gets back. Every
@@ -422,7 +422,7 @@ class EvaluatorNode:
     round_fields = {loggers_lib.ROUND_STARTED: time.time(),
                     loggers_lib.ROUND_LEARNER_STEPS: self._learner_steps()}
     try:
-      vector_loop.play_episodes(
+      actor_loop.play_episodes(
           self._environments, self._actor, counter=self._evaluator_counter,
           logger=self._logger, on_failure=self._on_failure,
           should_stop=self._stop.requested.is_set, log_fields=round_fields)

@@ -15,7 +15,7 @@ import tensorflow as tf
 from acme import specs
 from acme.tf import utils as tf2_utils
 
-from agents.envs import vector_loop
+from agents import actor_loop
 from agents.a3c import losses as losses_lib
 from agents.a3c import networks
 from agents.a3c.actor import A3CActor
@@ -161,7 +161,7 @@ def _run(worker, environment, loop: str, episodes: int):
     for _ in range(episodes):
       run.run_episode()
     return
-  run = vector_loop.VectorEnvironmentLoop([environment], worker)
+  run = actor_loop.VectorEnvironmentLoop([environment], worker)
   run.run(should_stop=lambda: len(environment.actions) >= (
       episodes * EPISODE_LENGTH))
 

@@ -4,7 +4,7 @@ that it copies them only when the learner's have changed.
 The parts are the program's own: the builder's actor (its period in actor
 steps from `--variable_update_period` in frames, its
 `agents.variables.NewestVariableClient`), the actors' loop
-(`agents.envs.vector_loop.VectorEnvironmentLoop`, one `update` per batch of K
+(`agents.actor_loop.VectorEnvironmentLoop`, one `update` per batch of K
 environment steps) and a real `ApeXDQNLearner`, trained on hand-made
 batches, whose `get_variables_if_newer` answers with the parameters only
 when its step differs from the version the actor holds. The learner is
@@ -36,7 +36,7 @@ from acme import specs
 from dm_env import specs as dm_specs
 
 from agents.envs import environments
-from agents.envs import vector_loop
+from agents import actor_loop
 from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig
 from agents.apex_dqn.learning import ApeXDQNLearner
@@ -183,7 +183,7 @@ def test_an_actor_asks_for_parameters_every_period_of_steps(
                            lambda: environments_[0].steps)
   actor = make_actor(builder, source)
   iterations = 2 * period + period // 2 + 1
-  loop = vector_loop.VectorEnvironmentLoop(environments_, actor)
+  loop = actor_loop.VectorEnvironmentLoop(environments_, actor)
   loop.run(should_stop=Between(actor, iterations))
   assert [env.steps for env in environments_] == [iterations] * 2
   # One request as the actor is made, then one every `period` steps of each
@@ -226,7 +226,7 @@ def test_an_actor_copies_only_parameters_it_does_not_hold():
       learner.step()
       q_at[learner.num_steps] = learner_q()
 
-  loop = vector_loop.VectorEnvironmentLoop(environments_, actor)
+  loop = actor_loop.VectorEnvironmentLoop(environments_, actor)
   loop.run(should_stop=Between(actor, 24, between))
   assert learner.num_steps == 4
   assert checked == [0] * 7 + [1] * 6 + [2] * 9 + [4] * 3
@@ -267,6 +267,6 @@ def test_a_source_without_versions_is_copied_at_every_pull():
   environments_ = [Steps(i) for i in range(NUM_ENVIRONMENTS)]
   source = PlainSource(make_learner(builder), lambda: environments_[0].steps)
   actor = make_actor(builder, source)
-  loop = vector_loop.VectorEnvironmentLoop(environments_, actor)
+  loop = actor_loop.VectorEnvironmentLoop(environments_, actor)
   loop.run(should_stop=Between(actor, 13))
   assert source.copies == [0, 4, 8, 12]

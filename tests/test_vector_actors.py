@@ -34,7 +34,7 @@ from dm_env import specs as dm_specs
 
 from agents.envs import environments
 from agents.envs import resilience
-from agents.envs import vector_loop
+from agents import actor_loop
 from agents.apex_dpg import priorities as dpg_priorities
 from agents.apex_dpg.actor import ApeXDPGActor
 from agents.apex_dpg.builder import ApeXDPGBuilder
@@ -468,7 +468,7 @@ def test_vector_loop_writes_each_environments_transitions(client):
   actor, twin = make_dqn_actor(client, [0.3, 1.0, 0.0], seed=7)
   assert actor.num_environments == 3
   envs = [ScriptedEnvironment(i, SCRIPTS[i]) for i in range(3)]
-  loop = vector_loop.VectorEnvironmentLoop(envs, actor)
+  loop = actor_loop.VectorEnvironmentLoop(envs, actor)
   iterations = 51
   loop.run(should_stop=stop_after(iterations))
   actor.close()
@@ -501,7 +501,7 @@ def test_vector_loop_writes_each_environments_transitions(client):
 
 
 class LoopClock:
-  """Stands in for the `time` module in agents/envs/vector_loop.py: the real
+  """Stands in for the `time` module in agents/actor_loop.py: the real
   clock, keeping every reading the loop takes."""
 
   def __init__(self):
@@ -547,9 +547,9 @@ def test_counts_are_the_finished_episodes_and_rows_carry_steps_per_second(
   parent = counting.Counter()
   counter = counting.Counter(parent, prefix='actor', time_delta=0.0)
   clock = LoopClock()
-  monkeypatch.setattr(vector_loop, 'time', clock)
+  monkeypatch.setattr(actor_loop, 'time', clock)
   logger = RecordingLogger(envs, clock)
-  loop = vector_loop.VectorEnvironmentLoop(envs, actor, counter=counter,
+  loop = actor_loop.VectorEnvironmentLoop(envs, actor, counter=counter,
                                            logger=logger, log_every=0.2)
   iterations = 300
   loop.run(should_stop=stop_after(iterations))
@@ -624,7 +624,7 @@ def test_failures_cost_only_the_failing_environments_episode(client):
     return replacements.pop(0)
 
   counter = counting.Counter()
-  loop = vector_loop.VectorEnvironmentLoop(
+  loop = actor_loop.VectorEnvironmentLoop(
       [env0, guarded[1], guarded[2]], actor, counter=counter,
       on_failure=on_failure)
   should_stop = stop_after(1000)
@@ -679,7 +679,7 @@ def test_failure_without_handler_propagates(client):
   actor, _ = make_dqn_actor(client, [0.0, 0.0], seed=10)
   crashing = ScriptedEnvironment(1, [(9, TERMINATES)],
                                  faults={(0, 4): 'raise'})
-  loop = vector_loop.VectorEnvironmentLoop(
+  loop = actor_loop.VectorEnvironmentLoop(
       [ScriptedEnvironment(0, SCRIPTS[0]),
        resilience.GuardedEnvironment(crashing)], actor)
   with pytest.raises(resilience.EnvironmentFailure, match='env 1: step 4'):
@@ -794,8 +794,8 @@ def test_a_round_plays_one_greedy_episode_per_environment_in_one_pass_a_step(
   counter = counting.Counter(parent, prefix='evaluator', time_delta=0.0)
   clock = LoopClock()
   logger = RecordingLogger(envs, clock)
-  monkeypatch.setattr(vector_loop, 'time', clock)
-  finished = vector_loop.play_episodes(envs, recorder, counter=counter,
+  monkeypatch.setattr(actor_loop, 'time', clock)
+  finished = actor_loop.play_episodes(envs, recorder, counter=counter,
                                        logger=logger,
                                        log_fields={'round_started': 12.5})
   # One episode each, whole, and none begun after it.
@@ -854,7 +854,7 @@ def test_a_failing_environment_loses_only_its_episode_of_the_round():
     return replacements[index]
 
   counter = counting.Counter()
-  finished = vector_loop.play_episodes(envs, actor, counter=counter,
+  finished = actor_loop.play_episodes(envs, actor, counter=counter,
                                        on_failure=on_failure)
   assert [index for index, _ in calls] == [2, 1]
   assert 'env 2: reset 0' in calls[0][1]
@@ -866,17 +866,17 @@ def test_a_failing_environment_loses_only_its_episode_of_the_round():
   assert env12.step_calls == 0 and not env12.episodes
   # The next round plays in the replacements.
   envs[1], envs[2] = env11, env12
-  finished = vector_loop.play_episodes(envs, actor, counter=counter,
+  finished = actor_loop.play_episodes(envs, actor, counter=counter,
                                        on_failure=on_failure)
   assert sorted(length for _, length in finished) == [2, 2, 4, 5]
   # Without a handler, the failure is raised; a handler's None ends the
   # round at once.
   with pytest.raises(resilience.EnvironmentFailure, match='env 1: step 3'):
-    vector_loop.play_episodes(
+    actor_loop.play_episodes(
         [resilience.GuardedEnvironment(ScriptedEnvironment(
             1, [(6, TERMINATES)], faults={(0, 3): 'raise'}))], actor)
   other = ScriptedEnvironment(0, [(9, TERMINATES)])
-  assert vector_loop.play_episodes(
+  assert actor_loop.play_episodes(
       [resilience.GuardedEnvironment(ScriptedEnvironment(
           1, [(6, TERMINATES)], faults={(0, 3): 'raise'})), other],
       actor, on_failure=lambda index, error: None) == []
@@ -888,7 +888,7 @@ def test_a_round_ends_at_the_first_step_after_it_is_told_to_stop():
   actor, _, _ = evaluation_actor(2, seed=6)
   envs = [ScriptedEnvironment(0, [(50, TERMINATES)]),
           ScriptedEnvironment(1, [(3, TERMINATES)])]
-  finished = vector_loop.play_episodes(envs, actor,
+  finished = actor_loop.play_episodes(envs, actor,
                                        should_stop=stop_after(5))
   # 5 steps: env 1's episode ended; env 0's did not and is not reported.
   assert finished == [(pytest.approx(sum(envs[1].episodes[0].rewards)), 3)]

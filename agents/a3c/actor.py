@@ -22,7 +22,7 @@ from agents.a3c.learning import POLICY
 
 class A3CActor(acme.Actor):
   """One environment, driven by `acme.EnvironmentLoop`, or by the program's
-  actor loop (`agents.envs.vector_loop`, with K = 1: `num_environments`,
+  actor loop (`agents.actor_loop`, with K = 1: `num_environments`,
   `select_actions`, `observe_first_at`, `observe_at`).
 
   `parameter_server` (an `A3CParameterServer` or a handle to one) makes this
