@@ -20,6 +20,7 @@ from acme.tf import utils as tf2_utils
 from acme.utils import counting
 from acme.utils import loggers
 
+from agents import priorities as priorities_lib
 from agents.replay import tables
 from agents.replay import shards
 from agents import variables as variables_lib
@@ -144,7 +145,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
         self._importance_sampling_exponent)
     td_errors, metrics = self._compiled_update(sample.data, weights)
 
-    priorities = tf.abs(td_errors)
+    priorities = priorities_lib.from_td_errors(td_errors)
     self._max_priority.assign(tf.maximum(
         self._max_priority, tf.cast(tf.reduce_max(priorities), tf.float64)))
     if self._replay_client is not None:
