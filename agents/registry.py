@@ -15,8 +15,8 @@ environment, and what its acting nodes are called. Its folder's
 The programs (`programs/<name>.py`), restoring a policy (`launch.restore`),
 `programs/evaluate.py` and `examples/single_process.py` all read this
 registry, and nothing else lists the agents. An agent of your own code is
-registered the same way, from a module that the launch imports before it
-reads its flags (see docs/extending.md).
+registered the same way, from a module imported before a program reads its
+flags.
 
 Nothing here imports TensorFlow: a program checks its flags with the
 agent's config and presets before it loads the builder.
