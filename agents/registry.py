@@ -29,7 +29,8 @@ from typing import Dict, List, Mapping, Type
 from agents.config import AgentConfig
 from agents.config import Preset
 
-# The agent folders of this package; each registers itself when imported.
+# The agent folders of this package; each registers itself when imported,
+# as its `AGENT`.
 _BUILT_IN = ('agents.apex_dqn', 'agents.apex_dpg', 'agents.a3c')
 
 # Which environments an agent takes, by its actions.
@@ -98,15 +99,16 @@ def register(agent: Agent) -> Agent:
   return agent
 
 
-def _load_built_in():
-  for module in _BUILT_IN:
-    importlib.import_module(module)
+def _load_built_in() -> List[str]:
+  """Imports the built-in agent folders; returns their agents' names."""
+  return [importlib.import_module(module).AGENT.name for module in _BUILT_IN]
 
 
 def names() -> List[str]:
-  """Every registered agent's name, the built-in ones first."""
-  _load_built_in()
-  return list(_AGENTS)
+  """Every registered agent's name, the built-in ones first, in
+  `_BUILT_IN`'s order."""
+  built_in = _load_built_in()
+  return built_in + [name for name in _AGENTS if name not in built_in]
 
 
 def get(name: str) -> Agent:

@@ -4,8 +4,9 @@
   python examples/single_process.py --agent=apex_dpg --num_steps=5000
 
 `--agent`: any registered agent with replay (`agents.registry`): apex_dqn
-(default, on gym:CartPole-v1) or apex_dpg (default control:cartpole:balance). One actor and the learner share this
-process through `acme.agents.agent.Agent`, which steps the learner once every
+(default, on gym:CartPole-v1) or apex_dpg (default control:cartpole:balance).
+One actor and the learner share this process through
+`acme.agents.agent.Agent`, which steps the learner once every
 `observations_per_step` observations after `min_observations`. The actor writes
 prioritised n-step transitions to an in-process `reverb.Server`, from which the
 learner samples.

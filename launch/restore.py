@@ -16,6 +16,7 @@ import tensorflow as tf
 from launch.runs import checkpointing
 from agents.envs import environments
 from launch.runs import run_manifest
+from agents import registry
 from agents import snapshots
 
 
@@ -30,17 +31,11 @@ class Policy:
   module: Optional[Any] = None  # What holds the functions' variables.
 
 
-def _agent(name: str):
-  """The registered agent of a program's name (`agents.registry`)."""
-  from agents import registry  # pylint: disable=g-import-not-at-top
-  return registry.get(name)
-
-
 def make_builder(workdir: str):
   """The builder of the run in `workdir`, with its checkpointed config."""
   manifest = run_manifest.read_manifest(workdir)
   try:
-    agent = _agent(manifest['program'])
+    agent = registry.get(manifest['program'])
   except ValueError as error:  # Another program's run.json.
     raise ValueError(f'{os.path.join(workdir, run_manifest.MANIFEST)}: '
                      f'{error}') from None
@@ -106,7 +101,7 @@ def from_checkpoint(workdir: str, checkpoint: Optional[str] = None) -> Policy:
 def from_snapshot(path: str) -> Policy:
   """The policy of a snapshot directory (`<workdir>/snapshots/policy-N`)."""
   module, metadata = snapshots.load(path)
-  agent = _agent(metadata['program'])
+  agent = registry.get(metadata['program'])
   return Policy(act=module.act,
                 environment=agent.resolve_environment(metadata['env']),
                 program=metadata['program'], source=path,
