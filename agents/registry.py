@@ -75,13 +75,10 @@ class Agent:
     return getattr(importlib.import_module(module), name)
 
   def resolve_environment(self, env_name: str):
-    """The spec of environment `env_name` (`agents.envs.environments`), or
-    an `UnknownEnvironmentError` that lists the forms this agent takes."""
-    from agents.envs import environments  # pylint: disable=g-import-not-at-top
-    resolve = {'discrete': environments.resolve_discrete,
-               'continuous': environments.resolve_continuous,
-               'any': environments.resolve_any}[self.actions]
-    return resolve(env_name)
+    """The spec of environment `env_name` (`agents.envs.suites`), or an
+    `UnknownEnvironmentError` that lists the forms this agent takes."""
+    from agents.envs import suites  # pylint: disable=g-import-not-at-top
+    return suites.resolve(env_name, self.actions, agents_for)
 
 
 _AGENTS: Dict[str, Agent] = {}
@@ -109,6 +106,14 @@ def names() -> List[str]:
   `_BUILT_IN`'s order."""
   built_in = _load_built_in()
   return built_in + [name for name in _AGENTS if name not in built_in]
+
+
+def agents_for(actions) -> str:
+  """The registered agents that take environments of any of `actions`
+  ('discrete', 'continuous'), as advice: 'apex_dqn or a3c'."""
+  fitting = [name for name in names()
+             if _AGENTS[name].actions in (*actions, 'any')]
+  return ' or '.join(fitting) or 'an agent of those actions'
 
 
 def get(name: str) -> Agent:

@@ -1,4 +1,8 @@
-"""The torsos the agents share: observation -> embedding, by environment kind."""
+"""The torsos the agents share: observation -> embedding.
+
+An environment's suite names its torsos (`agents.envs.suites.Suite.torsos`,
+by kind: 'features' or 'dense'); `make_torso` builds the one an agent asks
+for, or an MLP where the suite names none (vector observations)."""
 
 from typing import Sequence
 
@@ -64,12 +68,23 @@ class SmallAtariCNN(snt.Module):
     return self._layers(tf.cast(observation, tf.float32) / 255.0)
 
 
-def make_torso(environment_kind: str, mlp_hidden_sizes: Sequence[int],
-               atari_torso=NatureCNN) -> snt.Module:
-  """The torso for an environment kind: `atari_torso` for Atari pixels,
-  Young & Tian's for MinAtar, an MLP of `mlp_hidden_sizes` for vectors."""
-  if environment_kind == 'atari':
-    return atari_torso()
-  if environment_kind == 'minatar':
-    return MinAtarCNN()
-  return MLPTorso(mlp_hidden_sizes)
+# Young & Tian (2019): their MinAtar networks (DQN's and the actor-critic's)
+# have one fully connected layer of 128 units after the convolution.
+MINATAR_HIDDEN_SIZE = 128
+
+
+def minatar_dense() -> snt.Module:
+  """Young & Tian's MinAtar torso with their 128-unit layer: MinAtar's
+  torso of kind 'dense' (A3C's)."""
+  return snt.Sequential([MinAtarCNN(), MLPTorso([MINATAR_HIDDEN_SIZE])])
+
+
+def make_torso(suite, kind: str,
+               mlp_hidden_sizes: Sequence[int]) -> snt.Module:
+  """The torso of `kind` ('features' or 'dense') for the observations of
+  `suite` (an `agents.envs.suites.Suite`): the one it names, else an MLP of
+  `mlp_hidden_sizes`."""
+  factory = suite.torso(kind)
+  if factory is None:
+    return MLPTorso(mlp_hidden_sizes)
+  return factory()

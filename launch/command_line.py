@@ -30,6 +30,7 @@ from absl import flags
 from launch.runs import run_manifest
 from launch.runs import storage
 from agents import builders
+from agents import plugins
 from agents.config import Preset
 from launch.cloud import capacity
 from launch.cloud import machines
@@ -113,9 +114,10 @@ def _define_flags(dataclass, defaults: Mapping[str, Any]):
 
 
 def define_flags(config_class, presets: Mapping[str, Preset],
-                 default_env: str):
+                 default_env: str, default_plugins: str = ''):
   """Defines the program's flags: `--preset`, `--list_presets`, the run
-  options and the fields of `config_class`."""
+  options (with the program's default `--env` and `--plugins`) and the
+  fields of `config_class`."""
   flags.DEFINE_string(
       'preset', None, 'A named configuration; flags given explicitly win '
       'over its values (--list_presets shows them). ' + ' '.join(
@@ -127,7 +129,7 @@ def define_flags(config_class, presets: Mapping[str, Preset],
                     'Print the value of every flag this launch would run '
                     'with (after --preset and a resumed run\'s record), as '
                     'JSON, and exit without creating anything.')
-  _define_flags(RunOptions, {'env': default_env})
+  _define_flags(RunOptions, {'env': default_env, 'plugins': default_plugins})
   _define_flags(config_class, {})
   _define_flags(CloudOptions, {})
 
@@ -153,7 +155,7 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[machines.Plan]:
   packaging.check_cloud_dependencies()
   # Each replay replica holds one shard; None: a program without replay.
   replay_capacity = config.replay_shard_capacity()
-  env_kind = options.env.split(':')[0]
+  env_kind = options.env.split(':')[0]  # Its suite's name.
   requests = machines.requests(cloud_flags, env_kind, replay_capacity)
   groups = ['coordinator', 'counter', 'learner', 'actor']
   if replay_capacity is not None:
@@ -327,6 +329,9 @@ def build_program(program_name: str, config_class,
                             'workdir': None,
                             'launch_type': FLAGS.lp_launch_type})
     options.validate()
+    # Suites and agents of the user's own code, registered before anything
+    # asks for them.
+    plugins.import_plugins(options.plugins)
     # What an agent cannot run with (for one, a replay shard that no
     # environment writes to).
     config.check_program(options.program_shape)

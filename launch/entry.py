@@ -23,23 +23,29 @@ from launch import private_network
 
 class ProgramEntry:
   """One program: the registered agent `name` (`agents.registry`), whose
-  name is the program's (`programs/<name>.py`, its runs' default workdir)."""
+  name is the program's (`programs/<name>.py`, its runs' default workdir).
+  `plugins`: the modules (comma-separated) that register it, when it is an
+  agent of your own code (docs/extending.md): imported first, and the
+  default of `--plugins`, so that the run's record names them."""
 
-  def __init__(self, name: str):
+  def __init__(self, name: str, plugins: str = ''):
     # First of all, while this process has one thread: a launch on this
     # machine moves into a network of its own (or refuses to start exposed).
     private_network.isolate_launch(sys.argv)
     # pylint: disable=g-import-not-at-top
     import launchpad  # pylint: disable=unused-import  # Its --lp_* flags.
+    from agents import plugins as plugins_lib
     from agents import registry
     from launch import command_line
     from launch.cloud import options as cloud_options
     # pylint: enable=g-import-not-at-top
     cloud_options.define_xmanager_flags(sys.argv)
+    plugins_lib.import_plugins(plugins)
     self.agent = registry.get(name)
     self.name = self.agent.name
     command_line.define_flags(self.agent.config_class, self.agent.presets,
-                              default_env=self.agent.default_env)
+                              default_env=self.agent.default_env,
+                              default_plugins=plugins)
 
   def build(self):
     """Validates the flags: (program, run options, environment, plan)."""

@@ -278,7 +278,9 @@ def _report_stop(options: RunOptions, program_name: Optional[str],
                    f'cannot say why: {unreadable}')
   checkpoints = os.path.join(options.workdir, run_manifest.CHECKPOINTS)
   if os.path.isdir(checkpoints) and os.listdir(checkpoints):
-    resume = f'python programs/{program_name}.py' if program_name else 'the program'
+    # The program as it was started (programs/<name>.py, or a program file
+    # of the user's own).
+    resume = f'python {sys.argv[0]}' if program_name else 'the program'
     terminal.say(f'Checkpoints are in {checkpoints}; {resume} '
                  f'--workdir={options.workdir} resumes the run.')
   if unreadable:

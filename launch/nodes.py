@@ -282,8 +282,7 @@ class ActingNode:
     self._num_built += 1
     return resilience.GuardedEnvironment(
         self._builder.environment.make_environment(
-            seed=seed, atari_training=self._options.atari_training,
-            atari_noop_starts=self._options.atari_noop_starts))
+            seed=seed, **self._options.environment_options()))
 
   def _on_failure(self, index: int, error: Exception):
     """The environment to go on with, or None when the actor gives up."""
@@ -398,7 +397,7 @@ class EvaluatorNode:
     return _StoppableEnvironment(
         self._builder.environment.make_environment(
             seed=seed, evaluation=True,
-            atari_evaluation=self._options.atari_evaluation),
+            **self._options.environment_options()),
         self._stop.requested)
 
   def _learner_steps(self) -> int:

@@ -7,7 +7,7 @@ check of every run option.
 """
 
 import dataclasses
-from typing import Optional
+from typing import Any, Dict, Optional
 
 from agents.builders import ProgramShape
 from launch.runs import storage
@@ -31,6 +31,13 @@ class RunOptions:
   actions, as Young & Tian's DQN). Ape-X DPG: control:<domain>:<task> (dm_control; default
   control:manipulator:bring_ball), gym:<id> (a bounded 1-D Box action
   space). A bad name is answered with the accepted forms."""
+  plugins: str = ''
+  """Modules of your own to import before the environment is resolved,
+  comma-separated (e.g. my_suites,my_networks): each registers environment
+  suites (agents.envs.suites) or agents (agents.registry). Imported from
+  the current directory or the Python path; recorded with the run, so a
+  resumed run, its nodes and evaluate.py import them too; copied into a
+  Vertex AI job's containers (docs/extending.md)."""
   workdir: Optional[str] = None
   """Directory of the run's logs, checkpoints and records; default:
   ~/apex_runs/<program>/<timestamp>. A program launched again with the same
@@ -136,6 +143,14 @@ class RunOptions:
                         variable_cachers=self.variable_cachers,
                         max_actor_steps=self.max_actor_steps)
 
+  def environment_options(self) -> Dict[str, Any]:
+    """Every run option by name but the seed and the environment's name,
+    for the environment's suite to take those its environments take
+    (`agents.envs.suites.Suite.options`: an Atari game's `atari_*`)."""
+    return {field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if field.name not in ('seed', 'env')}
+
   @property
   def node_workdir(self) -> str:
     """The workdir as the nodes read and write it: a gs:// workdir is under
@@ -164,8 +179,8 @@ class RunOptions:
                self.workdir_access, ' or '.join(WORKDIR_UMASKS))
     check_flag('num_evaluators', self.num_evaluators in (0, 1),
                self.num_evaluators, '0 or 1')
-    from agents.envs.environments import ATARI_EVALUATIONS  # pylint: disable=g-import-not-at-top
-    from agents.envs.environments import ATARI_TRAININGS  # pylint: disable=g-import-not-at-top
+    from agents.envs.atari import ATARI_EVALUATIONS  # pylint: disable=g-import-not-at-top
+    from agents.envs.atari import ATARI_TRAININGS  # pylint: disable=g-import-not-at-top
     check_flag('atari_evaluation', self.atari_evaluation in ATARI_EVALUATIONS,
                self.atari_evaluation, ' or '.join(ATARI_EVALUATIONS))
     check_flag('atari_training', self.atari_training in ATARI_TRAININGS,

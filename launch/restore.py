@@ -16,6 +16,7 @@ import tensorflow as tf
 from launch.runs import checkpointing
 from agents.envs import environments
 from launch.runs import run_manifest
+from agents import plugins
 from agents import registry
 from agents import snapshots
 
@@ -31,9 +32,17 @@ class Policy:
   module: Optional[Any] = None  # What holds the functions' variables.
 
 
+def import_run_plugins(workdir: str, manifest=None):
+  """Imports the plug-ins the run in `workdir` launched with (its record's
+  --plugins), which may register its environment's suite or its agent."""
+  manifest = manifest or run_manifest.read_manifest(workdir)
+  plugins.import_plugins(str(manifest.get('flags', {}).get('plugins', '')))
+
+
 def make_builder(workdir: str):
   """The builder of the run in `workdir`, with its checkpointed config."""
   manifest = run_manifest.read_manifest(workdir)
+  import_run_plugins(workdir, manifest)
   try:
     agent = registry.get(manifest['program'])
   except ValueError as error:  # Another program's run.json.
@@ -101,6 +110,10 @@ def from_checkpoint(workdir: str, checkpoint: Optional[str] = None) -> Policy:
 def from_snapshot(path: str) -> Policy:
   """The policy of a snapshot directory (`<workdir>/snapshots/policy-N`)."""
   module, metadata = snapshots.load(path)
+  # A snapshot of a run (<workdir>/snapshots/policy-N): its plug-ins.
+  run = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+  if os.path.isfile(os.path.join(run, run_manifest.MANIFEST)):
+    import_run_plugins(run)
   agent = registry.get(metadata['program'])
   return Policy(act=module.act,
                 environment=agent.resolve_environment(metadata['env']),

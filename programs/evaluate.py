@@ -114,8 +114,8 @@ class VideoWriter:
 
 def frames_per_second(environment, spec) -> float:
   """Video speed: real time for the emulator and the simulator."""
-  if spec.kind == 'atari':
-    return 60.0 / spec.frames_per_step  # The ALE runs at 60 frames/s.
+  if spec.suite.frames_per_second:  # The ALE's 60 frames/s.
+    return spec.suite.frames_per_second / spec.frames_per_step
   if hasattr(environment, 'control_timestep'):
     return 1.0 / environment.control_timestep
   return 10.0
@@ -129,7 +129,7 @@ def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
   many NOOP frames, results/pong_phase.py), writing the first one's frames
   to the mp4 file `video` if given; returns (returns, lengths, video info
   or None, each episode's no-op start or None where the game has none)."""
-  from agents.envs import environments  # pylint: disable=g-import-not-at-top
+  from agents.envs import atari  # pylint: disable=g-import-not-at-top
   spec = policy.environment
   environment = spec.make_environment(seed=seed, evaluation=True,
                                       atari_evaluation=atari_evaluation,
@@ -142,7 +142,7 @@ def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
   returns, lengths, starts = [], [], []
   for episode in range(episodes):
     timestep = environment.reset()
-    starts.append(environments.noops_played(environment))
+    starts.append(atari.noops_played(environment))
     recording = recorder is not None and episode == 0
     if recording:
       recorder.add(environment.render())
@@ -202,11 +202,11 @@ def main(_):
     sys.exit(2)
   print(f'{policy.program} on {policy.environment.name}, learner step '
         f'{policy.learner_steps:,}, from {policy.source}')
-  atari = policy.environment.kind == 'atari'
-  if atari:
-    from agents.envs.environments import ATARI_EVALUATIONS  # pylint: disable=g-import-not-at-top
-    print('Episodes made independent by '
-          f'{ATARI_EVALUATIONS[FLAGS.atari_evaluation].description}.')
+  suite = policy.environment.suite
+  # The evaluation options its suite takes (an Atari game's protocol).
+  options = suite.take_options({'atari_evaluation': FLAGS.atari_evaluation})
+  if suite.evaluation_note:
+    print(f'Episodes made independent by {suite.evaluation_note(options)}.')
   stats = summary(returns)
   print(f'{stats["episodes"]} episodes: return mean {stats["mean"]:.2f}, '
         f'median {stats["median"]:.2f}, std {stats["std"]:.2f}, '
@@ -217,8 +217,7 @@ def main(_):
             'learner_steps': policy.learner_steps,
             'epsilon': FLAGS.epsilon, 'seed': FLAGS.seed,
             'returns': returns, 'lengths': lengths, **stats}
-  if atari:
-    result['atari_evaluation'] = FLAGS.atari_evaluation
+  result.update(options)
   if any(count is not None for count in noops):
     result['noops'] = noops  # Each episode's no-op start, in order.
   if video is not None:

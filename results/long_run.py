@@ -44,7 +44,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from agents.envs import environments
+from agents.envs import atari
 from launch.runs import loggers
 from launch.runs import run_manifest
 
@@ -189,7 +189,7 @@ def _protocol(name: Optional[str]) -> str:
   ', with <description>', or nothing for another kind of game."""
   if name is None:
     return ''
-  return f', with {environments.ATARI_EVALUATIONS[name].description}'
+  return f', with {atari.ATARI_EVALUATIONS[name].description}'
 
 
 def _atari_evaluation(run_flags) -> Optional[str]:

@@ -106,17 +106,17 @@ def kill_group(process: subprocess.Popen, timeout: float = 30):
 
 
 def run(command: Sequence[str], timeout: float,
-        stderr=subprocess.STDOUT) -> subprocess.CompletedProcess:
-  """Runs `command` from the repository root in its own session and returns
-  its exit status and output (stderr merged into stdout, unless `stderr` is
-  subprocess.PIPE).
+        stderr=subprocess.STDOUT, cwd=None) -> subprocess.CompletedProcess:
+  """Runs `command` from the repository root (or `cwd`) in its own session
+  and returns its exit status and output (stderr merged into stdout, unless
+  `stderr` is subprocess.PIPE).
 
   `timeout` only catches a command that hangs: the test fails with the
   output so far. Whatever is left of the process group when the command
   ends, times out or the test is interrupted, is killed.
   """
   process = subprocess.Popen(list(command), stdout=subprocess.PIPE,
-                             stderr=stderr, text=True, cwd=ROOT,
+                             stderr=stderr, text=True, cwd=cwd or ROOT,
                              start_new_session=True)
   try:
     stdout, errors = process.communicate(timeout=timeout)

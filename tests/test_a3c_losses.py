@@ -13,6 +13,7 @@ from agents.a3c import losses
 from agents.a3c import networks
 from agents.a3c import optimizer
 from agents.a3c.config import A3CConfig
+from agents.envs import suites
 
 GAMMA = 0.99
 
@@ -198,7 +199,8 @@ def test_gaussian_network_shares_nothing_between_policy_and_value():
 def test_a_discrete_networks_value_shares_the_torso_only_when_asked(
     shared_torso):
   spec = type('Spec', (), {'dtype': np.int64, 'num_values': 3})()
-  network = networks.make_network('gym', spec, [8], shared_torso=shared_torso)
+  network = networks.make_network(suites.get('gym'), spec, [8],
+                                  shared_torso=shared_torso)
   _, both = _shared_by_policy_and_value(network, lambda policy: policy.logits)
   # Shared: the torso's weights and biases (one layer of 8) feed both heads.
   assert len(both) == (2 if shared_torso else 0), both

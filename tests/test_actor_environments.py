@@ -11,6 +11,7 @@ from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig
 from launch import nodes
 from launch.options import RunOptions
+from agents.envs import atari
 from agents.envs import environments
 from tests.test_vector_actors import FixedVariableSource
 
@@ -31,7 +32,7 @@ def test_every_environment_an_actor_builds_is_as_the_options_say(
   node = nodes.ActingNode(builder, actor, counting.Counter(), 0, options)
   built = list(node._loop.environments)  # pylint: disable=protected-access
   built.append(node._make_environment())  # As after a failure.  # pylint: disable=protected-access
-  sticky = environments.ATARI_TRAININGS[training]
+  sticky = atari.ATARI_TRAININGS[training]
   starts = []
   for environment in built:
     # The actor's guard around the dm_env adapter around gymnasium's ALE.
@@ -39,7 +40,7 @@ def test_every_environment_an_actor_builds_is_as_the_options_say(
     assert ale.getFloat('repeat_action_probability') == pytest.approx(sticky)
     for _ in range(4):
       environment.reset()
-      starts.append(environments.noops_played(environment))
+      starts.append(atari.noops_played(environment))
     environment.close()
   if noop_starts:
     assert all(1 <= count <= noop_starts for count in starts), starts

@@ -133,8 +133,14 @@ def test_each_program_command_runs_to_the_point_of_work(tmp_path, page,
       extra.append(f'--package_dir={tmp_path / "package"}')
   else:
     extra = [] if '--list_presets' in flags else ['--print_config']
+  environment = _environment(tmp_path)
+  if page == 'docs/extending.md':  # With the page's plug-ins at hand.
+    from tests import test_extending  # pylint: disable=g-import-not-at-top
+    (tmp_path / 'user').mkdir()
+    test_extending.write_blocks(tmp_path / 'user')
+    environment['PYTHONPATH'] = str(tmp_path / 'user')
   result = subprocess.run([sys.executable, words[1], *flags, *extra],
-                          cwd=ROOT, env=_environment(tmp_path),
+                          cwd=ROOT, env=environment,
                           capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, (
       f'{page}: {command}\n{result.stdout[-2000:]}{result.stderr[-3000:]}')

@@ -24,7 +24,7 @@ from acme.utils import loggers
 from agents.apex_dpg.actor import ApeXDPGActor
 from agents.apex_dpg.builder import ApeXDPGBuilder
 from agents.apex_dpg.config import ApeXDPGConfig
-from agents.envs.environments import FlatControlEnvironment
+from agents.envs.control import FlatControlEnvironment
 from agents.envs.environments import resolve_continuous
 from replay_items import Item, read_all_items, table_size
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from gymnasium import wrappers
 
+from agents.envs import atari
 from agents.envs import environments
 from agents.apex_dqn.config import ApeXDQNConfig
 from agents.envs.environments import GymnasiumToDmEnv
@@ -306,7 +307,7 @@ def test_one_policy_plays_different_evaluation_episodes(pong):
   sticky_training = _episode_starts(pong.make_environment(
       seed=3, atari_training='sticky'))
   assert len(set(sticky_training)) == len(sticky_training)
-  for protocol in environments.ATARI_EVALUATIONS:
+  for protocol in atari.ATARI_EVALUATIONS:
     evaluation = _episode_starts(pong.make_environment(
         seed=3, evaluation=True, atari_evaluation=protocol))
     assert len(set(evaluation)) == len(evaluation), protocol
@@ -341,13 +342,13 @@ def test_noops_played_is_the_no_op_start_that_made_the_episode(pong, made_as):
   counts = []
   for _ in range(6):
     env.reset()
-    count = environments.noops_played(env)
+    count = atari.noops_played(env)
     counts.append(count)
     ram = env._environment.unwrapped.ale.getRAM()  # pylint: disable=protected-access
     assert (_ram_after_noops(bare, count) == ram).all(), count
     bare.step(0)  # Not one frame more: the next count's memory differs.
     assert (bare.unwrapped.ale.getRAM() != ram).any(), count
-  assert all(1 <= count <= environments.ATARI_EVAL_NOOP_MAX
+  assert all(1 <= count <= atari.ATARI_EVAL_NOOP_MAX
              for count in counts)
   assert len(set(counts)) > 1  # Drawn afresh for each episode.
   env.close()
@@ -355,11 +356,11 @@ def test_noops_played_is_the_no_op_start_that_made_the_episode(pong, made_as):
   # Other protocols and kinds play no no-op start.
   sticky = pong.make_environment(seed=5, evaluation=True)
   sticky.reset()
-  assert environments.noops_played(sticky) is None
+  assert atari.noops_played(sticky) is None
   sticky.close()
   training = pong.make_environment(seed=5)
   training.reset()
-  assert environments.noops_played(training) is None
+  assert atari.noops_played(training) is None
   training.close()
 
 
@@ -368,18 +369,18 @@ def test_noops_played_is_the_no_op_start_that_made_the_episode(pong, made_as):
 def test_a_fixed_no_op_start_replaces_the_protocols(count, protocol):
   # As `make_atari(noops=...)` starts every episode, a bare deterministic
   # emulator after `count` NOOP frames; the protocol's sticky actions stay.
-  env = environments.make_atari('Pong', seed=2, evaluation=True,
+  env = atari.make_atari('Pong', seed=2, evaluation=True,
                                 atari_evaluation=protocol, noops=count)
   bare = _bare_pong()
   expected = _ram_after_noops(bare, count)
   ale = env._environment.unwrapped.ale  # pylint: disable=protected-access
   for _ in range(3):
     env.reset()
-    assert environments.noops_played(env) == count
+    assert atari.noops_played(env) == count
     assert (ale.getRAM() == expected).all()
     env.step(np.int32(2))
   assert ale.getFloat('repeat_action_probability') == pytest.approx(
-      environments.ATARI_EVALUATIONS[protocol].repeat_action_probability)
+      atari.ATARI_EVALUATIONS[protocol].repeat_action_probability)
   env.close()
   bare.close()
 

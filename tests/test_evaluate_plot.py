@@ -286,13 +286,13 @@ def test_frame_rates_count_the_runs_frames_per_step(runs, tmp_path):
 ])
 def test_frames_per_step_of_runs_recorded_without_it(manifest, expected,
                                                      tmp_path):
-  from agents.envs import environments  # pylint: disable=g-import-not-at-top
+  from agents.envs import atari  # pylint: disable=g-import-not-at-top
   from launch.runs import run_manifest  # pylint: disable=g-import-not-at-top
   if manifest is not None:
     with open(tmp_path / 'run.json', 'w') as f:
       json.dump(dict(manifest, program='apex_dqn', config={}), f)
   if expected == 'atari skip':
-    expected = environments.ATARI_FRAME_SKIP
+    expected = atari.ATARI_FRAME_SKIP
   assert run_manifest.frames_per_step(str(tmp_path)) == expected
 
 

@@ -16,6 +16,7 @@ import reverb
 import tensorflow as tf
 
 from agents.replay import adders
+from agents.envs import atari
 from agents.envs import environments
 from agents.replay import tables
 from agents.replay import shards
@@ -69,7 +70,7 @@ def item_key(observation, action, n_step_return, discount, next_observation,
 @pytest.mark.parametrize('flush_size', [5, 50])
 def test_frame_items_equal_whole_observation_items(pong, flush_size):
   whole_server = make_server(pong, 0)
-  frame_server = make_server(pong, environments.ATARI_FRAME_STACK)
+  frame_server = make_server(pong, atari.ATARI_FRAME_STACK)
   try:
     whole = reverb.Client(f'localhost:{whole_server.port}')
     frames = reverb.Client(f'localhost:{frame_server.port}')
@@ -79,13 +80,13 @@ def test_frame_items_equal_whole_observation_items(pong, flush_size):
         priority_fn=builder.priority_fn, flush_size=flush_size,
         max_abs_reward=1.0, stacked_frames=stacked)
     run_episodes(pong, [make(whole, 0),
-                        make(frames, environments.ATARI_FRAME_STACK)])
+                        make(frames, atari.ATARI_FRAME_STACK)])
     assert table_size(frames) == table_size(whole) == sum(STEPS)
 
     # The learner's dataset: frames back on the last axis, as actors saw them.
     dataset = tables.make_dataset(
         f'localhost:{frame_server.port}', batch_size=sum(STEPS),
-        prefetch_size=1, stacked_frames=environments.ATARI_FRAME_STACK)
+        prefetch_size=1, stacked_frames=atari.ATARI_FRAME_STACK)
     batch = next(iter(dataset))
     assert batch.data[adders.OBSERVATION].shape == (sum(STEPS), 84, 84, 4)
     assert batch.data[adders.OBSERVATION].dtype == tf.uint8
@@ -121,7 +122,7 @@ def test_shards_give_the_frames_back_as_actors_saw_them(pong):
   # actor: the learner's batches across them hold whole observations,
   # frames on the last axis, each one of the transitions written.
   whole_server = make_server(pong, 0)
-  shard_servers = [make_server(pong, environments.ATARI_FRAME_STACK)
+  shard_servers = [make_server(pong, atari.ATARI_FRAME_STACK)
                    for _ in range(2)]
   batches = None
   try:
@@ -131,7 +132,7 @@ def test_shards_give_the_frames_back_as_actors_saw_them(pong):
         discount=0.99, priority_fn=builder.priority_fn, flush_size=50,
         max_abs_reward=1.0, stacked_frames=stacked)
     run_episodes(pong, [make(whole_server, 0)] + [
-        make(server, environments.ATARI_FRAME_STACK)
+        make(server, atari.ATARI_FRAME_STACK)
         for server in shard_servers])
     written = {item_key(item.observation, item.action, item.n_step_return,
                         item.discount, item.next_observation, item.priority)
@@ -140,7 +141,7 @@ def test_shards_give_the_frames_back_as_actors_saw_them(pong):
     batches = shards.ShardedBatches(
         [f'localhost:{server.port}' for server in shard_servers],
         batch_size=64, priority_exponent=0.6,
-        stacked_frames=environments.ATARI_FRAME_STACK, seed=0)
+        stacked_frames=atari.ATARI_FRAME_STACK, seed=0)
     deadline = time.time() + 120
     while True:
       try:
@@ -166,7 +167,7 @@ def test_shards_give_the_frames_back_as_actors_saw_them(pong):
 
 
 def test_observations_that_are_not_frame_stacks_are_refused(pong):
-  server = make_server(pong, environments.ATARI_FRAME_STACK)
+  server = make_server(pong, atari.ATARI_FRAME_STACK)
   try:
     client = reverb.Client(f'localhost:{server.port}')
     adder = adders.NStepPrioritizedAdder(

@@ -22,6 +22,7 @@ import pytest
 import tensorflow as tf
 
 from agents.envs import environments
+from agents.envs import suites
 from agents import torsos
 from agents.a3c import networks as a3c_networks
 
@@ -186,19 +187,26 @@ def test_minatar_cnn_against_a_numpy_forward_pass_on_a_real_frame():
 
 
 def test_each_environment_kind_gets_its_torso():
-  assert isinstance(torsos.make_torso('atari', [7]), torsos.NatureCNN)
-  assert isinstance(torsos.make_torso('minatar', [7]), torsos.MinAtarCNN)
-  mlp = torsos.make_torso('gym', [7, 5])
+  # Each suite names its torsos: of kind 'features' (DQN's) and 'dense'
+  # (A3C's); vector suites name none and get an MLP.
+  atari, minatar, gym = (suites.get(name)
+                         for name in ('atari', 'minatar', 'gym'))
+  assert isinstance(torsos.make_torso(atari, 'features', [7]),
+                    torsos.NatureCNN)
+  assert isinstance(torsos.make_torso(minatar, 'features', [7]),
+                    torsos.MinAtarCNN)
+  mlp = torsos.make_torso(gym, 'features', [7, 5])
   assert isinstance(mlp, torsos.MLPTorso)
   assert mlp(tf.zeros((1, 3))).shape == (1, 5)
   assert isinstance(
-      torsos.make_torso('atari', [7], atari_torso=torsos.SmallAtariCNN),
+      torsos.make_torso(atari, 'dense', [7]),
       torsos.SmallAtariCNN)
 
 
 def test_a3c_minatar_network_has_young_and_tians_128_unit_layer():
   spec = environments.resolve_discrete('minatar:breakout').spec
-  network = a3c_networks.make_network('minatar', spec.actions, [7])
+  network = a3c_networks.make_network(suites.get('minatar'), spec.actions,
+                                      [7])
   outputs = network(tf.zeros((1, *spec.observations.shape), tf.uint8))
   assert outputs.policy.logits.shape == (1, spec.actions.num_values)
   shapes = sorted(tuple(v.shape) for v in network.trainable_variables)

@@ -55,7 +55,7 @@ class A3CBuilder(builders.WorkerBuilder):
     spec = self.environment.spec
     bounds = (self.environment.observation_bounds
               if self.config.scale_observations else None)
-    network = networks.make_network(self.environment.kind, spec.actions,
+    network = networks.make_network(self.environment.suite, spec.actions,
                                     self.config.hidden_sizes,
                                     self.config.shared_torso, bounds)
     tf2_utils.create_variables(network, [spec.observations])

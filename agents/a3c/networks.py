@@ -10,14 +10,8 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from agents.torsos import MinAtarCNN
 from agents.torsos import MLPTorso
-from agents.torsos import SmallAtariCNN
 from agents.torsos import make_torso
-
-# Young & Tian (2019): their MinAtar networks (DQN's and the actor-critic's)
-# have one fully connected layer of 128 units after the convolution.
-MINATAR_HIDDEN_SIZE = 128
 
 
 class Categorical(NamedTuple):
@@ -138,25 +132,21 @@ class ScaledObservations(snt.Module):
     return self._network(self._scale(observation))
 
 
-def make_network(environment_kind: str, action_spec,
-                 hidden_sizes: Sequence[int],
+def make_network(suite, action_spec, hidden_sizes: Sequence[int],
                  shared_torso: bool = True,
                  observation_bounds=None) -> snt.Module:
-  """A3C's network for an environment kind (`atari`, `minatar`, `gym`,
-  `control`) and its action spec (discrete, or a bounded vector);
-  `observation_bounds`, (low, high): observations are scaled by them first
-  (`BoundsScale`)."""
+  """A3C's network for the observations of `suite` (an
+  `agents.envs.suites.Suite`: its torso of kind 'dense', ending in a layer
+  of its own, as A3C's heads are one linear layer each) and an action spec
+  (discrete, or a bounded vector); `observation_bounds`, (low, high):
+  observations are scaled by them first (`BoundsScale`)."""
   if observation_bounds is not None:
     return ScaledObservations(
         BoundsScale(*observation_bounds),
-        make_network(environment_kind, action_spec, hidden_sizes,
-                     shared_torso))
+        make_network(suite, action_spec, hidden_sizes, shared_torso))
   if np.issubdtype(action_spec.dtype, np.integer):
     def torso():
-      if environment_kind == 'minatar':
-        return snt.Sequential([MinAtarCNN(), MLPTorso([MINATAR_HIDDEN_SIZE])])
-      return make_torso(environment_kind, hidden_sizes,
-                        atari_torso=SmallAtariCNN)
+      return make_torso(suite, 'dense', hidden_sizes)
     return DiscretePolicyValueNetwork(
         torso(), int(action_spec.num_values),
         value_torso=None if shared_torso else torso())

@@ -21,9 +21,6 @@ from agents.apex_dqn import priorities
 from agents.apex_dqn.config import ApeXDQNConfig
 from agents.config import parse_layer_sizes
 
-# DQN (Mnih et al. 2015) clips Atari rewards to [-1, 1].
-ATARI_MAX_ABS_REWARD = 1.0
-
 
 class ApeXDQNBuilder(apex_builder.ApeXBuilder):
   """Makes the parts of Ape-X DQN for one environment and config."""
@@ -35,7 +32,7 @@ class ApeXDQNBuilder(apex_builder.ApeXBuilder):
   def max_abs_reward(self) -> Optional[float]:
     if self.config.max_abs_reward is not None:
       return self.config.max_abs_reward
-    return ATARI_MAX_ABS_REWARD if self.environment.kind == 'atari' else None
+    return self.environment.suite.reward_clip  # Atari's: [-1, 1] (DQN's).
 
   @property
   def priority_fn(self):
@@ -45,7 +42,7 @@ class ApeXDQNBuilder(apex_builder.ApeXBuilder):
     """A Q-network with its variables created."""
     spec = self.environment.spec
     hidden_sizes = parse_layer_sizes(self.config.mlp_hidden_sizes)
-    network = networks.make_q_network(self.environment.kind,
+    network = networks.make_q_network(self.environment.suite,
                                       spec.actions.num_values, hidden_sizes,
                                       self.config.dueling_hidden_size)
     tf2_utils.create_variables(network, [spec.observations])

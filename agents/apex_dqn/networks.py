@@ -1,5 +1,6 @@
-"""Ape-X DQN networks: a dueling head on a Nature-CNN, MinAtar or MLP torso
-(agents/torsos.py)."""
+"""Ape-X DQN networks: a dueling head on the torso of the environment's suite
+(a Nature CNN for Atari, Young & Tian's for MinAtar, an MLP for vectors:
+agents/torsos.py)."""
 
 from typing import Sequence
 
@@ -28,9 +29,11 @@ class DuelingQNetwork(snt.Module):
                                               keepdims=True)
 
 
-def make_q_network(environment_kind: str, num_actions: int,
+def make_q_network(suite, num_actions: int,
                    mlp_hidden_sizes: Sequence[int],
                    dueling_hidden_size: int) -> DuelingQNetwork:
-  """The Q-network for an environment kind (`atari`, `minatar`, `gym`)."""
-  return DuelingQNetwork(make_torso(environment_kind, mlp_hidden_sizes),
+  """The Q-network for the observations of `suite` (an
+  `agents.envs.suites.Suite`): its torso of kind 'features' (an MLP of
+  `mlp_hidden_sizes` where it names none), then the dueling head."""
+  return DuelingQNetwork(make_torso(suite, 'features', mlp_hidden_sizes),
                          num_actions, dueling_hidden_size)

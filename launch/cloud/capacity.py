@@ -13,18 +13,10 @@ from typing import Dict, Optional, Tuple
 
 GIB = 2**30
 
-# Replay's bytes per stored transition, by environment kind: the replay
-# server's resident-memory growth per transition
-# (`benchmarks/replay_memory.py`; Atari's in
-# `benchmarks/results/replay_memory.json`, docs/replay.md). Atari frames are
-# stored once per step and compressed; the small observations of MinAtar and
-# vector environments are dominated by Reverb's per-item cost.
-REPLAY_BYTES_PER_TRANSITION = {
-    'atari': 2_390,    # Pong, 20,000 transitions
-    'minatar': 1_960,  # breakout, 50,000 transitions
-    'gym': 1_920,      # CartPole-v1, 50,000 transitions
-    'control': 1_920,  # vector observations, as gym
-}
+# Replay's bytes per stored transition are each environment suite's own
+# measurement (`agents.envs.suites.Suite.replay_bytes_per_transition`: the
+# replay server's resident-memory growth per transition,
+# `benchmarks/replay_memory.py`, docs/replay.md).
 # Replay's machine holds its items with this headroom, plus the process
 # itself (Python, TensorFlow, Reverb: ~0.4 GB before any item,
 # `benchmarks/results/replay_memory.json`) and a checkpoint's buffers.
@@ -54,9 +46,11 @@ SHARD_LOAD = 0.5
 
 def replay_memory_bytes(env_kind: str, capacity: int) -> int:
   """The memory the replay's machine needs for `capacity` transitions of an
-  environment of kind `env_kind`."""
-  per_transition = REPLAY_BYTES_PER_TRANSITION.get(
-      env_kind, max(REPLAY_BYTES_PER_TRANSITION.values()))
+  environment of the suite `env_kind`: its measured bytes per transition,
+  or the largest any suite measured."""
+  from agents.envs import suites  # pylint: disable=g-import-not-at-top
+  per_transition = (suites.get(env_kind).replay_bytes_per_transition or
+                    suites.largest_replay_bytes())
   return int(capacity * per_transition * REPLAY_HEADROOM +
              REPLAY_BASE_GIB * GIB)
 
@@ -105,7 +99,8 @@ def replay_advice(env_kind: str, num_actors: int, envs_per_actor: int,
                   replay_shards: int) -> str:
   """What a plan says of the replay's load: the shards it proposes, and
   whether --replay_shards gives them."""
-  if env_kind != 'atari':
+  from agents.envs import suites  # pylint: disable=g-import-not-at-top
+  if not suites.get(env_kind).replay_load_measured:
     return (f'Replay load: not estimated for {env_kind} environments (the '
             'figures are measured with Atari frames: docs/replay.md).')
   load = replay_load(num_actors, envs_per_actor)

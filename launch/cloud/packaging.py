@@ -20,6 +20,7 @@ packaged there, `submission` submits it.
 """
 
 import contextlib
+import importlib.util
 import logging
 import os
 import shutil
@@ -28,6 +29,7 @@ import types
 from typing import Any, Dict, List
 
 import agents
+from agents import plugins
 from launch import ONEDNN
 from launch import onednn_setting
 from launch.cloud.machines import job_requirements
@@ -171,13 +173,39 @@ def container_requirements(gpu: bool) -> str:
   return '\n'.join(lines) + '\n'
 
 
+def _plugin_sources() -> Dict[str, str]:
+  """The plug-ins the launch imported (`agents.plugins`, --plugins), each
+  as its top-level module's name -> its file or package directory. Their
+  functions are pickled into the job by reference: the containers import
+  them from their code directory."""
+  sources = {}
+  for name in plugins.imported():
+    top = name.partition('.')[0]
+    if top in CODE:
+      continue  # Copied with the project's own code.
+    spec = importlib.util.find_spec(top)
+    if spec is None or not (spec.origin or spec.submodule_search_locations):
+      raise ValueError(f'--plugins: {top!r} has no source file to copy into '
+                       'the containers.')
+    locations = list(spec.submodule_search_locations or [])
+    sources[top] = locations[0] if locations else spec.origin
+  return sources
+
+
 def stage_code(directory: str) -> str:
-  """Copies what the containers need of this repository into `directory`;
-  returns the code directory for Launchpad's DockerConfig."""
+  """Copies what the containers need of this repository, and the launch's
+  plug-ins, into `directory`; returns the code directory for Launchpad's
+  DockerConfig."""
   code = os.path.join(directory, 'code')
+  ignore = shutil.ignore_patterns('__pycache__', '*.pyc')
   for name in CODE:
     shutil.copytree(os.path.join(ROOT, name), os.path.join(code, name),
-                    ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+                    ignore=ignore)
+  for name, source in _plugin_sources().items():
+    if os.path.isdir(source):
+      shutil.copytree(source, os.path.join(code, name), ignore=ignore)
+    else:
+      shutil.copy(source, os.path.join(code, os.path.basename(source)))
   return code
 
 

@@ -334,13 +334,6 @@ def read_manifest(workdir: str) -> Dict[str, Any]:
   return manifest
 
 
-# For runs recorded before run.json held `frames_per_step`: the only
-# environments then acting on more than one frame per step were Atari games,
-# with the frame skip of `environments.ATARI_FRAME_SKIP` (a test checks the
-# two agree; that module needs TensorFlow and gymnasium, this one nothing).
-_UNRECORDED_FRAMES_PER_STEP = {'atari': 4}
-
-
 def frames_per_step(workdir: str) -> int:
   """Environment frames per agent step (Atari's frame skip) of the run in
   `workdir`: as recorded, else from its environment's kind; 1 when there is
@@ -351,8 +344,11 @@ def frames_per_step(workdir: str) -> int:
     return 1
   if 'frames_per_step' in manifest:
     return int(manifest['frames_per_step'])
+  # A run recorded before run.json held it: its suite's (Atari's frame
+  # skip). The suites' modules need gymnasium: imported only here.
+  from agents.envs import suites  # pylint: disable=g-import-not-at-top
   kind = str(manifest.get('env', '')).partition(':')[0]
-  return _UNRECORDED_FRAMES_PER_STEP.get(kind, 1)
+  return suites.get(kind).frames_per_step if kind in suites.names() else 1
 
 
 def write_stop_record(workdir: str, reason: str, failed: bool,

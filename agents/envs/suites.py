@@ -1,0 +1,214 @@
+"""The environment suites: each registers here what it is, once.
+
+An environment is named `<suite>:<rest>` (`atari:Pong`, `gym:CartPole-v1`).
+The suite, a `Suite`, says how to resolve the rest of the name into an
+`agents.envs.environments.EnvironmentSpec` (which makes its environments),
+which forms of name it takes, and what every other layer used to ask of a
+kind string:
+
+  the torso of its observations     `torsos`, by kind of torso (below)
+  the reward clip of value learning `reward_clip`
+  replay's bytes per transition     `replay_bytes_per_transition`, for the
+                                    cloud plan's replay machine
+  frames per agent step             `frames_per_step`, for runs recorded
+                                    before `run.json` held it
+  a video's frames per second       `frames_per_second` of the emulator
+  the run options its environments  `options`: passed to its `make` by name
+  take                              (Atari's `atari_evaluation`, ...)
+  what made evaluation episodes     `evaluation_note(options)`
+  differ
+
+The built-in suites are the modules of `_BUILT_IN` (atari, minatar, control,
+gym), each `agents/envs/<suite>.py`. A suite of your own registers the same
+way, from a module of your code:
+
+  suites.register(suites.Suite(
+      name='toy', resolve=resolve_toy, forms={'discrete': 'toy:<n> (...)'},
+      torsos={'features': 'my_module:MyTorso'}))
+
+and a program imports that module with `--plugins=my_module`, which every
+node's process, the run's record and a Vertex AI job's containers then
+carry (docs/extending.md).
+
+Kinds of torso (`TORSO_KINDS`), as an agent asks for one:
+  'features'  the observation's features, the agent adds its own layers
+              (Ape-X DQN's dueling head)
+  'dense'     features ending in a dense layer of their own, for heads that
+              are one linear layer each (A3C's policy and value)
+A suite that names none gets a multi-layer perceptron of the config's
+hidden sizes (vector observations).
+
+Nothing here imports TensorFlow: a torso is named as `module:callable`,
+called with no arguments, and imported by the agent that builds it.
+"""
+
+import dataclasses
+import importlib
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+# The suites of this package; each registers itself when imported.
+_BUILT_IN = ('agents.envs.atari', 'agents.envs.minatar',
+             'agents.envs.control', 'agents.envs.gym')
+
+class UnknownEnvironmentError(ValueError):
+  """A user-supplied environment name that cannot be used."""
+
+
+# The actions an environment has; an agent asks for one, or for 'any'.
+ACTIONS = ('discrete', 'continuous')
+TORSO_KINDS = ('features', 'dense')
+
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+  """A suite of environments (module docstring)."""
+
+  name: str
+  """The prefix of its environments' names: `<name>:<rest>`."""
+  resolve: Callable[[str, str], Any]
+  """`resolve(env_name, actions)`: the `EnvironmentSpec` of `env_name` (the
+  whole name), for an agent of `actions` ('discrete', 'continuous' or
+  'any'). Raises `UnknownEnvironmentError(why)`; the registry adds the
+  name and the accepted forms to `why`."""
+  forms: Mapping[str, str]
+  """The forms of name it takes, by the actions of those environments
+  ('discrete', 'continuous'): what an error lists as accepted."""
+  torsos: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  """Its observations' torsos, kind of torso -> `module:callable`."""
+  reward_clip: Optional[float] = None
+  """Rewards are clipped to [-clip, clip] by value-learning agents unless
+  their config says otherwise; None: not clipped."""
+  replay_bytes_per_transition: Optional[int] = None
+  """Replay's resident memory per stored transition, measured; None: the
+  cloud plan takes the largest measured of any suite."""
+  replay_load_measured: bool = False
+  """Whether the cloud plan's replay-load figures (docs/replay.md) were
+  measured with this suite's transitions."""
+  frames_per_step: int = 1
+  """Environment frames per agent step (an action repeat)."""
+  frames_per_second: Optional[float] = None
+  """The emulator's frames per second of real time (videos); None: the
+  environment's `control_timestep`, else 10 agent steps/s."""
+  options: Tuple[str, ...] = ()
+  """The keyword options its environments' `make` takes, each a run option
+  (`launch.options.RunOptions`) of that name; the others are not passed."""
+  evaluation_note: Optional[Callable[[Mapping[str, Any]], str]] = None
+  """What makes its evaluation episodes differ, given the options: said by
+  `programs/evaluate.py`."""
+
+  def __post_init__(self):
+    if not self.name or ':' in self.name:
+      raise ValueError(f'Suite {self.name!r}: a name is one word without '
+                       '":" (environments are named <suite>:<rest>).')
+    unknown = set(self.forms) - set(ACTIONS)
+    if not self.forms or unknown:
+      raise ValueError(f'Suite {self.name!r}: forms must be keyed by '
+                       f'{" and/or ".join(ACTIONS)}, not {sorted(unknown)}.')
+    unknown = set(self.torsos) - set(TORSO_KINDS)
+    if unknown:
+      raise ValueError(f'Suite {self.name!r}: torsos are keyed by '
+                       f'{", ".join(TORSO_KINDS)}, not {sorted(unknown)}.')
+
+  @property
+  def actions(self) -> Tuple[str, ...]:
+    """The actions its environments may have."""
+    return tuple(action for action in ACTIONS if action in self.forms)
+
+  def torso(self, kind: str) -> Optional[Callable[[], Any]]:
+    """The factory of its torso of `kind` (`TORSO_KINDS`), imported; None:
+    it names none (an MLP serves)."""
+    if kind not in TORSO_KINDS:
+      raise ValueError(f'No kind of torso {kind!r}: {", ".join(TORSO_KINDS)}.')
+    name = self.torsos.get(kind)
+    if name is None:
+      return None
+    module, _, attribute = name.partition(':')
+    return getattr(importlib.import_module(module), attribute)
+
+  def take_options(self, options: Mapping[str, Any]) -> Dict[str, Any]:
+    """The options of `options` its environments take."""
+    return {name: value for name, value in options.items()
+            if name in self.options}
+
+
+_SUITES: Dict[str, Suite] = {}
+
+
+def register(suite: Suite) -> Suite:
+  """Adds `suite` to the registry and returns it. Registering a name again
+  with the same definition is harmless (a module imported twice); with
+  another one it is an error."""
+  known = _SUITES.get(suite.name)
+  if known is not None and known != suite:
+    raise ValueError(f'A suite named {suite.name!r} is registered already; '
+                     'choose another name.')
+  _SUITES[suite.name] = suite
+  return suite
+
+
+def _load_built_in() -> List[str]:
+  return [importlib.import_module(module).SUITE.name for module in _BUILT_IN]
+
+
+def names() -> List[str]:
+  """Every registered suite's name, the built-in ones first."""
+  built_in = _load_built_in()
+  return built_in + [name for name in _SUITES if name not in built_in]
+
+
+def get(name: str) -> Suite:
+  """The suite named `name`; a ValueError naming the known ones if none."""
+  _load_built_in()
+  if name not in _SUITES:
+    raise ValueError(f'No environment suite {name!r} is registered (known: '
+                     f'{", ".join(_SUITES)}); a suite of your own is '
+                     'registered by a module named with --plugins.')
+  return _SUITES[name]
+
+
+def accepted_forms(actions: str) -> str:
+  """The forms of name of every suite with environments of `actions`
+  ('any': all of them), as an error lists them."""
+  wanted = ACTIONS if actions == 'any' else (actions,)
+  return '; '.join(
+      suite.forms[action] for action in wanted for suite in
+      (get(name) for name in names()) if action in suite.forms)
+
+
+def largest_replay_bytes() -> int:
+  """The largest of the suites' measured bytes per replay transition."""
+  return max(get(name).replay_bytes_per_transition or 0 for name in names())
+
+
+def resolve(env_name: str, actions: str,
+            agents_for: Optional[Callable[[Tuple[str, ...]], str]] = None):
+  """The `EnvironmentSpec` of `env_name` for an agent of `actions`
+  ('discrete', 'continuous' or 'any'). `agents_for(actions)`: the agents
+  to advise for a suite of other actions (`agents.registry.agents_for`).
+
+  Raises:
+    UnknownEnvironmentError: the name has no suite, the suite has no such
+      environment, or not of those actions. The message names the flag's
+      value and lists the accepted forms.
+  """
+  accepted = accepted_forms(actions)
+
+  def fail(why: str):
+    return UnknownEnvironmentError(
+        f'--env={env_name!r}: {why}. Accepted forms: {accepted}.')
+
+  kind, sep, rest = env_name.partition(':')
+  if not sep or not rest:
+    raise fail('the name has no <kind>: prefix')
+  if kind not in names():
+    raise fail(f'unknown kind {kind!r}')
+  suite = _SUITES[kind]
+  if actions != 'any' and actions not in suite.actions:
+    advice = (agents_for(suite.actions) if agents_for else
+              f'an agent of {" or ".join(suite.actions)} actions')
+    raise fail(f'{kind} environments have {" or ".join(suite.actions)} '
+               f'actions; use {advice} for them')
+  try:
+    return suite.resolve(env_name, actions)
+  except UnknownEnvironmentError as error:
+    raise fail(str(error)) from None

@@ -1,0 +1,190 @@
+"""docs/extending.md, run as a user of it would: a suite and its network, and
+an agent, in modules of their own outside this repository's packages.
+
+Each block of code the page shows under `<!-- file: <path> -->` is written
+to that path in a directory of the test's own, which is the current
+directory of every command (as "with that file in the current directory"
+says); the programs are this repository's, named by their path.
+
+* The suite's refusals come before anything starts: a bad name of the
+  suite, with every accepted form (the plug-in's among them); an unknown
+  plug-in module; the suite's name without the plug-in.
+* The suite and its network, under `local_mp`, through
+  `programs/apex_dqn.py --plugins=signal_suite`: every node's process
+  takes the suite, and the agent learns the task (a mean return of 9 of
+  10 over 4 evaluation episodes, where a random policy has 2.5: by the
+  binomial of 40 steps with p = 1/4, a random policy reaches 36 right
+  with probability below 1e-16). `programs/evaluate.py` evaluates the run,
+  taking the suite from the run's record.
+* The same suite in a Vertex AI job packaged by `--dry_run`, which the
+  emulator runs: each replica runs from its container's code directory
+  with no PYTHONPATH, so the suite reaches it only as the package's copy.
+* The agent: its program, three lines naming it, runs under `local_mp`,
+  and `programs/evaluate.py` restores its learner's checkpoint into its
+  plain Q-network (a dueling network's checkpoint would not fit it).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests import helpers
+from tests.test_cloud import _emulate
+from tests.test_cloud import _environment
+from tests.test_cloud import _replica_log
+
+PAGE = os.path.join(helpers.ROOT, 'docs', 'extending.md')
+BLOCK = re.compile(r'<!-- file: (\S+) -->\n```python\n(.*?)```', re.S)
+
+
+def write_blocks(directory) -> list:
+  """Writes each of the page's files into `directory`; their paths."""
+  with open(PAGE) as f:
+    blocks = BLOCK.findall(f.read())
+  assert blocks, f'no <!-- file: --> blocks in {PAGE}'
+  paths = []
+  for path, code in blocks:
+    target = directory / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(code)
+    paths.append(path)
+  return paths
+
+
+@pytest.fixture
+def user(tmp_path):
+  """A user's directory holding the page's files."""
+  directory = tmp_path / 'user'
+  directory.mkdir()
+  assert write_blocks(directory) == [
+      'signal_suite.py', 'plain_dqn/__init__.py', 'plain_dqn/builder.py',
+      'plain_dqn_program.py']
+  return directory
+
+
+def _run_in(directory, command, timeout=600):
+  return helpers.run(command, timeout, cwd=directory)
+
+
+def _evaluations(workdir):
+  return np.array([float(row['episode_return'])
+                   for row in helpers.rows(workdir, 'evaluator')])
+
+
+@pytest.mark.parametrize('flags, says', [
+    (['--plugins=signal_suite', '--env=signal:1'],
+     "signal:<n> takes a number of lights, 2 or more, not '1'"),
+    (['--plugins=no_such_plugin', '--env=signal:4'],
+     "--plugins=no_such_plugin: cannot import 'no_such_plugin'"),
+    (['--env=signal:4'], "unknown kind 'signal'"),
+])
+def test_a_plugged_suites_refusals_come_before_anything_starts(
+    user, tmp_path, flags, says):
+  workdir = tmp_path / 'run'
+  result = _run_in(user, helpers.program_command(
+      'apex_dqn', f'--workdir={workdir}', *flags), timeout=120)
+  assert result.returncode == 2, result.stdout[-3000:]
+  assert says in result.stdout, result.stdout[-3000:]
+  assert 'Traceback' not in result.stdout
+  assert not workdir.exists()
+  if 'signal_suite' in flags[0]:  # Its form beside the built-in ones.
+    for form in ('signal:<n> (n lights, 2 or more)', 'atari:<Game>',
+                 'minatar:<game>', 'gym:<id>'):
+      assert form in result.stdout, form
+
+
+@pytest.mark.slow  # A program under local_mp, learning.
+def test_a_suite_of_your_own_learns_under_local_mp_and_evaluates(
+    user, tmp_path):
+  workdir = tmp_path / 'run'
+  result = _run_in(user, helpers.program_command(
+      'apex_dqn', f'--workdir={workdir}', '--plugins=signal_suite',
+      '--env=signal:4', '--preset=cartpole_smoke', '--learning_rate=0.001',
+      '--samples_per_insert=8', '--max_actor_steps=4000',
+      '--evaluation_period=100'))
+  assert result.returncode == 0, result.stdout[-5000:]
+  record = json.loads((workdir / 'run.json').read_text())
+  assert record['env'] == 'signal:4'
+  assert record['flags']['plugins'] == 'signal_suite'
+  counts = json.loads((workdir / 'stop.json').read_text())['counts']
+  assert counts['actor_steps'] >= 4000 and counts['learner_steps'] > 0
+  # Every actor and the evaluator played the suite's episodes: 10 steps.
+  for label in helpers.actor_labels(2) + ['evaluator']:
+    lengths = {int(row['episode_length'])
+               for row in helpers.rows(workdir, label)}
+    assert lengths == {10}, (label, lengths)
+  returns = _evaluations(workdir)
+  means = [returns[end - 4:end].mean() for end in range(4, len(returns) + 1)]
+  assert max(means, default=0.0) >= 9.0, returns
+
+  evaluation = _run_in(user, helpers.script_command(
+      'evaluate', f'--workdir={workdir}', '--episodes=3',
+      f'--output={tmp_path / "evaluation.json"}'))
+  assert evaluation.returncode == 0, evaluation.stdout[-3000:]
+  assert 'apex_dqn on signal:4' in evaluation.stdout
+  evaluated = json.loads((tmp_path / 'evaluation.json').read_text())
+  assert evaluated['lengths'] == [10, 10, 10]
+
+
+@pytest.mark.slow  # Packages a Vertex AI job and runs it in the emulator.
+def test_a_suite_of_your_own_goes_into_a_vertex_ai_job(user, tmp_path):
+  (tmp_path / 'home').mkdir()
+  job, workdir = tmp_path / 'job', tmp_path / 'run'
+  plan = subprocess.run(
+      helpers.program_command(
+          'apex_dqn', '--dry_run', f'--package_dir={job}',
+          f'--workdir={workdir}', '--plugins=signal_suite', '--env=signal:4',
+          '--preset=cartpole_smoke', '--samples_per_insert=4',
+          '--max_actor_steps=2000', launch_type='vertex_ai'),
+      cwd=user, capture_output=True, text=True, timeout=600,
+      env=_environment(tmp_path / 'home'))
+  assert plan.returncode == 0, plan.stderr[-3000:]
+  copies = sorted(job.glob('**/signal_suite.py'))
+  assert copies and all(copy.read_text() == (user / 'signal_suite.py')
+                        .read_text() for copy in copies), copies
+  result = _emulate(job)
+  assert result.returncode == 0, result.stdout[-5000:]
+  record = json.loads((workdir / 'stop.json').read_text())
+  assert not record['failed'] and record['counts']['actor_steps'] >= 2000
+  assert record['counts']['learner_steps'] > 0
+  lengths = {int(row['episode_length'])
+             for row in helpers.rows(workdir, 'actor')}
+  assert lengths == {10}, lengths
+  assert 'Ending the job (succeeded).' in _replica_log(job, 'coordinator')
+
+
+@pytest.mark.slow  # A program under local_mp.
+def test_an_agent_of_your_own_runs_and_its_checkpoint_evaluates(
+    user, tmp_path):
+  workdir = tmp_path / 'run'
+  result = _run_in(user, [
+      sys.executable, str(user / 'plain_dqn_program.py'),
+      '--lp_launch_type=local_mp', f'--workdir={workdir}',
+      '--preset=cartpole_smoke', '--samples_per_insert=4',
+      '--max_actor_steps=1500'])
+  assert result.returncode == 0, result.stdout[-5000:]
+  assert ('Ape-X DQN (plain Q-network) on gym:CartPole-v1 with 2 actors'
+          in result.stdout), result.stdout[:1000]
+  assert f'python {user / "plain_dqn_program.py"} --workdir={workdir} ' \
+      'resumes the run' in result.stdout, result.stdout[-1000:]
+  record = json.loads((workdir / 'run.json').read_text())
+  assert record['program'] == 'plain_dqn'
+  assert record['flags']['plugins'] == 'plain_dqn'
+  assert json.loads((workdir / 'stop.json').read_text())['counts'][
+      'learner_steps'] > 0
+
+  evaluation = _run_in(user, helpers.script_command(
+      'evaluate', f'--workdir={workdir}', '--episodes=2'))
+  assert evaluation.returncode == 0, evaluation.stdout[-3000:]
+  assert 'plain_dqn on gym:CartPole-v1' in evaluation.stdout
+  # The checkpoint holds the plain network: no dueling head.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  names = [name for name, _ in tf.train.list_variables(
+      tf.train.latest_checkpoint(str(workdir / 'checkpoints' / 'learner')))]
+  assert any('network' in name for name in names), names
+  assert not any('advantage' in name for name in names), names
