@@ -41,10 +41,8 @@ class ApeXBuilder(builders.ReplayBuilder):
   """Base of the Ape-X agents' builders; see the module docstring."""
 
   name = 'apex'
-
-  def __init__(self, config: ApeXConfig, environment: EnvironmentSpec):
-    self.config = config
-    self.environment = environment
+  config: ApeXConfig
+  environment: EnvironmentSpec
 
   @property
   def replay_shards(self) -> int:

@@ -15,6 +15,11 @@ names, and the launch package chooses the program's shape by `isinstance`.
   WorkerBuilder   a program of workers without replay (A3C's): a learner
                   that takes the workers' gradients, and the workers
 
+A builder is made as `Builder(config, environment, networks=None,
+name=None)`: `networks(environment, config)` makes its networks, unbuilt
+(default: its agent's `networks.make_networks`; `agents.registry` passes an
+agent's own); `name` is its agent's (default: the class's).
+
 `ProgramShape` is what a builder may know of the program it is built for.
 What the launch asks of an agent before it loads the builder (and
 TensorFlow) is its config's: `agents.config.AgentConfig`.
@@ -43,7 +48,8 @@ class Builder(abc.ABC):
   """What every builder gives.
 
   `name`: the agent's name (its program's); `environment`: its
-  `agents.envs.environments.EnvironmentSpec`. The node in the learner's
+  `agents.envs.environments.EnvironmentSpec`; `network_factory`: what
+  makes its networks, `(environment, config) -> networks`. The node in the learner's
   place calls `make_learner(..., counter=, logger=, log_every=)` and
   `policy_snapshot`; the evaluator `make_actor` and
   `evaluation_exploration`; restoring a policy `policy_state` and
@@ -51,6 +57,19 @@ class Builder(abc.ABC):
   """
 
   name: str
+
+  def __init__(self, config, environment, networks=None,
+               name: Optional[str] = None):
+    self.config = config
+    self.environment = environment
+    self.network_factory = networks or self.default_networks()
+    if name is not None:
+      self.name = name
+
+  @abc.abstractmethod
+  def default_networks(self):
+    """The agent's own network factory, `(environment, config) ->
+    networks`."""
 
   def for_program(self, shape: ProgramShape) -> 'Builder':
     """This builder for a program of `shape`. By default: itself, as the

@@ -2,9 +2,10 @@
 
 An agent is an `Agent`: its name (its program's, and what a run's record
 names), its config class, its builder (named as `module:Class`, imported
-only when asked for: it imports TensorFlow), its named configurations, the
-actions it takes (and so the environments it resolves), its default
-environment, and what its acting nodes are called. Its folder's
+only when asked for: it imports TensorFlow), its network factory (the
+builder's own by default), its named configurations, the actions it takes
+(and so the environments it resolves), its default environment, and what
+its acting nodes are called. Its folder's
 `__init__.py` registers it:
 
   registry.register(registry.Agent(
@@ -24,8 +25,9 @@ agent's config and presets before it loads the builder.
 
 import dataclasses
 import importlib
-from typing import Dict, List, Mapping, Type
+from typing import Dict, List, Mapping, Optional, Type
 
+from agents import builders
 from agents.config import AgentConfig
 from agents.config import Preset
 
@@ -60,25 +62,51 @@ class Agent:
   """The environment a program runs without `--env`."""
   members: str = 'actors'
   """What its acting nodes are called: 'actors' or 'workers'."""
+  networks: Optional[str] = None
+  """Its network factory, as `module:function`, `(environment, config) ->
+  networks`; None: its builder's own."""
 
   def __post_init__(self):
     if self.actions not in ACTIONS:
       raise ValueError(f'Agent {self.name!r}: actions={self.actions!r} must '
                        f'be one of {", ".join(ACTIONS)}.')
-    if ':' not in self.builder:
-      raise ValueError(f'Agent {self.name!r}: builder={self.builder!r} must '
-                       'be <module>:<class>.')
+    for field in ('builder', 'networks'):
+      value = getattr(self, field)
+      if value is not None and ':' not in value:
+        raise ValueError(f'Agent {self.name!r}: {field}={value!r} must be '
+                         '<module>:<name>.')
 
   def load_builder(self):
     """The builder class (this imports TensorFlow)."""
-    module, _, name = self.builder.partition(':')
-    return getattr(importlib.import_module(module), name)
+    return _load(self.builder)
+
+  def make_builder(self, config, environment):
+    """Its builder for `config` and the environment's spec, with its
+    network factory and its name (this imports TensorFlow).
+
+    Raises:
+      TypeError: the builder named is not an `agents.builders.Builder`.
+    """
+    builder_class = self.load_builder()
+    if not (isinstance(builder_class, type) and
+            issubclass(builder_class, builders.Builder)):
+      raise TypeError(f'Agent {self.name!r}: {self.builder} is not an '
+                      'agents.builders.Builder.')
+    networks = _load(self.networks) if self.networks else None
+    return builder_class(config, environment, networks=networks,
+                         name=self.name)
 
   def resolve_environment(self, env_name: str):
     """The spec of environment `env_name` (`agents.envs.suites`), or an
     `UnknownEnvironmentError` that lists the forms this agent takes."""
     from agents.envs import suites  # pylint: disable=g-import-not-at-top
     return suites.resolve(env_name, self.actions, agents_for)
+
+
+def _load(name: str):
+  """The attribute `module:name`, its module imported."""
+  module, _, attribute = name.partition(':')
+  return getattr(importlib.import_module(module), attribute)
 
 
 _AGENTS: Dict[str, Agent] = {}

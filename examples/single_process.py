@@ -101,7 +101,7 @@ def run(env_name: str, num_steps: int, seed: int = 0,
   environment = definition.resolve_environment(env_name)
   config = definition.config_class(**setup.config)
   config.validate()
-  builder = definition.load_builder()(config, environment)
+  builder = definition.make_builder(config, environment)
   if not isinstance(builder, builders.ReplayBuilder):
     raise ValueError(f'agent={agent!r} learns without replay; this example '
                      'runs an agent with replay.')

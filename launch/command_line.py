@@ -23,7 +23,7 @@ import json
 import os
 import sys
 import typing
-from typing import Any, Callable, Dict, Mapping, Optional, Type
+from typing import Any, Callable, Dict, Mapping, Optional
 
 from absl import flags
 
@@ -297,14 +297,14 @@ def resolve_flags(program_name: str, config_class,
 
 
 def build_program(program_name: str, config_class,
-                  load_builder: Callable[[], Type[builders.Builder]],
+                  make_builder: Callable[..., builders.Builder],
                   resolve_environment, presets: Mapping[str, Preset]):
   """Validates the flags and returns (program, run options, environment,
   the Vertex AI plan or None), for `launcher.launch`.
 
   Every bad flag or environment is reported here, before any process starts
   (exit status 2, no traceback), and before the agent's builder, and with it
-  TensorFlow, is loaded (`load_builder`): the checks use the config class
+  TensorFlow, is loaded (`make_builder(config, environment)`): the checks use the config class
   (`agents.config.AgentConfig`), the run options and the environment's spec.
   """
   if FLAGS.list_presets:
@@ -387,11 +387,7 @@ def build_program(program_name: str, config_class,
           (f' but {", ".join(f"--{name}" for name in given)} as given now'
            if given else '') + '.')
   from launch import program as program_lib  # pylint: disable=g-import-not-at-top
-  builder_class = load_builder()
-  if not issubclass(builder_class, builders.Builder):
-    raise TypeError(f'{builder_class.__name__} is not an '
-                    'agents.builders.Builder.')
-  builder = builder_class(config, environment).for_program(
+  builder = make_builder(config, environment).for_program(
       options.program_shape)
   if plan is not None and isinstance(builder, builders.ReplayBuilder):
     plan, options = _plan_parameters(plan, options, builder)

@@ -51,7 +51,7 @@ class ProgramEntry:
     """Validates the flags: (program, run options, environment, plan)."""
     from launch import command_line  # pylint: disable=g-import-not-at-top
     return command_line.build_program(
-        self.name, self.agent.config_class, self.agent.load_builder,
+        self.name, self.agent.config_class, self.agent.make_builder,
         self.agent.resolve_environment, self.agent.presets)
 
   def _main(self, argv):

@@ -52,8 +52,8 @@ def make_builder(workdir: str):
   config = agent.config_class(**{name: value for name, value
                                  in manifest.get('config', {}).items()
                                  if name in fields})
-  return agent.load_builder()(config,
-                              agent.resolve_environment(manifest['env']))
+  return agent.make_builder(config,
+                            agent.resolve_environment(manifest['env']))
 
 
 _WHERE_LEARNER_CHECKPOINTS_ARE = (

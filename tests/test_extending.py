@@ -62,7 +62,7 @@ def user(tmp_path):
   directory = tmp_path / 'user'
   directory.mkdir()
   assert write_blocks(directory) == [
-      'signal_suite.py', 'plain_dqn/__init__.py', 'plain_dqn/builder.py',
+      'signal_suite.py', 'plain_dqn/__init__.py', 'plain_dqn/networks.py',
       'plain_dqn_program.py']
   return directory
 

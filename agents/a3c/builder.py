@@ -9,6 +9,7 @@ environment; the evaluator is an `A3CActor` without a server
 (`agents.builders.WorkerBuilder`).
 """
 
+import copy
 from typing import Optional, Sequence, Union
 
 import acme
@@ -33,32 +34,36 @@ class A3CBuilder(builders.WorkerBuilder):
 
   name = 'a3c'
 
+  config: A3CConfig
+  environment: EnvironmentSpec
+
   def __init__(self, config: A3CConfig, environment: EnvironmentSpec,
-               max_actor_steps: Optional[int] = None):
+               max_actor_steps: Optional[int] = None, networks=None,
+               name: Optional[str] = None):
     """`max_actor_steps`: the run's step budget, over which the learning
     rate anneals to 0 (A3C Supp. §8); None: it stays constant."""
-    self.config = config
-    self.environment = environment
+    super().__init__(config, environment, networks, name)
     self.max_actor_steps = max_actor_steps
+
+  def default_networks(self):
+    return networks.make_networks
 
   def for_program(self, shape: builders.ProgramShape) -> 'A3CBuilder':
     """This builder for a program of `shape`: the learning rate anneals
     over its step budget."""
-    return A3CBuilder(self.config, self.environment, shape.max_actor_steps)
+    builder = copy.copy(self)
+    builder.max_actor_steps = shape.max_actor_steps
+    return builder
 
   @property
   def continuous(self) -> bool:
     return not np.issubdtype(self.environment.spec.actions.dtype, np.integer)
 
   def make_network(self) -> snt.Module:
-    """A3C's policy and value network with its variables created."""
-    spec = self.environment.spec
-    bounds = (self.environment.observation_bounds
-              if self.config.scale_observations else None)
-    network = networks.make_network(self.environment.suite, spec.actions,
-                                    self.config.hidden_sizes,
-                                    self.config.shared_torso, bounds)
-    tf2_utils.create_variables(network, [spec.observations])
+    """A3C's policy and value network (of the network factory) with its
+    variables created."""
+    network = self.network_factory(self.environment, self.config)
+    tf2_utils.create_variables(network, [self.environment.spec.observations])
     return network
 
   def make_learner(self, counter: Optional[counting.Counter] = None,

@@ -153,6 +153,17 @@ def make_network(suite, action_spec, hidden_sizes: Sequence[int],
   return GaussianPolicyValueNetwork(hidden_sizes, int(action_spec.shape[-1]))
 
 
+def make_networks(environment, config) -> snt.Module:
+  """A3C's network factory: the policy and value network of `config` (an
+  `A3CConfig`) for `environment` (an `EnvironmentSpec`), its variables not
+  yet created; with `scale_observations`, observations are scaled by the
+  environment's bounds first."""
+  bounds = (environment.observation_bounds if config.scale_observations
+            else None)
+  return make_network(environment.suite, environment.spec.actions,
+                      config.hidden_sizes, config.shared_torso, bounds)
+
+
 class ModePolicy(snt.Module):
   """The policy's most likely action, for snapshots and evaluation: the
   argmax of the logits, or the Gaussian's mean inside the action bounds."""

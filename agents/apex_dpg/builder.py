@@ -19,7 +19,6 @@ from agents.apex_dpg import learning
 from agents.apex_dpg import networks
 from agents.apex_dpg import priorities
 from agents.apex_dpg.config import ApeXDPGConfig
-from agents.config import parse_layer_sizes
 
 
 class ApeXDPGBuilder(apex_builder.ApeXBuilder):
@@ -32,18 +31,21 @@ class ApeXDPGBuilder(apex_builder.ApeXBuilder):
   def priority_fn(self):
     return priorities.initial_priorities
 
+  def default_networks(self):
+    return networks.make_networks
+
   def make_policy(self) -> snt.Module:
-    """The policy network with its variables created."""
-    spec = self.environment.spec
-    policy = networks.Policy(spec.actions.minimum, spec.actions.maximum,
-                             parse_layer_sizes(self.config.policy_hidden_sizes))
-    tf2_utils.create_variables(policy, [spec.observations])
+    """The policy network (of the network factory) with its variables
+    created."""
+    policy = self.network_factory(self.environment, self.config).policy
+    tf2_utils.create_variables(policy, [self.environment.spec.observations])
     return policy
 
   def make_critic(self) -> snt.Module:
-    """The critic network with its variables created."""
+    """The critic network (of the network factory) with its variables
+    created."""
     spec = self.environment.spec
-    critic = networks.Critic(parse_layer_sizes(self.config.critic_hidden_sizes))
+    critic = self.network_factory(self.environment, self.config).critic
     tf2_utils.create_variables(critic, [spec.observations, spec.actions])
     return critic
 

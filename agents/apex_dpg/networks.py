@@ -7,7 +7,7 @@ initialisation of the output layers (as in DDPG, Lillicrap et al. 2016) are
 this implementation's choices.
 """
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import sonnet as snt
@@ -64,3 +64,21 @@ class Policy(snt.Module):
   def __call__(self, observations: tf.Tensor) -> tf.Tensor:
     squashed = self._network(tf.cast(observations, tf.float32))
     return self._center + self._half_range * squashed
+
+
+class DPGNetworks(NamedTuple):
+  """Ape-X DPG's networks."""
+  policy: snt.Module
+  critic: snt.Module
+
+
+def make_networks(environment, config) -> DPGNetworks:
+  """Ape-X DPG's network factory: the policy and critic of `config` (an
+  `ApeXDPGConfig`) for `environment` (an `EnvironmentSpec`), their
+  variables not yet created."""
+  from agents.config import parse_layer_sizes  # pylint: disable=g-import-not-at-top
+  actions = environment.spec.actions
+  return DPGNetworks(
+      policy=Policy(actions.minimum, actions.maximum,
+                    parse_layer_sizes(config.policy_hidden_sizes)),
+      critic=Critic(parse_layer_sizes(config.critic_hidden_sizes)))

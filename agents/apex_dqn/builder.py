@@ -19,7 +19,6 @@ from agents.apex_dqn import learning
 from agents.apex_dqn import networks
 from agents.apex_dqn import priorities
 from agents.apex_dqn.config import ApeXDQNConfig
-from agents.config import parse_layer_sizes
 
 
 class ApeXDQNBuilder(apex_builder.ApeXBuilder):
@@ -38,14 +37,13 @@ class ApeXDQNBuilder(apex_builder.ApeXBuilder):
   def priority_fn(self):
     return priorities.initial_priorities
 
+  def default_networks(self):
+    return networks.make_networks
+
   def make_network(self) -> snt.Module:
-    """A Q-network with its variables created."""
-    spec = self.environment.spec
-    hidden_sizes = parse_layer_sizes(self.config.mlp_hidden_sizes)
-    network = networks.make_q_network(self.environment.suite,
-                                      spec.actions.num_values, hidden_sizes,
-                                      self.config.dueling_hidden_size)
-    tf2_utils.create_variables(network, [spec.observations])
+    """A Q-network (of the network factory) with its variables created."""
+    network = self.network_factory(self.environment, self.config)
+    tf2_utils.create_variables(network, [self.environment.spec.observations])
     return network
 
   def make_learner(self,

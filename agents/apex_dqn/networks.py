@@ -37,3 +37,14 @@ def make_q_network(suite, num_actions: int,
   `mlp_hidden_sizes` where it names none), then the dueling head."""
   return DuelingQNetwork(make_torso(suite, 'features', mlp_hidden_sizes),
                          num_actions, dueling_hidden_size)
+
+
+def make_networks(environment, config) -> DuelingQNetwork:
+  """Ape-X DQN's network factory: the Q-network of `config` (an
+  `ApeXDQNConfig`) for `environment` (an `EnvironmentSpec`), its variables
+  not yet created."""
+  from agents.config import parse_layer_sizes  # pylint: disable=g-import-not-at-top
+  return make_q_network(environment.suite,
+                        environment.spec.actions.num_values,
+                        parse_layer_sizes(config.mlp_hidden_sizes),
+                        config.dueling_hidden_size)
