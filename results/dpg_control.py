@@ -44,6 +44,7 @@ import numpy as np
 
 from agents.envs import environments
 from launch.runs import run_manifest
+from launch.runs import curves as curves_lib
 from results import long_run
 from results import page_runs
 from results import run
@@ -114,7 +115,7 @@ def random_returns(env_name: str, episodes: int, seed: int) -> List[float]:
 
 def run_record(workdir: str, seed: int) -> Dict[str, object]:
   """What the page shows of one finished run."""
-  curves = long_run.plot.run_curves(workdir, 1)
+  curves = curves_lib.run_curves(workdir, 1)
   rounds = long_run.evaluation_rounds(workdir, curves['clock'])
   final = evaluate(workdir, seed)
   counts = run.final_counts(workdir)

@@ -48,7 +48,7 @@ from agents.envs import atari
 from launch.runs import loggers
 from launch.runs import run_manifest
 
-from programs import plot
+from launch.runs import curves as curves_lib
 
 flags.DEFINE_string('name', None, 'The page: results/<name>.{csv,png,md}.')
 flags.DEFINE_string('title', None, 'The page\'s title (default: the run\'s '
@@ -80,11 +80,11 @@ RESULTS = os.path.dirname(os.path.abspath(__file__))
 def evaluation_rounds(workdir: str, clock) -> List[Dict[str, float]]:
   """The evaluator's episodes in rounds of `evaluation_episodes`, in order
   (an unfinished last round is left out); minutes are of running time,
-  `clock` (`plot.run_curves`) mapping wall times to its seconds."""
+  `clock` (`curves_lib.run_curves`) mapping wall times to its seconds."""
   manifest = run_manifest.read_manifest(workdir)
   per_round = int(manifest['flags']['evaluation_episodes'])
   frames_per_step = run_manifest.frames_per_step(workdir)
-  episodes = plot.read_log(workdir, 'evaluator')
+  episodes = curves_lib.read_log(workdir, 'evaluator')
   count = len(episodes.get('episode_return', ()))
   if not count:
     raise ValueError(f'{workdir} has no evaluator episodes.')
@@ -120,7 +120,7 @@ def first_passing(rounds, threshold: float) -> Optional[Dict[str, float]]:
 
 
 def speeds(curves) -> Dict[str, float]:
-  """Medians over the run (`plot.run_curves`) of the actors' summed
+  """Medians over the run (`curves_lib.run_curves`) of the actors' summed
   frames/s and the learner's updates/s."""
   frames = curves['actor_frames_per_second']
   updates = curves['learner_updates_per_second']
@@ -140,13 +140,13 @@ def collect(workdir: str, name: str) -> Dict[str, object]:
   """Writes results/<name>.csv, .png and .json from the run in `workdir`
   (and the flags), and returns that JSON's content."""
   manifest = run_manifest.read_manifest(workdir)
-  curves = plot.run_curves(workdir, 10)
+  curves = curves_lib.run_curves(workdir, 10)
   rounds = evaluation_rounds(workdir, curves['clock'])
   with open(os.path.join(RESULTS, f'{name}.csv'), 'w', newline='') as f:
     writer = csv.DictWriter(f, fieldnames=list(rounds[0]))
     writer.writeheader()
     writer.writerows(rounds)
-  plot.plot([workdir], [name], os.path.join(RESULTS, f'{name}.png'),
+  curves_lib.plot([workdir], [name], os.path.join(RESULTS, f'{name}.png'),
             smoothing=int(manifest['flags']['evaluation_episodes']),
             frames=True)
   final_policy = (_evaluated_policy(FLAGS.final_evaluation)

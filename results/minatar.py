@@ -48,6 +48,7 @@ from absl import flags
 import numpy as np
 
 from launch.runs import run_manifest
+from launch.runs import curves as curves_lib
 from results import long_run
 from results import page_runs
 from results import run
@@ -120,7 +121,7 @@ def plan(seeds: List[int]) -> List[Tuple[str, int, str, List[str]]]:
 
 def run_record(workdir: str, seed: int) -> Dict[str, object]:
   """What the page shows of one finished run."""
-  curves = long_run.plot.run_curves(workdir, 1)
+  curves = curves_lib.run_curves(workdir, 1)
   rounds = long_run.evaluation_rounds(workdir, curves['clock'])
   final = page_runs.evaluate(workdir, seed, near_greedy())
   matched = page_runs.evaluate(workdir, seed, MATCHED)

@@ -23,8 +23,13 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from programs import evaluate  # Its flags: --workdir, --episodes, --seed.
+from launch import evaluation
 
+flags.DEFINE_string('workdir', None, 'The Pong run: its newest learner '
+                    'checkpoint is played.')
+flags.DEFINE_integer('episodes', 5, 'Episodes with sticky actions for each '
+                     'no-op count.')
+flags.DEFINE_integer('seed', 0, 'Seed of the environments.')
 FLAGS = flags.FLAGS
 
 RESULTS = os.path.dirname(os.path.abspath(__file__))
@@ -38,7 +43,7 @@ def play(policy, count: int) -> Dict[str, List[float]]:
   returns = {}
   for name, protocol in PROTOCOLS.items():
     episodes = 1 if name == 'deterministic' else FLAGS.episodes
-    returns[name], _, _, _ = evaluate.evaluate(
+    returns[name], _, _, _ = evaluation.evaluate(
         policy, episodes, seed=FLAGS.seed, atari_evaluation=protocol,
         noops=count)
   return returns
@@ -66,7 +71,7 @@ def main(argv):
     rows.append({'noops': count, **play(policy, count)})
     print(rows[-1], flush=True)
   data = {'env': policy.environment.name,
-          'source': evaluate.recorded_source(policy.source),
+          'source': evaluation.recorded_source(policy.source),
           'learner_steps': policy.learner_steps, 'seed': FLAGS.seed,
           'epsilon': 0.0, 'rows': rows}
   with open(os.path.join(RESULTS, 'pong_final_policy', 'phases.json'),

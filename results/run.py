@@ -49,7 +49,7 @@ import numpy as np
 
 from launch.runs import run_manifest
 
-from programs import plot
+from launch.runs import curves as curves_lib
 from results import bank
 from results import spread
 
@@ -497,7 +497,7 @@ def run_figures(workdir: str, threshold: float) -> Dict[str, float]:
   """A finished run's final return, when its running mean return first
   reached `threshold` (actor steps, minutes; None if never), wall-clock,
   frames and updates."""
-  curves = plot.run_curves(workdir, FINAL_EPISODES)
+  curves = curves_lib.run_curves(workdir, FINAL_EPISODES)
   returns = curves['returns']
   with open(os.path.join(workdir, 'finished.json')) as f:
     seconds = json.load(f)['seconds']
@@ -598,7 +598,7 @@ def collect(analysis: str, seeds: List[int]) -> Dict[str, object]:
                           for seed, w in workdirs.items()]
   if not groups:
     raise ValueError(f'No finished runs of {analysis!r} yet.')
-  plot.plot_groups(groups, os.path.join(RESULTS, f'{analysis}.png'),
+  curves_lib.plot_groups(groups, os.path.join(RESULTS, f'{analysis}.png'),
                    smoothing=FINAL_EPISODES, title=spec['title'])
   example = command(analysis, next(iter(spec['settings'])), 0, '<workdir>')
   data = {'title': spec['title'], 'budget': _budget_text(spec),

@@ -12,7 +12,7 @@ from acme.utils import loggers as acme_loggers
 
 from launch import status
 from launch.runs import loggers
-from programs import plot
+from launch.runs import curves
 from tests import storage_mounts
 
 
@@ -80,7 +80,7 @@ def test_a_relaunch_with_more_columns_widens_the_header(tmp_path):
 
   # What reads the logs: the plot takes the new column as missing where a
   # row lacks it; the status line reads the newest complete row.
-  columns = plot.read_log(str(tmp_path), 'learner')
+  columns = curves.read_log(str(tmp_path), 'learner')
   np.testing.assert_array_equal(columns['learner_steps'], [1, 2, 3, 4])
   assert np.isnan(columns['parameter_bytes_sent']).tolist() == [
       True, True, False, True]

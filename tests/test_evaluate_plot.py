@@ -231,7 +231,7 @@ def _learner_rates(workdir):
 
 @pytest.mark.slow  # Reads the two local_mp runs.
 def test_plot_draws_the_four_panels_of_every_run(runs, tmp_path):
-  from programs import plot  # pylint: disable=g-import-not-at-top
+  from launch.runs import curves  # pylint: disable=g-import-not-at-top
   from matplotlib import image  # pylint: disable=g-import-not-at-top
   workdirs = [runs['dqn'][0], runs['dpg'][0]]
   out = str(tmp_path / 'curves.png')
@@ -239,9 +239,9 @@ def test_plot_draws_the_four_panels_of_every_run(runs, tmp_path):
                               '--labels=dqn,dpg', timeout=120)
   assert result.returncode == 0, result.stdout[-3000:]
   assert image.imread(out).shape[:2] == (800, 1200)  # 12x8 in at 100 dpi.
-  figure = plot.plot(workdirs, ['dqn', 'dpg'], str(tmp_path / 'again.png'))
+  figure = curves.plot(workdirs, ['dqn', 'dpg'], str(tmp_path / 'again.png'))
   axes = figure.axes
-  assert [axis.get_title() for axis in axes] == list(plot.PANELS)
+  assert [axis.get_title() for axis in axes] == list(curves.PANELS)
   for axis in axes:
     labels = [text.get_text() for text in axis.get_legend().get_texts()]
     assert any(label.startswith('dqn') for label in labels), labels
@@ -256,7 +256,7 @@ def test_plot_draws_the_four_panels_of_every_run(runs, tmp_path):
 def test_frame_rates_count_the_runs_frames_per_step(runs, tmp_path):
   # Frames per agent step come from the run's record (4 for Atari's frame
   # skip): the same run recorded with 4 plots 4 times the frame rate.
-  from programs import plot  # pylint: disable=g-import-not-at-top
+  from launch.runs import curves  # pylint: disable=g-import-not-at-top
   workdir = runs['dqn'][0]
   with open(os.path.join(workdir, 'run.json')) as f:
     assert json.load(f)['frames_per_step'] == 1  # MinAtar has no skip.
@@ -267,7 +267,7 @@ def test_frame_rates_count_the_runs_frames_per_step(runs, tmp_path):
   manifest['frames_per_step'] = 4
   with open(skipped / 'run.json', 'w') as f:
     json.dump(manifest, f)
-  figure = plot.plot([workdir, str(skipped)], ['one', 'four'],
+  figure = curves.plot([workdir, str(skipped)], ['one', 'four'],
                      str(tmp_path / 'frames.png'))
   one, four = [line.get_ydata() for line in figure.axes[2].get_lines()]
   assert len(one) and np.max(one) > 0

@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pytest
 
-from programs import plot
+from launch.runs import curves as curves_lib
 from launch.runs import loggers
 from results import long_run
 
@@ -59,7 +59,7 @@ def _resumed_run(workdir, silence=0.0):
 
 def test_the_pause_between_launches_is_left_out_of_the_hours(tmp_path):
   _resumed_run(str(tmp_path))
-  curves = plot.run_curves(str(tmp_path), smoothing=1)
+  curves = curves_lib.run_curves(str(tmp_path), smoothing=1)
   # The first launch's rows run from 0 to 590 s; the second's first row
   # follows the first's last, and the gap between them (a day and 10 s) is
   # left out whole.
@@ -76,9 +76,9 @@ def test_the_pause_between_launches_is_left_out_of_the_hours(tmp_path):
 
 
 def test_a_silence_shorter_than_a_pause_is_running_time(tmp_path):
-  _resumed_run(str(tmp_path), silence=plot.PAUSE_SECONDS - 60.0)
-  curves = plot.run_curves(str(tmp_path), smoothing=1)
-  silence = plot.PAUSE_SECONDS - 60.0
+  _resumed_run(str(tmp_path), silence=curves_lib.PAUSE_SECONDS - 60.0)
+  curves = curves_lib.run_curves(str(tmp_path), smoothing=1)
+  silence = curves_lib.PAUSE_SECONDS - 60.0
   # Episodes after the silence (300 s on) carry it; the day does not count.
   expected = [100, 200, 300 + silence, 400 + silence, 500 + silence]
   expected += [590 + silence + 100 * k for k in range(1, 6)]
@@ -88,7 +88,7 @@ def test_a_silence_shorter_than_a_pause_is_running_time(tmp_path):
 def test_evaluation_rounds_count_minutes_of_running_time(tmp_path):
   _resumed_run(str(tmp_path))
   _write_manifest(str(tmp_path), evaluation_episodes=5)
-  curves = plot.run_curves(str(tmp_path), smoothing=1)
+  curves = curves_lib.run_curves(str(tmp_path), smoothing=1)
   rounds = long_run.evaluation_rounds(str(tmp_path), curves['clock'])
   # Rounds of 5 episodes: the first ends at 500 s, the second at 590 + 500.
   assert [r['minutes'] * 60.0 for r in rounds] == pytest.approx(
@@ -117,7 +117,7 @@ def test_a_round_cut_short_by_a_stop_shifts_no_later_round(tmp_path):
        loggers.ROUND_STARTED: key, loggers.ROUND_LEARNER_STEPS: key / 10}
       for i, (value, key) in enumerate(zip(returns, started))])
   _write_manifest(str(tmp_path), evaluation_episodes=3)
-  curves = plot.run_curves(str(tmp_path), smoothing=1)
+  curves = curves_lib.run_curves(str(tmp_path), smoothing=1)
   rounds = long_run.evaluation_rounds(str(tmp_path), curves['clock'])
   assert [r['mean_return'] for r in rounds] == [2.0, 5.0]
   # The parameters evaluated: the learner's step as each round began.
