@@ -45,7 +45,8 @@ FLAGS = flags.FLAGS
 
 def _builder():
   from agents.envs import environments  # pylint: disable=g-import-not-at-top
-  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn.builder import ApeXDQNBuilder  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn.config import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   config = ApeXDQNConfig(jit_compile=FLAGS.jit_compile)
   if FLAGS.batch_size is not None:
     config = dataclasses.replace(config, batch_size=FLAGS.batch_size)

@@ -54,7 +54,8 @@ def serve_replay(env_name, capacity, min_replay_size, port_queue, stop_event):
   puts its port on `port_queue` and serves until `stop_event` is set."""
   import reverb  # pylint: disable=g-import-not-at-top
   from agents.envs import environments  # pylint: disable=g-import-not-at-top
-  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn.builder import ApeXDQNBuilder  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn.config import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   environment = environments.resolve_discrete(env_name)
   config = ApeXDQNConfig(replay_capacity=capacity,
                          min_replay_size=min_replay_size)

@@ -94,7 +94,8 @@ def _measure(builder, size: int, rng: np.random.Generator):
 
 def main(_):
   from agents.envs import environments  # pylint: disable=g-import-not-at-top
-  from agents.apex_dpg import ApeXDPGBuilder, ApeXDPGConfig  # pylint: disable=g-import-not-at-top
+  from agents.apex_dpg.builder import ApeXDPGBuilder  # pylint: disable=g-import-not-at-top
+  from agents.apex_dpg.config import ApeXDPGConfig  # pylint: disable=g-import-not-at-top
   environment = environments.resolve_continuous(FLAGS.env)
   rng = np.random.default_rng(0)
   results = []

@@ -125,7 +125,7 @@ def _headroom(capacity, used):
 
 def main(_):
   import reverb  # pylint: disable=g-import-not-at-top
-  from agents.apex_dqn import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn.config import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   began = time.monotonic()
   load_average = os.getloadavg()
   config = ApeXDQNConfig()

@@ -152,7 +152,8 @@ def client_process(index, env_name, addresses, recording_dir, jobs, reports,
   try:
     import reverb  # pylint: disable=g-import-not-at-top
     from agents.envs import environments  # pylint: disable=g-import-not-at-top
-    from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+    from agents.apex_dqn.builder import ApeXDQNBuilder  # pylint: disable=g-import-not-at-top
+    from agents.apex_dqn.config import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
     builder = ApeXDQNBuilder(ApeXDQNConfig(),
                              environments.resolve_discrete(env_name))
     client = reverb.Client(addresses[index % len(addresses)])

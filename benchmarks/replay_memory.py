@@ -29,7 +29,8 @@ FLAGS = flags.FLAGS
 def main(_):
   import reverb  # pylint: disable=g-import-not-at-top
   from agents.envs import environments  # pylint: disable=g-import-not-at-top
-  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn.builder import ApeXDQNBuilder  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn.config import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   context = multiprocessing.get_context('spawn')
   port_queue, stop_event = context.Queue(), context.Event()
   server = context.Process(target=common.serve_replay,

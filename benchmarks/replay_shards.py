@@ -206,7 +206,7 @@ def _plan(costs, per_actor):
 
 
 def main(_):
-  from agents.apex_dqn import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn.config import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   began = time.monotonic()
   load_average = os.getloadavg()
   config = ApeXDQNConfig()

@@ -120,7 +120,7 @@ def main(_):
   import reverb  # pylint: disable=g-import-not-at-top
   from agents.envs import environments  # pylint: disable=g-import-not-at-top
   from agents.replay import tables  # pylint: disable=g-import-not-at-top
-  from agents.apex_dqn import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn.config import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   config = ApeXDQNConfig()
   environment = environments.resolve_discrete(FLAGS.env)
   context = multiprocessing.get_context('spawn')

@@ -14,9 +14,9 @@ import sys
 import pytest
 
 import helpers
-from agents.apex_dpg import ApeXDPGConfig
+from agents.apex_dpg.config import ApeXDPGConfig
 from agents.apex_dpg.presets import PRESETS as DPG_PRESETS
-from agents.apex_dqn import ApeXDQNConfig
+from agents.apex_dqn.config import ApeXDQNConfig
 from agents.apex_dqn.presets import PRESETS as DQN_PRESETS
 from launch.options import RunOptions
 

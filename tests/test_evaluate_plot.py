@@ -387,7 +387,8 @@ def test_bad_input_is_refused_with_the_fix(runs, tmp_path):
 def _policy_snapshot(env: str, **config):
   """An untrained Ape-X DQN policy snapshot for `env` (`export` writes it)."""
   from agents.envs import environments  # pylint: disable=g-import-not-at-top
-  from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn.builder import ApeXDQNBuilder  # pylint: disable=g-import-not-at-top
+  from agents.apex_dqn.config import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   builder = ApeXDQNBuilder(ApeXDQNConfig(**config),
                            environments.resolve_discrete(env))
   return builder.policy_snapshot({'network': builder.make_network()})

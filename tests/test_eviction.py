@@ -18,7 +18,8 @@ from scipy import stats
 import helpers
 from agents.replay import eviction
 from agents.replay import tables
-from agents.apex_dpg import ApeXDPGBuilder, ApeXDPGConfig
+from agents.apex_dpg.builder import ApeXDPGBuilder
+from agents.apex_dpg.config import ApeXDPGConfig
 from agents.config import ApeXConfig
 from agents.envs.environments import resolve_continuous
 

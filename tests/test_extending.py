@@ -188,3 +188,24 @@ def test_an_agent_of_your_own_runs_and_its_checkpoint_evaluates(
       tf.train.latest_checkpoint(str(workdir / 'checkpoints' / 'learner')))]
   assert any('network' in name for name in names), names
   assert not any('advantage' in name for name in names), names
+
+
+def test_the_registries_and_the_page_plug_ins_import_no_tensorflow(user):
+  # What a program reads before it checks its flags: every agent and suite
+  # registered, the page's plug-ins among them; TensorFlow comes only with
+  # a builder or a torso.
+  code = (
+      'import sys\n'
+      'from agents import plugins, registry\n'
+      'from agents.envs import suites\n'
+      "plugins.import_plugins('signal_suite,plain_dqn')\n"
+      'agents = [registry.get(name) for name in registry.names()]\n'
+      'found = [suites.get(name) for name in suites.names()]\n'
+      "print(sorted(a.name for a in agents), sorted(s.name for s in found))\n"
+      "print('tensorflow' in sys.modules, 'sonnet' in sys.modules)\n")
+  result = _run_in(user, [sys.executable, '-c', code], timeout=120)
+  assert result.returncode == 0, result.stdout[-3000:]
+  names, loaded = result.stdout.strip().splitlines()[-2:]
+  assert names == ("['a3c', 'apex_dpg', 'apex_dqn', 'plain_dqn'] "
+                   "['atari', 'control', 'gym', 'minatar', 'signal']")
+  assert loaded == 'False False'

@@ -35,8 +35,8 @@ from launch.options import RunOptions
 from agents.envs import environments
 from agents.replay import tables
 from launch.runs import run_manifest
-from agents.apex_dqn import ApeXDQNBuilder
-from agents.apex_dqn import ApeXDQNConfig
+from agents.apex_dqn.builder import ApeXDQNBuilder
+from agents.apex_dqn.config import ApeXDQNConfig
 from agents.apex_dqn.presets import PRESETS
 import helpers
 from helpers import last as _last

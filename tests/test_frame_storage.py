@@ -20,7 +20,8 @@ from agents.envs import atari
 from agents.envs import environments
 from agents.replay import tables
 from agents.replay import shards
-from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig
+from agents.apex_dqn.builder import ApeXDQNBuilder
+from agents.apex_dqn.config import ApeXDQNConfig
 from replay_items import read_all_items, table_size
 
 STEPS = (90, 7, 60)  # Episode lengths: the last ones end by truncation.

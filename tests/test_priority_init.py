@@ -17,7 +17,8 @@ import reverb
 from agents.envs import environments
 from agents import learning
 from agents.replay import tables
-from agents.apex_dqn import ApeXDQNBuilder, ApeXDQNConfig
+from agents.apex_dqn.builder import ApeXDQNBuilder
+from agents.apex_dqn.config import ApeXDQNConfig
 import helpers
 import replay_items
 

@@ -1,25 +1,14 @@
 """Ape-X DPG (Horgan et al. 2018, §3.2): distributed prioritised DDPG.
 
 The package registers the agent (`agents.registry`) with its config and
-presets, which import no TensorFlow; its other parts are imported when first
-named (`from agents.apex_dpg import ...`), so that a program checks its flags
-before the builder, and with it TensorFlow, is loaded.
+presets, which import no TensorFlow; its builder, learner and actor are
+imported from their modules (`agents.apex_dpg.builder`, ...), as the registry
+names them, so that a program checks its flags before TensorFlow loads.
 """
 
-import agents
 from agents import registry
 from agents.apex_dpg.config import ApeXDPGConfig
 from agents.apex_dpg.presets import PRESETS
-
-# Each name this package gives -> its module.
-_EXPORTS = {
-    'ApeXDPGActor': 'actor',
-    'ApeXDPGBuilder': 'builder',
-    'ApeXDPGLearner': 'learning',
-}
-__all__ = ['AGENT', 'ApeXDPGConfig', *_EXPORTS]
-
-__getattr__ = agents.lazy_exports(__name__, _EXPORTS)
 
 AGENT = registry.register(registry.Agent(
     name='apex_dpg', title='Ape-X DPG', config_class=ApeXDPGConfig,
