@@ -204,10 +204,8 @@ def describe(env_name: str, make: Callable[..., dm_env.Environment],
 
 def resolve(env_name: str, actions: str) -> EnvironmentSpec:
   """The spec of `env_name` for an agent of `actions` ('discrete',
-  'continuous' or 'any'; `suites.resolve`), advising the registered agents
-  that fit an environment of other actions."""
-  from agents import registry  # pylint: disable=g-import-not-at-top
-  return suites.resolve(env_name, actions, registry.agents_for)
+  'continuous' or 'any'): `suites.resolve`."""
+  return suites.resolve(env_name, actions)
 
 
 def resolve_discrete(env_name: str) -> EnvironmentSpec:

@@ -57,6 +57,11 @@ class UnknownEnvironmentError(ValueError):
 # The actions an environment has; an agent asks for one, or for 'any'.
 ACTIONS = ('discrete', 'continuous')
 TORSO_KINDS = ('features', 'dense')
+# The built-in agents of each kind of actions, as `resolve` advises them
+# when its caller gives no `agents_for` (the registry gives every
+# registered agent).
+BUILT_IN_AGENTS = {'discrete': 'apex_dqn or a3c',
+                   'continuous': 'apex_dpg or a3c'}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +189,8 @@ def resolve(env_name: str, actions: str,
             agents_for: Optional[Callable[[Tuple[str, ...]], str]] = None):
   """The `EnvironmentSpec` of `env_name` for an agent of `actions`
   ('discrete', 'continuous' or 'any'). `agents_for(actions)`: the agents
-  to advise for a suite of other actions (`agents.registry.agents_for`).
+  to advise for a suite of other actions (`agents.registry.agents_for`;
+  default: the built-in ones, `BUILT_IN_AGENTS`).
 
   Raises:
     UnknownEnvironmentError: the name has no suite, the suite has no such
@@ -205,7 +211,7 @@ def resolve(env_name: str, actions: str,
   suite = _SUITES[kind]
   if actions != 'any' and actions not in suite.actions:
     advice = (agents_for(suite.actions) if agents_for else
-              f'an agent of {" or ".join(suite.actions)} actions')
+              ' or '.join(BUILT_IN_AGENTS[action] for action in suite.actions))
     raise fail(f'{kind} environments have {" or ".join(suite.actions)} '
                f'actions; use {advice} for them')
   try:
