@@ -11,7 +11,7 @@ node and the variable cachers, `launch.variable_cache`).
 """
 
 import threading
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Dict, Mapping, Sequence
 
 import numpy as np
 

@@ -6,8 +6,6 @@ lock lets through (a Reverb table serialises them). The learner still
 samples them as one table (`agents.replay.shards`).
 """
 
-import dataclasses
-import math
 from typing import Dict, Optional
 
 import reverb
