@@ -191,6 +191,18 @@ def format_presets(presets: Mapping[str, Preset]) -> str:
   return '\n'.join(lines)
 
 
+def presets_table() -> str:
+  """docs/running.md's table of every registered agent's presets, made
+  from the registry (`agents.registry`): their names and descriptions."""
+  from agents import registry  # pylint: disable=g-import-not-at-top
+  rows = ['| program | preset | what it is |', '|---|---|---|']
+  for name in registry.names():
+    for preset, value in registry.get(name).presets.items():
+      rows.append(f'| `{name}` | `{preset}` | '
+                  f'{value.description.replace("|", "&#124;")} |')
+  return '\n'.join(rows)
+
+
 def run_options_table() -> str:
   """docs/running.md's table of the run options, made from `RunOptions` (its
   fields' defaults and docstrings), so that the page cannot drift from
