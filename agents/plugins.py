@@ -51,6 +51,13 @@ def import_plugins(plugins: str) -> List[str]:
   return list(modules)
 
 
+def load(name: str):
+  """The attribute named `module:attribute` (a builder, a network factory,
+  a torso, as the registries name them), its module imported."""
+  module, _, attribute = name.partition(':')
+  return getattr(importlib.import_module(module), attribute)
+
+
 def imported() -> List[str]:
   """The plug-ins this process imported through `import_plugins`."""
   return list(_IMPORTED)

@@ -28,6 +28,7 @@ import importlib
 from typing import Dict, List, Mapping, Optional, Type
 
 from agents import builders
+from agents import plugins
 from agents.config import AgentConfig
 from agents.config import Preset
 
@@ -78,7 +79,7 @@ class Agent:
 
   def load_builder(self):
     """The builder class (this imports TensorFlow)."""
-    return _load(self.builder)
+    return plugins.load(self.builder)
 
   def make_builder(self, config, environment):
     """Its builder for `config` and the environment's spec, with its
@@ -92,7 +93,7 @@ class Agent:
             issubclass(builder_class, builders.Builder)):
       raise TypeError(f'Agent {self.name!r}: {self.builder} is not an '
                       'agents.builders.Builder.')
-    networks = _load(self.networks) if self.networks else None
+    networks = plugins.load(self.networks) if self.networks else None
     return builder_class(config, environment, networks=networks,
                          name=self.name)
 
@@ -101,12 +102,6 @@ class Agent:
     `UnknownEnvironmentError` that lists the forms this agent takes."""
     from agents.envs import suites  # pylint: disable=g-import-not-at-top
     return suites.resolve(env_name, self.actions, agents_for)
-
-
-def _load(name: str):
-  """The attribute `module:name`, its module imported."""
-  module, _, attribute = name.partition(':')
-  return getattr(importlib.import_module(module), attribute)
 
 
 _AGENTS: Dict[str, Agent] = {}

@@ -46,6 +46,8 @@ import dataclasses
 import importlib
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from agents import plugins
+
 # The suites of this package; each registers itself when imported.
 _BUILT_IN = ('agents.envs.atari', 'agents.envs.minatar',
              'agents.envs.control', 'agents.envs.gym')
@@ -125,10 +127,7 @@ class Suite:
     if kind not in TORSO_KINDS:
       raise ValueError(f'No kind of torso {kind!r}: {", ".join(TORSO_KINDS)}.')
     name = self.torsos.get(kind)
-    if name is None:
-      return None
-    module, _, attribute = name.partition(':')
-    return getattr(importlib.import_module(module), attribute)
+    return None if name is None else plugins.load(name)
 
   def take_options(self, options: Mapping[str, Any]) -> Dict[str, Any]:
     """The options of `options` its environments take."""
