@@ -41,6 +41,7 @@ from acme.utils import counting
 from launch.runs import run_manifest
 from launch.runs import storage
 from launch import heartbeat
+from launch import keeper
 from launch import program_stop
 from launch.options import replay_label
 
@@ -88,6 +89,10 @@ class Coordinator:
       parameters without them), and stopped after the actors.
     record_outside_stop: whether a stop from outside (SIGTERM) writes the
       stop record (see the module docstring).
+    kept_nodes: None, or a factory of the platform's hands on nodes that
+      keepers start again (`local.KeptNodes`): the heartbeats then end a
+      node that froze, for its keeper to start again, instead of stopping
+      the program, which stops only once a keeper gives up.
   """
 
   def __init__(self, counter: counting.Counter, learner,
@@ -101,7 +106,8 @@ class Coordinator:
                heartbeat_timeout: Optional[float] = None,
                cachers: Sequence[Any] = (),
                record_outside_stop: bool = False,
-               poll_seconds: float = 1.0):
+               poll_seconds: float = 1.0,
+               kept_nodes: Optional[Callable[[], Any]] = None):
     self._counter = counter
     self._learner = learner
     self._actors = list(actors)
@@ -112,10 +118,14 @@ class Coordinator:
     self._workdir = storage.node_path(workdir) if workdir else None
     self._next_request_check = 0.0
     watches = [node_watch() if node_watch else None]
+    self._kept_nodes = kept_nodes
     if heartbeat_timeout is not None:
+      kept = kept_nodes() if kept_nodes else None
       watches.append(heartbeat.HeartbeatWatch(
           learner, counter, actors, replays, timeout=heartbeat_timeout,
-          cachers=cachers))
+          cachers=cachers, kept=kept,
+          # Kept, the evaluator is started again when it freezes too.
+          evaluators=evaluators if kept else ()))
     self._watch = heartbeat.EitherWatch(watches) if any(watches) else None
     # {label: client} of every replay shard.
     self._replays = {replay_label(shard, len(replays)): client
@@ -321,7 +331,8 @@ class Coordinator:
       (logging.error if failed else logging.info)(
           'Stopping: %s. Counts: %s', reason, json.dumps(counts))
       if self._workdir:
-        run_manifest.write_stop_record(self._workdir, reason, failed, counts)
+        run_manifest.write_stop_record(self._workdir, reason, failed, counts,
+                                       self._restarts())
       if self._node_died:
         # The others may be blocked in calls to the dead node: no order
         # helps them; the program's stop (and the stop watchdog) ends them.
@@ -346,6 +357,16 @@ class Coordinator:
       self._stop_nodes(self._cachers, 'variable cachers', ACTING_STOP_SECONDS)
       self._stop_nodes([self._learner], 'learner', LEARNER_STOP_SECONDS)
       self._end(failed)
+
+  def _restarts(self) -> Dict[str, int]:
+    """{node: times started again in this launch} (kept nodes only)."""
+    if self._kept_nodes is None or not self._workdir:
+      return {}
+    restarts = keeper.restarts_by_node(self._workdir)
+    if restarts:
+      logging.info('Nodes started again in this launch: %s (each fault: '
+                   '%s).', json.dumps(restarts), keeper.FAULTS)
+    return restarts
 
   def _end(self, failed: bool, gone: Sequence[str] = ()):
     """Ends the program; `gone`: the labels of nodes seen gone, which are

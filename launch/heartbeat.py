@@ -23,7 +23,7 @@ from concurrent import futures
 import threading
 import time
 import types
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from absl import logging
 
@@ -72,6 +72,20 @@ class _Beat:
     self._call = call
     self._pending: Optional[futures.Future] = None
     self.answered: Optional[float] = None
+    # Under a keeper: the process doing the node's work, and when it was
+    # first seen (a node started again is starting until it answers).
+    self.process: Optional[int] = None
+    self.started: Optional[float] = None
+    self.value = None  # The last answer.
+    # The last answer of the process before a fault, until the new process
+    # has answered (None: no fault under way).
+    self.before_fault: Optional[Dict[str, int]] = None
+
+  def restart(self, process: Optional[int], now: float):
+    """The node's process is a new one: it is starting, from `now`."""
+    self.process = process
+    self.started = now
+    self.answered = None
 
   def beat(self, now: float):
     """Sends a call unless one is outstanding; notes an answer."""
@@ -83,6 +97,7 @@ class _Beat:
         # call went out: a call that waited for a starting node (or for a
         # server that was slow) proves it alive at its answer.
         self.answered = now
+        self.value = self._pending.result()
       self._pending = None
     try:
       self._pending = self._call()
@@ -123,7 +138,12 @@ def _reverb_call(address: str, timeout: float):
   import reverb  # pylint: disable=g-import-not-at-top
   client = reverb.Client(address)
   pool = futures.ThreadPoolExecutor(1, thread_name_prefix='replay-heartbeat')
-  return lambda: pool.submit(client.server_info, max(1, int(timeout)))
+
+  def items():  # The items the server holds.
+    tables = client.server_info(max(1, int(timeout)))
+    return {'items': int(sum(table.current_size
+                             for table in tables.values()))}
+  return lambda: pool.submit(items)
 
 
 def address_of(client) -> str:
@@ -145,7 +165,9 @@ class HeartbeatWatch:
                replays: Sequence[Any] = (),
                timeout: float = 30.0, period: float = 1.0,
                start_timeout: float = START_TIMEOUT_SECONDS,
-               coordinator=None, cachers: Sequence[Any] = ()):
+               coordinator=None, cachers: Sequence[Any] = (),
+               evaluators: Sequence[Any] = (), kept=None):
+    self._kept = kept
     self._timeout = timeout
     self._start_timeout = start_timeout
     self._started = time.time()
@@ -165,6 +187,10 @@ class HeartbeatWatch:
       self._single.append(_Beat(
           f'variable {label.replace("_", " ")}', label,
           _courier_call(address_of(cacher), call_timeout)))
+    for evaluator in evaluators:
+      self._single.append(_Beat(
+          'evaluator', 'evaluator',
+          _courier_call(address_of(evaluator), call_timeout)))
     self._actors = [_Beat(f'actor {actor_id}', actor_label(actor_id),
                           _courier_call(address_of(actor), call_timeout))
                     for actor_id, actor in enumerate(actors)]
@@ -185,11 +211,45 @@ class HeartbeatWatch:
         beats = self._single + self._actors
         for beat in beats:
           beat.beat(now)
+          if self._kept is not None:
+            self._heal(beat, now)
         if (not self.all_answered.is_set() and
             all(beat.answered is not None for beat in beats)):
           self.all_answered.set()
           logging.info('Heartbeats: every watched node has answered (%s).',
                        self._description())
+
+  def _heal(self, beat: _Beat, now: float):
+    """Under keepers: a node whose process is a new one is starting again;
+    one that has stayed silent past the timeout (or never answered within
+    the start timeout) is ended, and its keeper starts it again."""
+    process = self._kept.process(beat.label)
+    if process is not None and process != beat.process:
+      if beat.process is not None or beat.before_fault is not None:
+        logging.info('Heartbeats: the %s runs again (pid %d).', beat.name,
+                     process)
+        if beat.before_fault is None:
+          beat.before_fault = beat.value or {}
+      beat.restart(process, now)
+      return
+    if beat.before_fault is not None and beat.answered is not None:
+      self._kept.recovered(beat.label, beat.before_fault, beat.value or {})
+      beat.before_fault = None
+    silent = beat.silent_for(now)
+    if silent is not None and silent >= self._timeout:
+      cause = (f'frozen: no answer to its heartbeats for {silent:.0f} s '
+               f'(--heartbeat_timeout={self._timeout:g})')
+    elif (silent is None and beat.started is not None and
+          now - beat.started >= self._start_timeout):
+      cause = (f'did not start: no answer to its heartbeats in '
+               f'{self._start_timeout:.0f} s')
+    else:
+      return
+    if self._kept.end(beat.label, cause) is not None:
+      # Not ended again until its new process has had its time to start.
+      if beat.before_fault is None:
+        beat.before_fault = beat.value or {}
+      beat.restart(None, now)
 
   def _description(self) -> str:
     names = [beat.name for beat in self._single]
@@ -232,6 +292,8 @@ class HeartbeatWatch:
             call.exception() is not None]
 
   def _gone(self, beat: _Beat, now: float) -> Optional[str]:
+    if self._kept is not None:
+      return None  # Ended and started again (`_heal`), never gone.
     silent = beat.silent_for(now)
     if silent is None:
       if now - self._started >= self._start_timeout:

@@ -240,8 +240,14 @@ def launch(program: lp.Program, options: RunOptions,
   ctrl_c = _StopOnCtrlC(program, terminal)
   if options.launch_type == 'local_mp':
     use_onednn()  # For the nodes' processes, which inherit it.
+    resources = {}
+    if options.max_node_restarts > 0:
+      resources = local.keeper_resources(
+          program, node_labels(program), options.workdir,
+          options.max_node_restarts, options.node_restart_window)
     manager = lp.launch(program, launch_type=options.launch_type,
-                        terminal='current_terminal')
+                        terminal='current_terminal',
+                        local_resources=resources)
     _CoordinatorWatch(program, options.workdir, options.heartbeat_timeout,
                       manager.stop_event(), terminal).start()
   else:

@@ -19,20 +19,26 @@ when one node dies. On this platform:
   restarts, from the newest replay checkpoint, if the server dies.
 """
 
+import atexit
 import faulthandler
 import functools
+import json
 import multiprocessing
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from typing import Callable, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import launchpad as lp
 from absl import logging
 
+from launch import keeper
 from launch import platforms
 from launch import stop_watchdog
 
@@ -50,6 +56,8 @@ NODES = 'nodes'  # <workdir>/nodes/<label>.pid
 STOP_GRACE_SECONDS = 5.0
 _WATCHDOG = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                          'stop_watchdog.py')
+_KEEPER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       'keeper.py')
 
 
 def install_stop_watchdog():
@@ -125,6 +133,21 @@ def _parent_of(pid: int) -> Optional[int]:
   return None if fields[0] in ('Z', 'X') else int(fields[1])
 
 
+def _is_of_launch(pid: int, launcher: Optional[int]) -> bool:
+  """Whether the live process `pid` is a node of the launch whose launcher
+  is `launcher`: Launchpad's shell wrapper is its parent (or, under a
+  keeper, its grandparent) and the launcher that wrapper's parent."""
+  parent = _parent_of(pid)
+  for _ in range(2):
+    if parent is None:
+      return False
+    grandparent = _parent_of(parent)
+    if grandparent == launcher:
+      return True
+    parent = grandparent
+  return False
+
+
 class NodeWatch:
   """Tells when a node of this launch has died (a crash, an out-of-memory
   kill, `kill -9`). A node is watched once its pid file names a live process
@@ -132,31 +155,35 @@ class NodeWatch:
   launch names none); it has died once that process has been gone for
   `confirm_seconds` (a stopping program's nodes end at about the same time
   as the watcher is told to stop). `launcher`: the launcher's pid (by
-  default the watcher is a node, whose grandparent it is)."""
+  default the watcher is a node, whose grandparent it is). A node started
+  again by its keeper writes its new pid: the watch then follows it."""
 
   def __init__(self, workdir: str, label: str, confirm_seconds: float = 3.0,
                launcher: Optional[int] = None):
     self.label = label
     self._path = pid_path(workdir, label)
     self._launcher = (launcher if launcher is not None
-                      else _parent_of(os.getppid()))
+                      else launcher_of_this_node())
     self._confirm_seconds = confirm_seconds
     self.pid = None
     self._gone_since = None
 
+  def _named(self) -> Optional[int]:
+    """The live process of this launch its pid file names, if any."""
+    try:
+      with open(self._path) as f:
+        pid = int(f.read())
+    except (OSError, ValueError):
+      return None
+    return pid if _is_of_launch(pid, self._launcher) else None
+
   def find(self) -> Optional[int]:
     """The node's pid, once its pid file names a live process of this
     launch; None until then."""
-    if self.pid is None:
-      try:
-        with open(self._path) as f:
-          pid = int(f.read())
-      except (OSError, ValueError):
-        return None
-      parent = _parent_of(pid)
-      if parent is None or _parent_of(parent) != self._launcher:
-        return None
-      self.pid = pid
+    if self.pid is None or _parent_of(self.pid) is None:
+      pid = self._named()
+      if pid is not None:
+        self.pid = pid
     return self.pid
 
   def dead(self) -> bool:
@@ -168,6 +195,12 @@ class NodeWatch:
     if self._gone_since is None:
       self._gone_since = time.time()
     return time.time() - self._gone_since >= self._confirm_seconds
+
+
+def launcher_of_this_node() -> Optional[int]:
+  """The launcher's pid, seen from a node's process (the coordinator's):
+  its grandparent, with Launchpad's shell wrapper in between."""
+  return _parent_of(os.getppid())
 
 
 def end_node(workdir: str, label: str, launcher: Optional[int] = None):
@@ -189,23 +222,40 @@ class ProgramWatch:
   """The coordinator's watch over the nodes the program cannot go on
   without: the learner (actors would act on for nobody), the counter (every
   node would wait on it forever), each variable cacher (its actors would
-  act on ever older parameters) and the actors (all of them)."""
+  act on ever older parameters) and the actors (all of them).
+
+  With keepers (`kept`, `launch.keeper`) a node whose process dies is
+  started again: it counts as dead only once its keeper has given up on it,
+  and the replay shards are watched so too."""
 
   def __init__(self, workdir: str, actor_labels: Sequence[str],
-               cacher_labels: Sequence[str] = ()):
+               cacher_labels: Sequence[str] = (),
+               replay_labels: Sequence[str] = (), kept: bool = False):
     self._workdir = workdir
+    self._kept = kept
     self._single = [NodeWatch(workdir, label) for label in
-                    ('learner', 'counter', *cacher_labels)]
+                    ('learner', 'counter', *cacher_labels,
+                     *(replay_labels if kept else ()))]
     self._actors = [NodeWatch(workdir, label) for label in actor_labels]
+
+  def _dead(self, watch: NodeWatch) -> bool:
+    if self._kept:
+      return keeper.gave_up(self._workdir, watch.label) is not None
+    return watch.dead()
 
   def dead(self) -> Optional[str]:
     """What has died (e.g. "the learner's process (pid 123) has died"), or
     None."""
     for watch in self._single:
-      if watch.dead():
-        return (f'the {watch.label}\'s process (pid {watch.pid}) has died '
+      if self._dead(watch):
+        return (keeper.gave_up(self._workdir, watch.label) if self._kept else
+                f'the {watch.label}\'s process (pid {watch.pid}) has died '
                 f'(its log, logs/{watch.label}.log, says why)')
-    if len(self.dead_actors()) == len(self._actors):
+    # Every actor's watch is asked, every time: a watch learns its node's
+    # process while it lives (it cannot tell a dead process of this launch
+    # from an earlier launch's).
+    dead_actors = [self._dead(watch) for watch in self._actors]
+    if dead_actors and all(dead_actors):
       return (f'all {len(self._actors)} actor processes have died (their '
               'logs, logs/actor*.log, say why)')
     return None
@@ -217,9 +267,109 @@ class ProgramWatch:
       end_node(self._workdir, label)
 
   def dead_actors(self) -> List[int]:
-    """The ids of the actors whose process has died."""
+    """The ids of the actors whose process has died (and, with keepers,
+    not yet been started again)."""
     return [actor_id for actor_id, watch in enumerate(self._actors)
-            if watch.dead()]
+            if watch.dead() or self._kept and self._dead(watch)]
+
+
+class KeptNodes:
+  """The coordinator's hands on the nodes that keepers keep (local_mp):
+  which process does each node's work now, and ending one that froze, so
+  that its keeper starts it again."""
+
+  def __init__(self, workdir: str, max_node_restarts: int = 0):
+    self._workdir = workdir
+    # Under keepers (`launch.keeper`) unless no node is to be started again.
+    self.keeps_nodes = max_node_restarts > 0
+    self._launcher = launcher_of_this_node()
+
+  def process(self, label: str) -> Optional[int]:
+    """The live process of this launch doing node `label`'s work, if any."""
+    return NodeWatch(self._workdir, label, launcher=self._launcher).find()
+
+  def end(self, label: str, cause: str) -> Optional[int]:
+    """SIGKILLs node `label`'s process, its keeper told `cause` first; the
+    pid ended, or None if none ran."""
+    pid = self.process(label)
+    if pid is None:
+      return None
+    keeper.mark_fault(self._workdir, label, cause)
+    logging.warning('Ending the %s (pid %d): %s; its keeper starts it '
+                    'again.', label, pid, cause)
+    try:
+      os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+      pass
+    return pid
+
+  def recovered(self, label: str, before: Dict[str, Any],
+                after: Dict[str, Any]):
+    """Records that node `label` answers again after a fault: how long after
+    its keeper saw the fault, and what it lost, from its last heartbeat's
+    answer before the fault and its first after (`launch.heartbeat`), or
+    what its new process says it started from: the learner's updates, the
+    counter's actor steps, a replay shard's items (their net fall: items
+    written and sampled out between the two answers count too), the
+    evaluator's episodes of its round."""
+    faults = [record for record in keeper.read_faults(self._workdir)
+              if record.get('node') == label and
+              record.get('event') == 'fault']
+    lost = {}
+    for key in LOST:
+      if key in before:
+        # What its new process started from, where it says (what it has
+        # done since is not a loss), else its first answer.
+        start = after.get(f'{key}_at_start', after.get(key, 0))
+        lost[key] = max(0, int(before[key]) - int(start))
+    record = {'node': label, 'event': 'recovered',
+              'pid': self.process(label), 'lost': lost,
+              'answered_before_fault': before, 'answered_after': after}
+    if faults:
+      record['seconds_since_fault'] = round(
+          time.time() - faults[-1]['time'], 1)
+      record['restarts_before'] = faults[-1].get('restarts_before', 0) + 1
+    keeper.append_fault(self._workdir, record)
+    logging.info('The %s answers again after its fault; lost: %s.', label,
+                 lost or 'nothing it counts')
+
+
+# What a node's heartbeat answers count that a fault can lose (`KeptNodes.
+# recovered`): an actor's steps are its own and start again from 0, not lost.
+LOST = ('updates', 'actor_steps', 'items', 'round_episodes')
+
+
+def keeper_resources(program: lp.Program, labels: Dict[Tuple[str, int], str],
+                     workdir: str, max_restarts: int,
+                     window: float) -> Dict[str, Any]:
+  """Launchpad's `local_resources` that run every node of `program` but the
+  coordinator under a keeper (`launch.keeper`); `labels`: each node's label
+  by (group, index). The keeper stands in Launchpad's command where the
+  interpreter would: a script of this launch that runs it with this
+  Python."""
+  from launchpad.nodes.python import local_multi_processing  # pylint: disable=g-import-not-at-top
+  directory = tempfile.mkdtemp(prefix='keeper')
+  atexit.register(shutil.rmtree, directory, ignore_errors=True)
+  script = os.path.join(directory, 'keeper')
+  with open(script, 'w') as f:
+    f.write(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -S '
+            f'{shlex.quote(_KEEPER)} "$@"\n')
+  os.chmod(script, 0o700)
+  keeper.clear(workdir, list(labels.values()))
+  keeper.launched(workdir)
+  resources = {}
+  for group, nodes in program.groups.items():
+    if group == 'coordinator':
+      continue
+    settings = {'workdir': workdir, 'max_restarts': max_restarts,
+                'window': window,
+                'labels': [labels[(group, index)]
+                           for index in range(len(nodes))]}
+    # Launchpad 0.5 takes the interpreter from this private field only.
+    resources[group] = local_multi_processing.PythonProcess(
+        env={keeper.SETTINGS: json.dumps(settings)},
+        _absolute_interpreter_path=script)
+  return resources
 
 
 def _serve_replay(tables_fn, port: int, directory: Optional[str]):
@@ -311,8 +461,10 @@ class LocalProcesses(platforms.ProcessPerNode):
 
   end_program = staticmethod(end_program)
 
-  def __init__(self, workdir: str):
+  def __init__(self, workdir: str, max_node_restarts: int = 0):
     self._workdir = workdir
+    # Under keepers (`launch.keeper`) unless no node is to be started again.
+    self.keeps_nodes = max_node_restarts > 0
 
   def process_setup(self, label: str,
                     constructor=None) -> Callable[[], None]:
@@ -324,6 +476,12 @@ class LocalProcesses(platforms.ProcessPerNode):
                              label=label)
 
   def node_watch(self, actor_labels: Sequence[str],
-                 cacher_labels: Sequence[str] = ()):
+                 cacher_labels: Sequence[str] = (),
+                 replay_labels: Sequence[str] = ()):
     return functools.partial(ProgramWatch, self._workdir, actor_labels,
-                             cacher_labels)
+                             cacher_labels, replay_labels,
+                             self.keeps_nodes)
+
+  def kept_nodes(self):
+    return (functools.partial(KeptNodes, self._workdir) if self.keeps_nodes
+            else None)

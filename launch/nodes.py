@@ -38,6 +38,7 @@ from launch.runs import checkpointing
 from launch.runs import loggers as loggers_lib
 from agents.envs import resilience
 from agents import actor_loop
+from launch import keeper
 from launch import program_stop
 from launch.options import RunOptions
 from launch.options import actor_label
@@ -45,8 +46,14 @@ from launch.options import actor_label
 
 def node_seed(options: RunOptions, offset: int) -> int:
   """The seed of a node's part number `offset` (an actor, an environment):
-  one of the run's `--seed`, the same in every launch of it."""
-  return int(np.random.SeedSequence([options.seed, offset]).generate_state(1)[0])
+  one of the run's `--seed`, the same in every launch of it. A node's
+  process started again by its keeper (`launch.keeper`) draws from a stream
+  of its own (its environments do not replay the episodes its last process
+  played)."""
+  entropy = [options.seed, offset]
+  if keeper.restarts():
+    entropy.append(keeper.restarts())
+  return int(np.random.SeedSequence(entropy).generate_state(1)[0])
 
 
 class Stop:
@@ -125,6 +132,9 @@ class LearningNode(acme.Learner, acme.VariableSource):
     self._snapshot = builder.policy_snapshot(self._learner.state)
     self._options = options
     self._stop = Stop()
+    # The updates its newest checkpoint holds, and those it started from.
+    self._checkpointed_steps = self._started_at = int(
+        self._learner.num_steps)
 
   def step(self):
     self._learner.step()
@@ -143,9 +153,13 @@ class LearningNode(acme.Learner, acme.VariableSource):
   def variable_names(self) -> List[str]:
     return self._learner.variable_names
 
-  def ping(self) -> bool:
-    """The coordinator's heartbeat (`launch.heartbeat`)."""
-    return True
+  def ping(self):
+    """The coordinator's heartbeat (`launch.heartbeat`): the learner's
+    updates, those of its newest checkpoint (a restart goes back to them)
+    and those it started from."""
+    return {'updates': int(self._learner.num_steps),
+            'updates_checkpointed': self._checkpointed_steps,
+            'updates_at_start': self._started_at}
 
   def stop(self, timeout: float) -> bool:
     """Ends learning after the current update, with a final log row and
@@ -162,6 +176,7 @@ class LearningNode(acme.Learner, acme.VariableSource):
     """A checkpoint (and policy snapshot) if one is due or `force`d."""
     if self._checkpointer is None or not self._checkpointer.save(force):
       return False
+    self._checkpointed_steps = int(self._learner.num_steps)
     self._snapshot.export(self._options.node_workdir, self._learner.num_steps)
     return True
 
@@ -265,9 +280,10 @@ class ActingNode:
     """The seed of the actor of node `actor_id`."""
     return node_seed(options, 100_000 + actor_id)
 
-  def ping(self) -> bool:
-    """The coordinator's heartbeat (`launch.heartbeat`)."""
-    return True
+  def ping(self):
+    """The coordinator's heartbeat (`launch.heartbeat`): this process's
+    environment steps."""
+    return {'steps': int(self._counter.own_counts['steps'])}
 
   def stop(self, timeout: float) -> bool:
     """Ends acting after the current step, with this node's counts sent;
@@ -376,13 +392,17 @@ class EvaluatorNode:
     # episode until the next round's first (minutes on Atari), and a stop in
     # between would lose it, so that a resumed run counted it again.
     self._evaluator_counter = FlushableCounter(counter, prefix='evaluator')
+    self._round_started_at = 0  # Its episodes when the round began.
     self._options = options
     self._stop = Stop()
     self._environments = [self._make_environment() for _ in range(count)]
 
-  def ping(self) -> bool:
-    """The coordinator's heartbeat (`launch.heartbeat`)."""
-    return True
+  def ping(self):
+    """The coordinator's heartbeat (`launch.heartbeat`): the episodes of
+    the round under way that have ended (a restart loses them)."""
+    return {'round_episodes': int(
+        self._evaluator_counter.own_counts['episodes'] -
+        self._round_started_at)}
 
   def stop(self, timeout: float) -> bool:
     """Ends evaluation at the next step; True once done within `timeout`
@@ -417,6 +437,7 @@ class EvaluatorNode:
     """One round: an episode in each environment, with the newest
     parameters."""
     self._actor.update(wait=True)
+    self._round_started_at = self._evaluator_counter.own_counts['episodes']
     # Every row of the round names it (`loggers_lib.split_rounds`).
     round_fields = {loggers_lib.ROUND_STARTED: time.time(),
                     loggers_lib.ROUND_LEARNER_STEPS: self._learner_steps()}

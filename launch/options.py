@@ -108,11 +108,23 @@ class RunOptions:
   (the others go on)."""
   heartbeat_timeout: float = 30.0
   """Seconds after which the learner, the counter, replay, a variable
-  cacher or an actor that has stopped answering the coordinator's
-  heartbeats (over the program's own RPC), or the coordinator that has
-  stopped answering the launcher's (local_mp), counts as gone, dead or frozen: the program then stops as
-  failed, as when its process dies (not under local_mt, where nodes are
-  threads)."""
+  cacher, the evaluator or an actor that has stopped answering the
+  coordinator's heartbeats (over the program's own RPC) counts as frozen:
+  under local_mp it is ended and started again (--max_node_restarts),
+  elsewhere, or past that bound, the program stops as failed. A
+  coordinator silent as long to the launcher's heartbeats (local_mp) stops
+  the program as failed. Not under local_mt, where nodes are threads."""
+  max_node_restarts: int = 5
+  """local_mp: how many times a node that dies or freezes (its heartbeats
+  silent for --heartbeat_timeout) is started again in place, from its own
+  newest checkpoint, within --node_restart_window seconds, while the rest
+  of the program goes on (`launch.keeper`, docs/checkpoints.md). One fault
+  more and the program stops as failed, naming the node. 0: no node is
+  started again; the program stops at the first such fault. Five, as
+  Vertex AI restarts a failing replica five times before it fails the
+  job."""
+  node_restart_window: float = 3600.0
+  """Seconds within which --max_node_restarts counts a node's faults."""
   workdir_access: str = 'user'
   """Who may read the workdir and what the run writes there: user
   (directories 0700, files 0600), group (0750, 0640) or all (0755, 0644).
@@ -170,6 +182,10 @@ class RunOptions:
                'serves one actor or more)')
     check_flag('heartbeat_timeout', self.heartbeat_timeout > 0,
                self.heartbeat_timeout, '> 0')
+    check_flag('max_node_restarts', self.max_node_restarts >= 0,
+               self.max_node_restarts, '>= 0')
+    check_flag('node_restart_window', self.node_restart_window > 0,
+               self.node_restart_window, '> 0')
     for name in ('log_every', 'evaluation_period'):
       check_flag(name, getattr(self, name) >= 0, getattr(self, name), '>= 0')
     for name in ('checkpoint_every', 'replay_checkpoint_every'):

@@ -113,13 +113,23 @@ class SharedProcess:
     del label
     return InProcessReplayServer
 
+  # Whether its nodes run under keepers, which start them again
+  # (`launch.keeper`).
+  keeps_nodes = False
+
   def node_watch(self, actor_labels: Sequence[str],
-                 cacher_labels: Sequence[str] = ()):
+                 cacher_labels: Sequence[str] = (),
+                 replay_labels: Sequence[str] = ()):
     """None, or a factory (called in the coordinator's process) of a watch
-    over the learner, the counter, the variable cachers `cacher_labels`
-    and the actors `actor_labels` (see
-    `launch.coordinator.Coordinator`)."""
-    del actor_labels, cacher_labels
+    over the learner, the counter, the variable cachers `cacher_labels`,
+    the replay shards `replay_labels` (where nodes are kept) and the actors
+    `actor_labels` (see `launch.coordinator.Coordinator`)."""
+    del actor_labels, cacher_labels, replay_labels
+    return None
+
+  def kept_nodes(self):
+    """None, or a factory (called in the coordinator's process) of the
+    coordinator's hands on nodes under keepers (`local.KeptNodes`)."""
     return None
 
 

@@ -53,7 +53,7 @@ def platform_for(options: RunOptions) -> platforms.SharedProcess:
   of a cluster under vertex_ai, threads of one process under local_mt and
   test_mt."""
   if options.launch_type == 'local_mp':
-    return local.LocalProcesses(options.workdir)
+    return local.LocalProcesses(options.workdir, options.max_node_restarts)
   if options.launch_type == 'vertex_ai':
     return platforms.ClusterProcesses()
   return platforms.SharedProcess()
@@ -187,7 +187,10 @@ def make_program(builder: builders.Builder,
       max_seconds=options.max_seconds, workdir=options.workdir,
       node_watch=platform.node_watch(
           [actor_label(i) for i in range(options.num_actors)],
-          [cacher_label(i, len(cachers)) for i in range(len(cachers))]),
+          [cacher_label(i, len(cachers)) for i in range(len(cachers))],
+          [replay_label(i, len(shape.replays))
+           for i in range(len(shape.replays))]),
+      kept_nodes=platform.kept_nodes(),
       replays=shape.replays, end_program=platform.end_program,
       heartbeat_timeout=(options.heartbeat_timeout if platform.heartbeats
                          else None),

@@ -44,6 +44,10 @@ from helpers import rows as _rows
 from helpers import rows_from as _rows_from
 
 ENV = 'gym:CartPole-v1'
+# The runs of the tests of a program that starts no node again: the
+# program's own watch, which stops it as failed past --max_node_restarts
+# (tests/test_healing.py has the nodes started again).
+NO_RESTARTS = '--max_node_restarts=0'
 FAULTY_ENV = 'gym:tests.faulty_envs:FaultyCartPole-v0'
 ALWAYS_CRASHING_ENV = 'gym:tests.faulty_envs:AlwaysCrashingCartPole-v0'
 
@@ -233,7 +237,7 @@ def test_a_killed_actor_leaves_the_program_training_until_the_last_dies(
   # Killing one actor leaves the program training; killing the other too
   # leaves a learner with no new data: the program stops as failed.
   workdir = tmp_path / 'run'
-  program = _launch(launch, 'run', workdir)
+  program = _launch(launch, 'run', workdir, extra=[NO_RESTARTS])
   actor_rows = _kill_node_when_running(program, workdir, 'actor_1',
                                        lambda: len(_rows(workdir, 'actor')))
   killed_rows = len(_rows(workdir, 'actor_1'))
@@ -298,7 +302,7 @@ def test_a_dead_learner_stops_the_program_with_an_error(tmp_path, launch):
   # watching the learner's process, stops the program, which exits 1 saying
   # so, with the counter's final checkpoint.
   workdir = tmp_path / 'run'
-  program = _launch(launch, 'run', workdir)
+  program = _launch(launch, 'run', workdir, extra=[NO_RESTARTS])
   returncode, output = _exit_after_kill(program, workdir, 'learner')
   victim = _pid(workdir, 'learner')
   _check_stopped_as_failed(
@@ -310,7 +314,7 @@ def test_a_dead_learner_stops_the_program_with_an_error(tmp_path, launch):
 def test_a_dead_counter_stops_the_program_with_an_error(tmp_path, launch):
   # Every node's calls to a dead counter would wait for it forever.
   workdir = tmp_path / 'run'
-  program = _launch(launch, 'run', workdir)
+  program = _launch(launch, 'run', workdir, extra=[NO_RESTARTS])
   program.wait_until(lambda: _pid(workdir, 'counter'), START_TIMEOUT,
                      'the counter\'s pid file')
   victim = _pid(workdir, 'counter')
@@ -352,7 +356,8 @@ def test_actors_learn_through_a_variable_cacher_whose_death_stops_the_run(
   # would act on ever older parameters: like the learner, a dead cacher
   # stops the program, which exits 1 saying so.
   workdir = tmp_path / 'run'
-  program = _launch(launch, 'run', workdir, extra=['--variable_cachers=1'])
+  program = _launch(launch, 'run', workdir,
+                    extra=['--variable_cachers=1', NO_RESTARTS])
   program.wait_until(lambda: _actors_learn_through_the_cacher(workdir),
                      START_TIMEOUT, 'actors acting with two versions of the '
                      'parameters, through the cacher')
@@ -674,7 +679,8 @@ def test_a_frozen_node_stops_the_program_with_an_error(tmp_path, launch,
   # the coordinator's heartbeats over Courier see that it no longer
   # answers, and the program stops as failed, naming it, with no node left.
   workdir = tmp_path / 'run'
-  program = _launch(launch, 'run', workdir, extra=['--heartbeat_timeout=8'])
+  program = _launch(launch, 'run', workdir,
+                    extra=['--heartbeat_timeout=8', NO_RESTARTS])
   returncode, output = _exit_after_freeze(program, workdir, label)
   record = _check_stopped_as_failed(
       workdir, returncode, output,
@@ -734,7 +740,7 @@ def test_ctrl_c_just_after_an_actor_died_does_not_wait_for_it(tmp_path,
   # dead actor to stop too, and the ordered stop must drop it once the
   # watch sees it dead, not wait its 30 s for an answer that never comes.
   workdir = tmp_path / 'run'
-  program = _launch(launch, 'run', workdir)
+  program = _launch(launch, 'run', workdir, extra=[NO_RESTARTS])
   _kill_node_when_running(program, workdir, 'actor_1')
   # Whether the stop waited for the dead actor is told by which way it
   # went, as the coordinator says, not by how long it took (a loaded

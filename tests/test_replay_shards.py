@@ -339,6 +339,9 @@ PROGRAM_FLAGS = [
     # Longer than the freeze below lasts: a shard's node whose server is
     # frozen for longer than this would stop the program (as any node's).
     '--heartbeat_timeout=600',
+    # The killed actor below stays dead (no keeper starts it again:
+    # tests/test_healing.py), so that its shard takes no insert.
+    '--max_node_restarts=0',
 ]
 def _learner_rows(workdir):
   return helpers.rows(workdir, 'learner')

@@ -24,6 +24,7 @@ import pytest
 from absl import logging as absl_logging
 
 import helpers
+from launch import keeper
 from launch import node_output
 from launch import status as status_lib
 from launch import terminal as terminal_lib
@@ -227,6 +228,22 @@ def test_the_status_takes_the_evaluators_round_by_its_name(tmp_path):
                                 evaluation_episodes=2)
   lines = {line.name: line.figures for line in status.lines()}
   assert lines['evaluator'][0] == 'return 6 (2 episodes)'
+
+
+def test_the_run_line_counts_this_launchs_restarts_by_node(tmp_path):
+  status = status_lib.RunStatus(str(tmp_path), ['actor'])
+  assert 'restarts' not in ' '.join(
+      {line.name: line.figures for line in status.lines()}['run'])
+  # An earlier launch's fault, then this launch's: the keepers' records
+  # (launch/keeper.py). A fault given up on is no restart.
+  keeper.append_fault(str(tmp_path), {'node': 'counter', 'event': 'fault'})
+  keeper.launched(str(tmp_path))
+  for node, gave_up in (('learner', False), ('actor_1', False),
+                        ('learner', False), ('evaluator', True)):
+    keeper.append_fault(str(tmp_path), {'node': node, 'event': 'fault',
+                                        'gave_up': gave_up})
+  run = {line.name: line.figures for line in status.lines()}['run']
+  assert run[-2:] == ['3 restarts (actor_1 1, learner 2)', str(tmp_path)]
 
 
 def test_a_program_of_workers_without_replay_or_evaluator(tmp_path):

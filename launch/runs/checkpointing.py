@@ -105,19 +105,26 @@ class CheckpointedCounter(counting.Counter):
       if state is not None:
         self.restore(state)
       logging.info('Counter starts from %s', self.get_counts())
+    self._started_at = self._saved_at = int(
+        self._counts.get('actor_steps', 0))
 
   def save(self):
     with self._lock:
       return {'counts': dict(self._counts), 'cache': dict(self._cache)}
 
-  def ping(self) -> bool:
-    """The coordinator's heartbeat (`launch.heartbeat`)."""
-    return True
+  def ping(self):
+    """The coordinator's heartbeat (`launch.heartbeat`): the actors' steps
+    counted, those it started from, and those of its newest checkpoint (a
+    restart goes back to them)."""
+    return {'actor_steps': int(self._counts.get('actor_steps', 0)),
+            'actor_steps_at_start': self._started_at,
+            'actor_steps_saved': self._saved_at}
 
   def save_checkpoint(self) -> bool:
     if self._path is None:
       return False
     state = tree.map_structure(_plain_number, self.save())
+    saved_at = int(state['counts'].get('actor_steps', 0))
     partial = f'{self._path}.partial'
     with self._save_lock:
       with open(partial, 'w') as f:
@@ -125,6 +132,7 @@ class CheckpointedCounter(counting.Counter):
         f.flush()
         os.fsync(f.fileno())
       os.replace(partial, self._path)
+    self._saved_at = saved_at
     return True
 
   def run(self):

@@ -352,9 +352,14 @@ def frames_per_step(workdir: str) -> int:
 
 
 def write_stop_record(workdir: str, reason: str, failed: bool,
-                      counts: Dict[str, int]):
-  _write_json(storage.join(workdir, STOP_RECORD),
-              {'reason': reason, 'failed': failed, 'counts': counts})
+                      counts: Dict[str, int],
+                      restarts: Optional[Dict[str, int]] = None):
+  """`restarts`: {node: times started again in this launch}, if any were
+  (`launch.keeper`; each fault is in `<workdir>/faults.jsonl`)."""
+  record = {'reason': reason, 'failed': failed, 'counts': counts}
+  if restarts:
+    record['restarts'] = restarts
+  _write_json(storage.join(workdir, STOP_RECORD), record)
 
 
 def read_stop_record(workdir: str) -> Optional[Dict[str, Any]]:

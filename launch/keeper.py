@@ -1,0 +1,277 @@
+"""A node's keeper: runs the node's process, and starts it again when it dies.
+
+Under local_mp every node but the coordinator runs under a keeper of its
+own, which Launchpad starts in the node's place (as its "interpreter",
+`local.LocalProcesses.launch_resources`):
+
+    python keeper.py <Launchpad's process_entry.py> <its arguments>
+
+The keeper starts the node's process with this machine's Python and the
+same arguments, environment, working directory and network namespace as
+Launchpad would, so that a node started again binds the same address, is
+the same node of the program (an actor keeps its index), and restores its
+own newest checkpoint as a resumed run's does. The others' calls to it wait
+for it and go on (docs/checkpoints.md).
+
+When the node's process ends:
+
+* exit 0, or any end once the program is stopping (a SIGTERM reached the
+  keeper: Launchpad's stop sends it to every process of the program): the
+  keeper ends with it;
+* any other end (killed by a signal: SIGKILL as the out-of-memory killer
+  sends it; a crash; a non-zero exit; the coordinator ending a node whose
+  heartbeats went silent, which it names in `<label>.fault` first) is a
+  fault: written to `<workdir>/faults.jsonl`, and the node is started again
+  after a short pause, unless it has faulted `max_restarts` times within
+  `window` seconds already. Then the keeper gives up: it writes so to
+  `faults.jsonl` and to `<workdir>/nodes/<label>.failed`, which the
+  coordinator's watch reads as the node's death (the program stops as
+  failed, as it did before keepers), and ends with the node's status.
+
+The node's process is told how many times it has been started again
+(`RESTARTS`, 0 at first), for its seeds. It dies with the keeper
+(PR_SET_PDEATHSIG), and the keeper with nothing but SIGKILL: Ctrl-C is the
+launcher's (every process of the program hears it), and SIGTERM is the
+program's stop.
+
+Standard library only, and light: a keeper per node costs a few megabytes.
+The coordinator imports it for the records (`append_fault`,
+`read_faults`, `mark_fault`).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Dict, List, Optional
+
+# The keeper's settings, in its environment (JSON): {"workdir": ...,
+# "labels": [label of task 0, ...], "max_restarts": N, "window": seconds}.
+SETTINGS = 'APEX_KEEPER'
+# How many times this node's process has been started again (its
+# environment; absent: 0).
+RESTARTS = 'APEX_NODE_RESTARTS'
+FAULTS = 'faults.jsonl'  # <workdir>/faults.jsonl
+NODES = 'nodes'  # <workdir>/nodes/<label>.{pid,fault,failed}
+# Pauses before a start again: the first fault's, doubled for each fault
+# within the window, at most the last.
+FIRST_PAUSE_SECONDS = 1.0
+MAX_PAUSE_SECONDS = 30.0
+
+
+def restarts() -> int:
+  """How many times this node's process has been started again (0 outside
+  a keeper)."""
+  return int(os.environ.get(RESTARTS, '0'))
+
+
+def append_fault(workdir: str, record: Dict):
+  """Appends one line to `<workdir>/faults.jsonl` (one write of a whole
+  line, appended: lines of several writers never interleave)."""
+  line = json.dumps({'time': round(time.time(), 3), **record}) + '\n'
+  fd = os.open(os.path.join(workdir, FAULTS),
+               os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+  try:
+    os.write(fd, line.encode())
+  finally:
+    os.close(fd)
+
+
+def read_faults(workdir: str) -> List[Dict]:
+  """The records of `<workdir>/faults.jsonl`, oldest first ([] without);
+  a last line cut short by a crash is left out."""
+  try:
+    with open(os.path.join(workdir, FAULTS)) as f:
+      lines = f.read().splitlines()
+  except FileNotFoundError:
+    return []
+  records = []
+  for line in lines:
+    try:
+      records.append(json.loads(line))
+    except ValueError:
+      continue
+  return records
+
+
+def this_launch(records: List[Dict]) -> List[Dict]:
+  """The records since the last launch's (`launched`)."""
+  starts = [index for index, record in enumerate(records)
+            if record.get('event') == 'launch']
+  return records[starts[-1] + 1:] if starts else records
+
+
+def launched(workdir: str):
+  """Records a launch of the run under keepers (faults.jsonl holds every
+  launch's faults)."""
+  append_fault(workdir, {'event': 'launch'})
+
+
+def restarts_by_node(workdir: str) -> Dict[str, int]:
+  """{node: the times it was started again} in this launch."""
+  restarted = {}
+  for record in this_launch(read_faults(workdir)):
+    if record.get('event') == 'fault' and not record.get('gave_up'):
+      restarted[record['node']] = restarted.get(record['node'], 0) + 1
+  return restarted
+
+
+def _node_file(workdir: str, label: str, kind: str) -> str:
+  return os.path.join(workdir, NODES, f'{label}.{kind}')
+
+
+def mark_fault(workdir: str, label: str, cause: str):
+  """Names the cause of the fault the caller is about to bring about in
+  node `label` (the coordinator, before it ends a frozen node): its keeper
+  writes it as the fault's cause."""
+  path = _node_file(workdir, label, 'fault')
+  with open(f'{path}.tmp', 'w') as f:
+    f.write(cause)
+  os.replace(f'{path}.tmp', path)
+
+
+def _take_marked_cause(workdir: str, label: str) -> Optional[str]:
+  path = _node_file(workdir, label, 'fault')
+  try:
+    with open(path) as f:
+      cause = f.read().strip()
+    os.remove(path)
+    return cause or None
+  except FileNotFoundError:
+    return None
+
+
+def gave_up(workdir: str, label: str) -> Optional[str]:
+  """Why the keeper of node `label` gave up on it, or None if it has not."""
+  try:
+    with open(_node_file(workdir, label, 'failed')) as f:
+      return f.read().strip()
+  except FileNotFoundError:
+    return None
+
+
+def clear(workdir: str, labels: List[str]):
+  """Removes the keepers' marks of an earlier launch of the run."""
+  for label in labels:
+    for kind in ('fault', 'failed'):
+      try:
+        os.remove(_node_file(workdir, label, kind))
+      except FileNotFoundError:
+        pass
+
+
+def describe_end(status: int) -> str:
+  """A process's end, from Popen's return code."""
+  if status < 0:
+    try:
+      name = signal.Signals(-status).name
+    except ValueError:
+      name = f'signal {-status}'
+    return f'killed by {name}'
+  return f'exit status {status}'
+
+
+def _exit_status(status: int) -> int:
+  """The keeper's exit status for its node's end (Popen's return code): the
+  node's own, or 128 + the signal that killed it, as a shell's."""
+  return status if status >= 0 else 128 - status
+
+
+def _die_with_parent():
+  try:  # Linux: the node dies with its keeper, whatever kills it.
+    import ctypes  # pylint: disable=g-import-not-at-top
+    ctypes.CDLL('libc.so.6').prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+  except (OSError, AttributeError):
+    pass
+
+
+class Keeper:
+  """Keeps one node's process running; see the module docstring."""
+
+  def __init__(self, command: List[str], label: str, workdir: str,
+               max_restarts: int, window: float):
+    self._command = command
+    self._label = label
+    self._workdir = workdir
+    self._max_restarts = max_restarts
+    self._window = window
+    self._stopping = threading.Event()
+    self._process: Optional[subprocess.Popen] = None
+    self._faults: List[float] = []  # Times of the faults in the window.
+
+  def on_stop(self, signum, frame):
+    """The program's stop (SIGTERM): Launchpad sends it to the node's
+    process too; no start again from now on."""
+    del signum, frame
+    self._stopping.set()
+
+  def _start(self, restarts: int) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.pop(SETTINGS, None)
+    env[RESTARTS] = str(restarts)
+    return subprocess.Popen(self._command, env=env,
+                            preexec_fn=_die_with_parent)
+
+  def run(self) -> int:
+    restarts = 0
+    while True:
+      self._process = self._start(restarts)
+      status = self._process.wait()
+      if status == 0 or self._stopping.is_set():
+        return _exit_status(status)
+      now = time.time()
+      cause = (_take_marked_cause(self._workdir, self._label) or
+               describe_end(status))
+      self._faults = [t for t in self._faults if now - t < self._window]
+      self._faults.append(now)
+      record = {'node': self._label, 'event': 'fault', 'cause': cause,
+                'pid': self._process.pid, 'restarts_before': restarts}
+      if len(self._faults) > self._max_restarts:
+        reason = (f'the {self._label}\'s process (pid {self._process.pid}) '
+                  f'has died ({cause}), its fault {len(self._faults)} within '
+                  f'{self._window:.0f} s (--max_node_restarts='
+                  f'{self._max_restarts}; its log, logs/{self._label}.log, '
+                  'says why)')
+        append_fault(self._workdir, {**record, 'gave_up': True})
+        path = _node_file(self._workdir, self._label, 'failed')
+        with open(f'{path}.tmp', 'w') as f:
+          f.write(reason)
+        os.replace(f'{path}.tmp', path)
+        print(f'Keeper: {reason}; not started again.', flush=True)
+        return _exit_status(status)
+      pause = min(MAX_PAUSE_SECONDS,
+                  FIRST_PAUSE_SECONDS * 2 ** (len(self._faults) - 1))
+      append_fault(self._workdir, {**record, 'gave_up': False,
+                                   'pause_seconds': pause})
+      print(f'Keeper: the {self._label} (pid {self._process.pid}) has died '
+            f'({cause}); starting it again in {pause:.0f} s (restart '
+            f'{restarts + 1}).', flush=True)
+      if self._stopping.wait(pause):
+        return _exit_status(status)
+      restarts += 1
+
+
+def _task_id(arguments: List[str]) -> int:
+  for index, argument in enumerate(arguments):
+    if argument == '--lp_task_id':
+      return int(arguments[index + 1])
+    if argument.startswith('--lp_task_id='):
+      return int(argument.split('=', 1)[1])
+  raise SystemExit('keeper: no --lp_task_id among the node\'s arguments')
+
+
+def main(arguments: List[str]) -> int:
+  settings = json.loads(os.environ[SETTINGS])
+  label = settings['labels'][_task_id(arguments)]
+  keeper = Keeper([sys.executable] + arguments, label, settings['workdir'],
+                  settings['max_restarts'], settings['window'])
+  signal.signal(signal.SIGTERM, keeper.on_stop)
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  return keeper.run()
+
+
+if __name__ == '__main__':
+  sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,239 @@
+"""The node keeper (launch/keeper.py) with real processes: a stand-in node
+(a small script that writes its pid, as a node does, and waits) is started
+under a keeper the way Launchpad starts one (`keeper.py <script> <its
+arguments> --lp_task_id N`), and killed, frozen out, stopped, or left to
+end by itself."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from launch import keeper
+
+KEEPER = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'launch', 'keeper.py')
+WAIT_SECONDS = 60
+
+# The stand-in node: writes `<nodes>/<label>.pid` (as every node does as it
+# starts) and its restart number, then sleeps, or ends with the status in
+# the file `exit` of its directory, if there is one.
+NODE = '''
+import os, sys, time
+directory, label = sys.argv[1], sys.argv[2]
+with open(os.path.join(directory, 'nodes', label + '.pid.tmp'), 'w') as f:
+  f.write(str(os.getpid()))
+os.replace(os.path.join(directory, 'nodes', label + '.pid.tmp'),
+           os.path.join(directory, 'nodes', label + '.pid'))
+with open(os.path.join(directory, 'restarts-%d' % os.getpid()), 'w') as f:
+  f.write(os.environ.get('APEX_NODE_RESTARTS', 'unset'))
+path = os.path.join(directory, 'exit')
+if os.path.exists(path):
+  sys.exit(int(open(path).read()))
+time.sleep(3600)
+'''
+
+
+def _wait(condition, what: str):
+  deadline = time.time() + WAIT_SECONDS
+  while time.time() < deadline:
+    value = condition()
+    if value:
+      return value
+    time.sleep(0.05)
+  raise AssertionError(f'waited {WAIT_SECONDS} s for {what}')
+
+
+class _Kept:
+  """A stand-in node `label` (task 1 of its group) under a keeper."""
+
+  def __init__(self, directory, max_restarts: int = 2,
+               window: float = 3600.0, label: str = 'actor_1'):
+    self.directory = str(directory)
+    self.label = label
+    os.makedirs(os.path.join(self.directory, 'nodes'), exist_ok=True)
+    script = os.path.join(self.directory, 'node.py')
+    with open(script, 'w') as f:
+      f.write(NODE)
+    settings = {'workdir': self.directory, 'labels': ['actor', label],
+                'max_restarts': max_restarts, 'window': window}
+    env = dict(os.environ, **{keeper.SETTINGS: json.dumps(settings)})
+    self.process = subprocess.Popen(
+        [sys.executable, '-S', KEEPER, script, self.directory, label,
+         '--lp_task_id', '1'], env=env)
+
+  def pid(self):
+    try:
+      with open(os.path.join(self.directory, 'nodes',
+                             f'{self.label}.pid')) as f:
+        return int(f.read())
+    except (FileNotFoundError, ValueError):
+      return None
+
+  def new_pid(self, old):
+    """The node's pid once its process is another than `old`'s."""
+    return _wait(lambda: self.pid() not in (None, old) and self.pid(),
+                 f'a process other than {old}')
+
+  def restarts_told(self, pid) -> str:
+    path = os.path.join(self.directory, f'restarts-{pid}')
+    _wait(lambda: os.path.exists(path), f'{path}')
+    with open(path) as f:
+      return f.read()
+
+  def faults(self):
+    return [record for record in keeper.read_faults(self.directory)
+            if record.get('event') == 'fault']
+
+  def close(self):
+    if self.process.poll() is None:
+      for process in psutil.Process(self.process.pid).children(
+          recursive=True):
+        process.kill()
+      self.process.kill()
+    self.process.wait()
+    pid = self.pid()  # A node left by a keeper that has ended.
+    try:
+      process = psutil.Process(pid) if pid is not None else None
+      if process is not None and 'node.py' in ' '.join(process.cmdline()):
+        process.kill()
+    except psutil.NoSuchProcess:
+      pass
+
+
+@pytest.fixture
+def kept(tmp_path):
+  started = []
+
+  def start(**kwargs):
+    started.append(_Kept(tmp_path, **kwargs))
+    return started[-1]
+  yield start
+  for one in started:
+    one.close()
+
+
+def test_a_killed_node_is_started_again_as_the_same_node(kept):
+  node = kept()
+  first = node.new_pid(None)
+  assert node.restarts_told(first) == '0'
+  os.kill(first, signal.SIGKILL)
+  second = node.new_pid(first)
+  # The same command (its label is its argument), told it is a restart.
+  assert node.restarts_told(second) == '1'
+  faults = node.faults()
+  assert len(faults) == 1, faults
+  assert faults[0]['node'] == 'actor_1'
+  assert faults[0]['cause'] == 'killed by SIGKILL'
+  assert faults[0]['pid'] == first and faults[0]['restarts_before'] == 0
+  assert faults[0]['gave_up'] is False
+  assert keeper.gave_up(node.directory, 'actor_1') is None
+  assert node.process.poll() is None
+  # Its parent is the keeper, whose own parent this test is.
+  assert psutil.Process(second).ppid() == node.process.pid
+
+
+def test_the_cause_named_before_the_kill_is_the_faults_cause(kept):
+  node = kept()
+  first = node.new_pid(None)
+  keeper.mark_fault(node.directory, 'actor_1', 'frozen: test')
+  os.kill(first, signal.SIGKILL)
+  node.new_pid(first)
+  assert [fault['cause'] for fault in node.faults()] == ['frozen: test']
+  # Taken: the next fault has its own cause.
+  assert not os.path.exists(os.path.join(node.directory, 'nodes',
+                                         'actor_1.fault'))
+
+
+def test_past_max_restarts_within_the_window_the_keeper_gives_up(kept):
+  node = kept(max_restarts=2)
+  pid = node.new_pid(None)
+  for _ in range(2):
+    os.kill(pid, signal.SIGKILL)
+    pid = node.new_pid(pid)
+  os.kill(pid, signal.SIGKILL)
+  # The third fault within the window: not started again.
+  assert node.process.wait(WAIT_SECONDS) == 128 + signal.SIGKILL
+  faults = node.faults()
+  assert [fault['gave_up'] for fault in faults] == [False, False, True]
+  assert [fault['restarts_before'] for fault in faults] == [0, 1, 2]
+  reason = keeper.gave_up(node.directory, 'actor_1')
+  assert reason.startswith(f"the actor_1's process (pid {pid}) has died "
+                           '(killed by SIGKILL), its fault 3 within'), reason
+  assert '--max_node_restarts=2' in reason
+  # Each pause doubles the last.
+  assert [fault.get('pause_seconds') for fault in faults] == [1.0, 2.0,
+                                                               None]
+
+
+def test_faults_older_than_the_window_do_not_count(kept):
+  node = kept(max_restarts=1, window=1.0)
+  pid = node.new_pid(None)
+  for _ in range(3):  # Each more than the window after the last.
+    started = time.time()
+    os.kill(pid, signal.SIGKILL)
+    pid = node.new_pid(pid)
+    time.sleep(max(0.0, 1.5 - (time.time() - started)))
+  assert node.process.poll() is None
+  assert [fault['gave_up'] for fault in node.faults()] == [False] * 3
+
+
+def test_a_node_that_ends_by_itself_or_at_the_programs_stop_stays_ended(
+    kept, tmp_path):
+  # The program's stop: Launchpad sends SIGTERM to the keeper and to the
+  # node; the node's end is then not a fault.
+  node = kept()
+  pid = node.new_pid(None)
+  node.process.send_signal(signal.SIGTERM)
+  os.kill(pid, signal.SIGTERM)
+  assert node.process.wait(WAIT_SECONDS) == 128 + signal.SIGTERM
+  assert node.faults() == []
+  assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == (
+      psutil.STATUS_ZOMBIE)
+
+  # Exit 0 (a node whose work is done) ends its keeper with it.
+  with open(tmp_path / 'exit', 'w') as f:
+    f.write('0')
+  node = kept(label='evaluator')
+  node.new_pid(None)
+  assert node.process.wait(WAIT_SECONDS) == 0
+  assert node.faults() == []
+
+
+def test_a_failing_exit_is_a_fault_named_by_its_status(kept, tmp_path):
+  with open(tmp_path / 'exit', 'w') as f:
+    f.write('3')
+  node = kept(max_restarts=1)
+  assert node.process.wait(WAIT_SECONDS) == 3
+  assert [(fault['cause'], fault['gave_up']) for fault in node.faults()] == [
+      ('exit status 3', False), ('exit status 3', True)]
+
+
+def test_the_node_dies_with_its_keeper(kept):
+  node = kept()
+  pid = node.new_pid(None)
+  node.process.kill()
+  node.process.wait()
+  _, alive = psutil.wait_procs([psutil.Process(pid)], timeout=WAIT_SECONDS)
+  assert not alive
+
+
+def test_faults_of_this_launch_count_as_restarts(tmp_path):
+  workdir = str(tmp_path)
+  keeper.append_fault(workdir, {'node': 'learner', 'event': 'fault',
+                                'gave_up': False})
+  keeper.launched(workdir)
+  for node, gave_up in (('learner', False), ('actor_1', False),
+                        ('learner', False), ('counter', True)):
+    keeper.append_fault(workdir, {'node': node, 'event': 'fault',
+                                  'gave_up': gave_up})
+  keeper.append_fault(workdir, {'node': 'learner', 'event': 'recovered'})
+  with open(tmp_path / keeper.FAULTS, 'a') as f:
+    f.write('{"node": "cut sh')  # A line a crash cut short.
+  assert keeper.restarts_by_node(workdir) == {'learner': 2, 'actor_1': 1}
+  assert len(keeper.read_faults(workdir)) == 7
