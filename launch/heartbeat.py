@@ -222,7 +222,9 @@ class HeartbeatWatch:
   def _heal(self, beat: _Beat, now: float):
     """Under keepers: a node whose process is a new one is starting again;
     one that has stayed silent past the timeout (or never answered within
-    the start timeout) is ended, and its keeper starts it again."""
+    the start timeout), or whose own process has stayed stopped that long
+    (a replay node's, whose server answers), is ended, and its keeper starts
+    it again."""
     process = self._kept.process(beat.label)
     if process is not None and process != beat.process:
       if beat.process is not None or beat.before_fault is not None:
@@ -236,8 +238,12 @@ class HeartbeatWatch:
       self._kept.recovered(beat.label, beat.before_fault, beat.value or {})
       beat.before_fault = None
     silent = beat.silent_for(now)
+    stopped = self._kept.stopped_for(beat.label)
     if silent is not None and silent >= self._timeout:
       cause = (f'frozen: no answer to its heartbeats for {silent:.0f} s '
+               f'(--heartbeat_timeout={self._timeout:g})')
+    elif stopped >= self._timeout:  # A process that answers no heartbeat.
+      cause = (f'frozen: its process stopped (SIGSTOP) for {stopped:.0f} s '
                f'(--heartbeat_timeout={self._timeout:g})')
     elif (silent is None and beat.started is not None and
           now - beat.started >= self._start_timeout):

@@ -135,10 +135,11 @@ def _parent_of(pid: int) -> Optional[int]:
 
 def _is_of_launch(pid: int, launcher: Optional[int]) -> bool:
   """Whether the live process `pid` is a node of the launch whose launcher
-  is `launcher`: Launchpad's shell wrapper is its parent (or, under a
-  keeper, its grandparent) and the launcher that wrapper's parent."""
+  is `launcher` (or a replay node's server, a child of one): Launchpad's
+  shell wrapper is its parent (or, under a keeper, its grandparent) and
+  the launcher that wrapper's parent."""
   parent = _parent_of(pid)
-  for _ in range(2):
+  for _ in range(3):
     if parent is None:
       return False
     grandparent = _parent_of(parent)
@@ -278,20 +279,49 @@ class KeptNodes:
   which process does each node's work now, and ending one that froze, so
   that its keeper starts it again."""
 
-  def __init__(self, workdir: str, max_node_restarts: int = 0):
+  def __init__(self, workdir: str):
     self._workdir = workdir
-    # Under keepers (`launch.keeper`) unless no node is to be started again.
-    self.keeps_nodes = max_node_restarts > 0
     self._launcher = launcher_of_this_node()
+    self._stopped: Dict[str, Tuple[int, float]] = {}  # label: (pid, since)
 
-  def process(self, label: str) -> Optional[int]:
-    """The live process of this launch doing node `label`'s work, if any."""
+  def _node(self, label: str) -> Optional[int]:
     return NodeWatch(self._workdir, label, launcher=self._launcher).find()
 
+  def process(self, label: str) -> Optional[int]:
+    """The live process of this launch doing node `label`'s work, if any:
+    a replay node's server (`SupervisedReplayServer`), or the node's."""
+    server = NodeWatch(self._workdir, f'{label}_server',
+                       launcher=self._launcher)
+    if os.path.exists(server._path):  # pylint: disable=protected-access
+      pid = server.find()
+      if pid is not None and _parent_of(pid) == self._node(label):
+        return pid
+    return self._node(label)
+
+  def stopped_for(self, label: str) -> float:
+    """Seconds for which node `label`'s own process has been seen stopped
+    (SIGSTOP: its state in /proc is T), 0 if it is not: a replay node's
+    process, which answers no heartbeat (its server does)."""
+    pid = self._node(label)
+    state = None
+    if pid is not None:
+      try:
+        with open(f'/proc/{pid}/stat') as f:
+          state = f.read().rsplit(')', 1)[1].split()[0]
+      except (OSError, IndexError):
+        pass
+    if state != 'T':
+      self._stopped.pop(label, None)
+      return 0.0
+    since = self._stopped.setdefault(label, (pid, time.time()))
+    if since[0] != pid:
+      self._stopped[label] = since = (pid, time.time())
+    return time.time() - since[1]
+
   def end(self, label: str, cause: str) -> Optional[int]:
-    """SIGKILLs node `label`'s process, its keeper told `cause` first; the
-    pid ended, or None if none ran."""
-    pid = self.process(label)
+    """SIGKILLs node `label`'s process (with a replay node's, its server),
+    its keeper told `cause` first; the pid ended, or None if none ran."""
+    pid = self._node(label)
     if pid is None:
       return None
     keeper.mark_fault(self._workdir, label, cause)
@@ -438,6 +468,14 @@ class SupervisedReplayServer:
                     self._process.exitcode, self._port,
                     'its newest checkpoint' if self._directory
                     else 'empty tables (replay checkpoints are off)')
+      # Multiprocessing's exit code is Popen's: -N for a signal.
+      keeper.append_fault(self._workdir, {
+          'node': self._label, 'event': 'fault', 'process': 'server',
+          'cause': 'its server was ' + keeper.describe_end(
+              self._process.exitcode or 0).replace('exit status',
+                                                   'ended with status'),
+          'pid': self._process.pid, 'restarts_before': restarts - 1,
+          'gave_up': False, 'pause_seconds': 0.0})
       self._process = self._start()
 
   def stop(self):

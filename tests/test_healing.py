@@ -1,105 +1,90 @@
-"""A run that heals itself (launch/keeper.py), with real faults: under
-local_mp the learner, the counter, replay, an actor and the evaluator are
-each SIGKILLed once and the learner SIGSTOPped once (past
---heartbeat_timeout), one after another, each once the one before has come
-back. Each comes back in place, from its own newest checkpoint; the
-program goes on learning, and stops in order with exit 0 at Ctrl-C."""
+"""A run that heals itself (launch/keeper.py), with real faults, injected by
+the chaos tool as a user runs it (`python -m benchmarks.chaos`): under
+local_mp the learner, the counter, a replay node, its Reverb server, an
+actor and the evaluator are SIGKILLed, and the learner and the replay
+node's own process SIGSTOPped past --heartbeat_timeout, one after another,
+each once the node before has come back. Each comes back in place, from its
+own newest checkpoint; the program goes on, stops in order with exit 0 on
+a stop request, and every checkpoint it left loads in a relaunch."""
 
 import json
 import os
-import signal
+import sys
 
 import pytest
 
 from launch import keeper
-from launch.runs import run_manifest
 import helpers
 
-FAULTS = (('learner', signal.SIGKILL), ('counter', signal.SIGKILL),
-          ('replay', signal.SIGKILL), ('actor_1', signal.SIGKILL),
-          ('evaluator', signal.SIGKILL), ('learner', signal.SIGSTOP))
+SCHEDULE = ('learner:SIGKILL', 'counter:SIGKILL', 'replay:SIGKILL',
+            'actor_1:SIGKILL', 'evaluator:SIGKILL', 'learner:SIGSTOP',
+            'replay_server:SIGKILL', 'replay:SIGSTOP')
 HEARTBEAT_TIMEOUT = 8
 
 
-def _records(workdir, event: str, node: str):
-  return [record for record in
-          keeper.this_launch(keeper.read_faults(str(workdir)))
-          if record.get('event') == event and record['node'] == node]
-
-
-def _checkpointed(workdir) -> bool:
-  """A learner checkpoint, and one of replay's (Reverb's DONE marker)."""
-  checkpoints = workdir / 'checkpoints'
-  replay = checkpoints / 'replay'
-  return ((checkpoints / 'learner').is_dir() and
-          any((checkpoints / 'learner').iterdir()) and replay.is_dir() and
-          any((replay / name / 'DONE').exists()
-              for name in os.listdir(replay)))
-
-
 @pytest.mark.slow
-def test_every_kind_of_node_killed_or_frozen_comes_back_in_place(
-    tmp_path, launch):
+def test_every_kind_of_node_killed_or_frozen_comes_back_in_place(tmp_path):
   workdir = tmp_path / 'run'
-  program = launch('run', helpers.program_command(
-      'apex_dqn', f'--workdir={workdir}', '--preset=cartpole_smoke',
-      '--max_actor_steps=100000000', f'--heartbeat_timeout={HEARTBEAT_TIMEOUT}',
-      '--checkpoint_every=2', '--replay_checkpoint_every=2'))
-  program.wait_until(
-      lambda: f'{helpers.HEARD_FROM_ALL} (learner' in program.logs(),
-      helpers.START_TIMEOUT, 'the coordinator\'s first answer from each node')
-  program.wait_until(lambda: _checkpointed(workdir), helpers.START_TIMEOUT,
-                     'checkpoints of the learner and of replay')
-
-  for label, number in FAULTS:
-    victim = helpers.pid(workdir, label)
-    program.note_processes()
-    assert victim in program.seen, f'{label}.pid is not a process of the run'
-    recovered = len(_records(workdir, 'recovered', label))
-    os.kill(victim, number)
-    # Back: its new process (another pid) has answered the coordinator.
-    program.wait_until(
-        lambda: len(_records(workdir, 'recovered', label)) > recovered,
-        helpers.START_TIMEOUT, f'the {label} back after {number.name}')
-    assert helpers.pid(workdir, label) != victim
-    fault = _records(workdir, 'fault', label)[-1]
-    assert fault['pid'] == victim and fault['gave_up'] is False, fault
-    if number == signal.SIGKILL:
-      assert fault['cause'] == 'killed by SIGKILL', fault
-    else:  # Ended by the coordinator, its heartbeats silent.
-      assert fault['cause'].startswith('frozen: no answer to its heartbeats '
-                                       'for '), fault
+  output = helpers.run([
+      sys.executable, '-m', 'benchmarks.chaos', f'--workdir={workdir}',
+      '--fault_every=2',
+      f'--schedule={",".join(SCHEDULE)}',
+      f'--stop_after_faults={len(SCHEDULE)}', '--', 'programs/apex_dqn.py',
+      '--preset=cartpole_smoke', '--max_actor_steps=100000000',
+      f'--heartbeat_timeout={HEARTBEAT_TIMEOUT}', '--checkpoint_every=2',
+      '--replay_checkpoint_every=2'], timeout=900).stdout
+  with open(workdir / 'chaos.json') as f:
+    summary = json.load(f)
+  assert summary['ok'], (output[-3000:], summary)
+  assert summary['injected'] == summary['recovered'] == len(SCHEDULE)
+  assert summary['exit_status'] == 0 and summary['within_bound'], summary
+  assert summary['stop']['failed'] is False, summary['stop']
+  assert summary['stop']['reason'] == 'stopped on request (programs/stop.py)'
+  assert summary['stop']['restarts'] == {
+      'learner': 2, 'counter': 1, 'replay': 3, 'actor_1': 1,
+      'evaluator': 1}, summary['stop']
+  for fault, planned in zip(summary['faults'], SCHEDULE):
+    label, number = planned.split(':')
+    assert (fault['process'], fault['signal']) == (label, number), fault
+    assert fault['seen_by_keeper'], fault
+    if number == 'SIGSTOP':  # Ended by the coordinator.
+      assert fault['cause'].startswith('frozen: '), fault
       assert f'--heartbeat_timeout={HEARTBEAT_TIMEOUT}' in fault['cause']
+    elif label == 'replay_server':  # Started again by its replay node.
+      assert fault['cause'] == 'its server was killed by SIGKILL', fault
+    else:
+      assert fault['cause'] == 'killed by SIGKILL', fault
 
-  # The program goes on learning with every node back.
-  steps = helpers.last(workdir, 'learner', 'learner_steps')
-  actor_1_rows = len(helpers.rows(workdir, 'actor_1'))
-  program.wait_until(
-      lambda: (helpers.last(workdir, 'learner', 'learner_steps') > steps + 200
-               and len(helpers.rows(workdir, 'actor_1')) > actor_1_rows),
-      helpers.START_TIMEOUT, 'updates, and actor 1 logging, after the faults')
-  output = program.interrupt()
-  assert 'Traceback' not in output, output[-4000:]
-
-  with open(workdir / run_manifest.STOP_RECORD) as f:
-    record = json.load(f)
-  assert record['failed'] is False, record
-  assert record['restarts'] == {'learner': 2, 'counter': 1, 'replay': 1,
-                                'actor_1': 1, 'evaluator': 1}, record
   # What each fault lost, from the nodes' last answers before it and first
   # after: a learner goes back to its newest checkpoint, never before it;
-  # the counter and replay come back from theirs, not from nothing.
-  for fault in _records(workdir, 'recovered', 'learner'):
-    before, after = fault['answered_before_fault'], fault['answered_after']
-    assert after['updates_at_start'] >= before['updates_checkpointed'] > 0, (
-        fault)
-    assert fault['lost']['updates'] == (before['updates'] -
-                                        after['updates_at_start'])
-  (counter,) = _records(workdir, 'recovered', 'counter')
-  assert counter['answered_after']['actor_steps_at_start'] > 0, counter
-  (replay,) = _records(workdir, 'recovered', 'replay')
-  assert replay['answered_after']['items'] > 0, replay
-  for fault in keeper.this_launch(keeper.read_faults(str(workdir))):
-    if fault.get('event') == 'recovered':
-      assert fault['seconds_since_fault'] >= 0, fault
-      assert all(value >= 0 for value in fault['lost'].values()), fault
+  # the counter and a replay node come back from theirs, not from nothing.
+  # Of the first launch (the relaunch below is the second).
+  every = keeper.read_faults(str(workdir))
+  launches = [index for index, record in enumerate(every)
+              if record.get('event') == 'launch']
+  assert len(launches) == 2, every
+  records = [record for record in every[launches[0]:launches[1]]
+             if record.get('event') == 'recovered']
+  assert len(records) == len(SCHEDULE), records
+  for record in records:
+    before, after = record['answered_before_fault'], record['answered_after']
+    assert record['seconds_since_fault'] >= 0, record
+    if record['node'] == 'learner':
+      assert after['updates_at_start'] >= before['updates_checkpointed'] > 0
+      assert record['lost']['updates'] == (before['updates'] -
+                                           after['updates_at_start'])
+    if record['node'] == 'counter':
+      assert after['actor_steps_at_start'] > 0, record
+  first_replay = next(record for record in records
+                      if record['node'] == 'replay')
+  assert first_replay['answered_after']['items'] > 0, first_replay
+
+  # Relaunched: every checkpoint the run left loads.
+  resume = summary['resume']
+  assert resume['exit_status'] == 0, resume
+  assert resume['learner_starts_at'] > 0, resume
+  assert json.loads(resume['counter_starts_from'].replace("'", '"'))[
+      'actor_steps'] > 0, resume
+  (replay,) = resume['replay_starts_with']
+  assert int(replay.split(': ')[1].rstrip('}')) > 0, resume
+  assert os.path.exists(workdir / 'resume_output.txt')
