@@ -228,6 +228,15 @@ def _recovered(records, label: str, since: float) -> Optional[Dict]:
   return None
 
 
+def _keep(workdir: str, injected: List[Dict[str, Any]]):
+  """The faults injected so far, in `<run>/chaos_faults.json` (kept if
+  this tool is stopped before its summary)."""
+  with open(os.path.join(workdir, 'chaos_faults.json.tmp'), 'w') as f:
+    json.dump(injected, f, indent=1)
+  os.replace(os.path.join(workdir, 'chaos_faults.json.tmp'),
+             os.path.join(workdir, 'chaos_faults.json'))
+
+
 def inject(run: Run, schedule: Schedule, kinds: Sequence[str],
            fault_every: float, stop_after: int) -> List[Dict[str, Any]]:
   """Faults nodes until the program ends (or, with `stop_after`, until
@@ -262,6 +271,7 @@ def inject(run: Run, schedule: Schedule, kinds: Sequence[str],
                        'process': label, 'kind': label.split('_')[0],
                        'signal': number.name, 'pid': pid})
       print(f'chaos: {number.name} to the {label} (pid {pid})', flush=True)
+      _keep(run.workdir, injected)
       next_time = time.time() + fault_every
       continue
     for kind in schedule.next_kinds():
@@ -283,6 +293,7 @@ def inject(run: Run, schedule: Schedule, kinds: Sequence[str],
                        'process': label, 'kind': kind,
                        'signal': number.name, 'pid': pid})
       print(f'chaos: {number.name} to the {label} (pid {pid})', flush=True)
+      _keep(run.workdir, injected)
       break
     next_time += fault_every
   return injected
@@ -362,7 +373,8 @@ def last_round(workdir: str, per_round: Optional[int]) -> Dict[str, Any]:
 def check_resume(command: Sequence[str], workdir: str,
                  seconds: float) -> Dict[str, Any]:
   """Launches the run again until every node has answered and `seconds`
-  more, then stops it: what each node restored, from its log."""
+  more, then stops it (a run that has reached its budget stops by
+  itself): what each node restored, from its log."""
   labels = ['learner', 'counter', 'coordinator'] + process_labels(
       workdir, 'replay')
   offsets = {label: len(_read(os.path.join(workdir, 'logs', f'{label}.log')))
@@ -370,9 +382,12 @@ def check_resume(command: Sequence[str], workdir: str,
   run = Run(command, workdir, os.path.join(workdir, 'resume_output.txt'),
             offsets)
   try:
-    run.wait_for(lambda: HEARD_FROM_ALL in run.log('coordinator'), 600,
-                 'every node\'s answer to the resumed launch')
-    time.sleep(seconds)
+    deadline = time.time() + 600
+    while (run.process.poll() is None and time.time() < deadline and
+           HEARD_FROM_ALL not in run.log('coordinator')):
+      time.sleep(0.5)
+    if run.process.poll() is None:
+      time.sleep(seconds)
   finally:
     if run.process.poll() is None:  # Ctrl-C: the launcher's ordered stop.
       run.process.send_signal(signal.SIGINT)

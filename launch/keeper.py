@@ -62,6 +62,11 @@ FIRST_PAUSE_SECONDS = 1.0
 MAX_PAUSE_SECONDS = 30.0
 
 
+def is_kept() -> bool:
+  """Whether this process is a node's under a keeper."""
+  return RESTARTS in os.environ
+
+
 def restarts() -> int:
   """How many times this node's process has been started again (0 outside
   a keeper)."""
@@ -73,7 +78,7 @@ def append_fault(workdir: str, record: Dict):
   line, appended: lines of several writers never interleave)."""
   line = json.dumps({'time': round(time.time(), 3), **record}) + '\n'
   fd = os.open(os.path.join(workdir, FAULTS),
-               os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+               os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
   try:
     os.write(fd, line.encode())
   finally:

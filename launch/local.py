@@ -461,6 +461,9 @@ class SupervisedReplayServer:
       if restarts > self._max_restarts:
         logging.error('The %s server died %d times; giving up.',
                       self._label, restarts)
+        if keeper.is_kept():  # Its keeper starts the whole node again.
+          logging.flush()
+          os._exit(1)  # pylint: disable=protected-access
         return
       logging.error('The %s server (pid %d) died (exit code %s); '
                     'restarting it on port %d from %s.', self._label,

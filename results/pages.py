@@ -14,6 +14,7 @@ import os
 import sys
 from typing import List
 
+from results import chaos
 from results import dpg_control
 from results import long_run
 from results import minatar
@@ -46,6 +47,8 @@ def render(name: str) -> str:
     return minatar.render(data)
   if name == dpg_control.ANALYSIS:
     return dpg_control.render(data)
+  if name == chaos.ANALYSIS:
+    return chaos.render(data)
   if name == pong_45min.NAME:
     with open(page_path(name)) as f:
       return pong_45min.with_current_opening(f.read(), data)

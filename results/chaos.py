@@ -1,0 +1,247 @@
+"""results/chaos.md: runs under faults (`benchmarks/chaos.py`), made from
+their records.
+
+  .venv/bin/python -m results.chaos --runs=<dir>
+
+reads each run `<dir>/<name>/` that the chaos tool has finished
+(`chaos.json`), banks its small records under `results/banked/chaos/<name>/`
+(chaos.json, faults.jsonl, stop.json, the evaluator's and the learner's
+CSV logs; a banked file is never changed), gathers the page's data from
+the banked copies alone into `results/chaos.json`, and writes the page
+from that (`render`, as `results/pages.py` does). The runs it knows:
+
+* `donewhen`: issue 53's run, `--preset=cartpole --max_actor_steps=150000`
+  with the learner, a replay node, the counter, an actor and the evaluator
+  each SIGKILLed once and the learner SIGSTOPped once, 20 s apart;
+* `cartpole_faults_seed<k>` and `cartpole_nofaults_seed<k>`: the same
+  preset and budget, seed k, with a seeded fault every 30 s (every kind
+  of node in turn, SIGKILL or SIGSTOP at even odds) and without;
+* `minatar_soak` and `minatar_twin`: a MinAtar run of at least 60 minutes
+  with a fault every 2 minutes, and its twin without.
+"""
+
+import json
+import os
+import shutil
+import statistics
+from typing import Any, Dict, List, Optional
+
+from absl import app
+from absl import flags
+
+from results import bank
+from results import spread
+
+# --runs, the directory of the chaos runs (<name>/ each), is
+# results/bank.py's flag; without it, the page is made from the bank alone.
+FLAGS = flags.FLAGS
+RUNS_FLAG = bank.FLAGS['runs']
+
+RESULTS = os.path.dirname(os.path.abspath(__file__))
+BANK = os.path.join(RESULTS, 'banked', 'chaos')
+PAGE = os.path.join(RESULTS, 'chaos.md')
+SMALL_FILES = ('chaos.json', 'faults.jsonl', 'stop.json',
+               'logs/evaluator/logs.csv', 'logs/learner/logs.csv')
+SEEDS = (0, 1, 2)
+
+
+def bank_runs(runs: str) -> List[str]:
+  """Copies the small records of each finished run of `runs` into the
+  bank (files it holds already are left as they are); the names banked."""
+  banked = []
+  for name in sorted(os.listdir(runs)):
+    run = os.path.join(runs, name)
+    if not os.path.isfile(os.path.join(run, 'chaos.json')):
+      continue
+    for path in SMALL_FILES:
+      source = os.path.join(run, path)
+      target = os.path.join(BANK, name, path)
+      if os.path.exists(source) and not os.path.exists(target):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(source, target)
+    banked.append(name)
+  return banked
+
+
+ANALYSIS = 'chaos'
+DATA = os.path.join(RESULTS, 'chaos.json')
+NAMES = (['donewhen'] +
+         [f'cartpole_{kind}_seed{seed}' for kind in ('faults', 'nofaults')
+          for seed in SEEDS] + ['minatar_soak', 'minatar_twin'])
+
+
+def _banked(name: str) -> Optional[Dict[str, Any]]:
+  path = os.path.join(BANK, name, 'chaos.json')
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
+
+
+def collect() -> Dict[str, Any]:
+  """The page's data: each known run's summary, from the bank."""
+  return {name: summary for name in NAMES
+          if (summary := _banked(name)) is not None}
+
+
+def _signal(fault: Dict[str, Any]) -> str:
+  return 'SIGSTOP' if fault['signal'] == 'SIGSTOP' else 'SIGKILL'
+
+
+def _lost(fault: Dict[str, Any]) -> str:
+  lost = fault.get('lost') or {}
+  bound = fault.get('bound') or {}
+  if not lost:
+    return 'its open n-step windows (not counted)'
+  return ', '.join(
+      f'{value:,} {key.replace("_", " ")}' +
+      (f' (bound {bound[key]:,})' if bound.get(key) is not None else '')
+      for key, value in sorted(lost.items()))
+
+
+def fault_table(summary: Dict[str, Any]) -> List[str]:
+  lines = ['| # | process | fault | cause seen | back after (s) | lost |',
+           '|---|---|---|---|---|---|']
+  for index, fault in enumerate(summary['faults'], 1):
+    back = fault.get('recovery_seconds')
+    lines.append(
+        f'| {index} | {fault["process"]} | {_signal(fault)} | '
+        f'{fault.get("cause") or "none"} | '
+        f'{"not back" if back is None else f"{back:.1f}"} | '
+        f'{_lost(fault) if back is not None else "-"} |')
+  return lines
+
+
+def _final(summary: Optional[Dict[str, Any]]) -> Optional[float]:
+  if not summary:
+    return None
+  return summary.get('evaluation', {}).get('mean_return')
+
+
+def _verdict(summary: Dict[str, Any]) -> str:
+  return (f'{summary["injected"]} faults injected, {summary["recovered"]} '
+          f'recovered from; exit status {summary["exit_status"]}; every '
+          f'loss within its bound: {"yes" if summary["within_bound"] else "no"}'
+          f'; every checkpoint loaded in a relaunch: '
+          f'{"yes" if _resumed(summary) else "no"}')
+
+
+def _resumed(summary: Dict[str, Any]) -> bool:
+  resume = summary.get('resume') or {}
+  return (resume.get('exit_status') == 0 and
+          resume.get('learner_starts_at') is not None and
+          resume.get('counter_starts_from') is not None and
+          bool(resume.get('replay_starts_with')))
+
+
+def recovery_by_kind(summaries: List[Dict[str, Any]]) -> List[str]:
+  """Median and maximum seconds from each fault to its node's first answer
+  after it, by kind of node and fault."""
+  times: Dict[str, List[float]] = {}
+  for summary in summaries:
+    for fault in summary['faults']:
+      if fault.get('recovery_seconds') is not None:
+        key = f'{fault["process"].split("_")[0]}' + (
+            ' server' if fault['process'].endswith('_server') else '')
+        times.setdefault(f'{key}, {_signal(fault)}', []).append(
+            fault['recovery_seconds'])
+  lines = ['| node, fault | faults | median (s) | max (s) |',
+           '|---|---|---|---|']
+  for key in sorted(times):
+    values = times[key]
+    lines.append(f'| {key} | {len(values)} | '
+                 f'{statistics.median(values):.1f} | {max(values):.1f} |')
+  return lines
+
+
+def render(data: Dict[str, Any]) -> str:
+  """The page, from its data (`collect`) alone."""
+  load = data.get
+  text = ['# Runs under faults', '',
+          'Made by `results/chaos.py` from the records the chaos tool '
+          '(`benchmarks/chaos.py`) left, banked in `results/banked/chaos/`. '
+          'A fault is SIGKILL of a node\'s process, as the out-of-memory '
+          'killer sends it, or SIGSTOP held until the coordinator\'s '
+          'heartbeats end the node; every node but the coordinator comes '
+          'back in place under its keeper (docs/checkpoints.md). "Back '
+          'after" runs from the fault to the node\'s first answer to a '
+          'heartbeat, so a SIGSTOP\'s includes `--heartbeat_timeout` (30 s). '
+          '"Lost" is the fall from the node\'s last answer before the fault '
+          'to what its new process started from; its bound is what the '
+          'node had done since its newest checkpoint (the learner\'s '
+          'updates, the counter\'s actor steps) or a round (the '
+          'evaluator\'s episodes). A replay node\'s items have no bound '
+          'the program reports: the figure is the net fall of its table. '
+          'The machine: 2 CPU cores, no GPU.', '']
+  done = load('donewhen')
+  text += ['## One of each fault, CartPole', '']
+  if done:
+    text += ['`' + ' '.join(['python -m benchmarks.chaos'] +
+                            [f'--schedule={",".join(done["schedule"])}'] +
+                            ['--fault_every=20', '--'] + done['command']) +
+             '`', '',
+             _verdict(done) + f'. The last evaluation round\'s mean return: '
+             f'{_final(done):.1f} ({done["evaluation"]["episodes"]} '
+             'episodes).', '']
+    text += fault_table(done) + ['']
+  else:
+    text += ['Not run yet.', '']
+  faults = {seed: load(f'cartpole_faults_seed{seed}') for seed in SEEDS}
+  clean = {seed: load(f'cartpole_nofaults_seed{seed}') for seed in SEEDS}
+  text += ['## CartPole with a fault every 30 s, and without', '']
+  if all(faults.values()) and all(clean.values()):
+    text += ['`--preset=cartpole --max_actor_steps=150000 --seed=<k>`, '
+             'each seed with faults (`--fault_every=30 --seed=<k>`: the '
+             'learner, the counter, replay, an actor and the evaluator in a '
+             'shuffled cycle, SIGKILL or SIGSTOP at even odds) and without. '
+             'The return is the last evaluation round\'s mean (10 episodes).',
+             '', '| seed | faults (recovered) | return with faults | '
+             'return without |', '|---|---|---|---|']
+    for seed in SEEDS:
+      text.append(f'| {seed} | {faults[seed]["injected"]} '
+                  f'({faults[seed]["recovered"]}) | '
+                  f'{_final(faults[seed]):.1f} | {_final(clean[seed]):.1f} |')
+    with_faults = [_final(faults[seed]) for seed in SEEDS]
+    without = [_final(clean[seed]) for seed in SEEDS]
+    for label, values in (('with faults', with_faults),
+                          ('without', without)):
+      value, low, high = spread.iqm_interval(values)
+      text.append(f'| {label}: mean ± sd | | {spread.mean_and_sd(values)}; '
+                  f'IQM {value:.1f} {spread.interval_text(low, high)} | |')
+    text += ['', 'With faults against without: ' + spread.comparison(
+        'with faults', 'without', with_faults, without) + '.', '']
+    text += [f'Seed {seed}: {_verdict(faults[seed])}.' for seed in SEEDS]
+    text += ['']
+  else:
+    text += ['Not all run yet.', '']
+  soak, twin = load('minatar_soak'), load('minatar_twin')
+  text += ['## The MinAtar soak', '']
+  if soak and twin:
+    text += [_verdict(soak) + f'. Return {_final(soak):.1f}, its twin '
+             f'without faults {_final(twin):.1f}.', '']
+  else:
+    text += ['Not run yet: a MinAtar run of at least 60 minutes with a '
+             'fault every 2 minutes, beside its twin without faults.', '']
+  summaries = [summary for summary in
+               [done, soak] + list(faults.values()) if summary]
+  if summaries:
+    text += ['## Time to come back, by kind of node', ''] + recovery_by_kind(
+        summaries) + ['']
+  return '\n'.join(text)
+
+
+def main(argv):
+  del argv
+  if FLAGS.runs:
+    print('banked:', ', '.join(bank_runs(FLAGS.runs)) or 'nothing new')
+  data = collect()
+  with open(DATA, 'w') as f:
+    json.dump(data, f, indent=1, sort_keys=True)
+    f.write('\n')
+  with open(PAGE, 'w') as f:
+    f.write(render(data))
+  print(f'wrote {DATA} and {PAGE}')
+
+
+if __name__ == '__main__':
+  app.run(main)
