@@ -78,10 +78,27 @@ def _banked(name: str) -> Optional[Dict[str, Any]]:
     return json.load(f)
 
 
+def _relaunched_at(name: str) -> Optional[float]:
+  """When the relaunch check began (its launch record in faults.jsonl):
+  after the run's end."""
+  path = os.path.join(BANK, name, 'faults.jsonl')
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    launches = [record['time'] for record in map(json.loads, f)
+                if record.get('event') == 'launch']
+  return launches[-1] if len(launches) > 1 else None
+
+
 def collect() -> Dict[str, Any]:
-  """The page's data: each known run's summary, from the bank."""
-  return {name: summary for name in NAMES
-          if (summary := _banked(name)) is not None}
+  """The page's data: each known run's summary, from the bank, with when
+  its relaunch check began."""
+  data = {}
+  for name in NAMES:
+    summary = _banked(name)
+    if summary is not None:
+      data[name] = {**summary, 'relaunched_at': _relaunched_at(name)}
+  return data
 
 
 def _signal(fault: Dict[str, Any]) -> str:
@@ -119,11 +136,22 @@ def _final(summary: Optional[Dict[str, Any]]) -> Optional[float]:
 
 
 def _verdict(summary: Dict[str, Any]) -> str:
-  return (f'{summary["injected"]} faults injected, {summary["recovered"]} '
-          f'recovered from; exit status {summary["exit_status"]}; every '
-          f'loss within its bound: {"yes" if summary["within_bound"] else "no"}'
-          f'; every checkpoint loaded in a relaunch: '
-          f'{"yes" if _resumed(summary) else "no"}')
+  """What the run's faults came to; a fault not recovered from is named
+  with how long before the relaunch check (after the run's end) it came."""
+  faults = summary['faults']
+  back = [fault for fault in faults if 'recovery_seconds' in fault]
+  within = all(fault.get('within_bound', False) for fault in back)
+  relaunched = summary.get('relaunched_at')
+  missing = [f'the {fault["process"]}\'s {_signal(fault)}' +
+             (f' {relaunched - fault["time"]:.0f} s before the relaunch '
+              'check' if relaunched else '')
+             for fault in faults if 'recovery_seconds' not in fault]
+  return (f'{len(faults)} faults injected, {len(back)} recovered from' +
+          (f' (not back when the run ended: {", ".join(missing)})'
+           if missing else '') +
+          f'; exit status {summary["exit_status"]}; every loss within its '
+          f'bound: {"yes" if within else "no"}; every checkpoint loaded in '
+          f'a relaunch: {"yes" if _resumed(summary) else "no"}')
 
 
 def _resumed(summary: Dict[str, Any]) -> bool:
@@ -186,23 +214,27 @@ def render(data: Dict[str, Any]) -> str:
     text += fault_table(done) + ['']
   else:
     text += ['Not run yet.', '']
-  faults = {seed: load(f'cartpole_faults_seed{seed}') for seed in SEEDS}
-  clean = {seed: load(f'cartpole_nofaults_seed{seed}') for seed in SEEDS}
+  seeds = [seed for seed in SEEDS if load(f'cartpole_faults_seed{seed}')
+           and load(f'cartpole_nofaults_seed{seed}')]
+  faults = {seed: load(f'cartpole_faults_seed{seed}') for seed in seeds}
+  clean = {seed: load(f'cartpole_nofaults_seed{seed}') for seed in seeds}
   text += ['## CartPole with a fault every 30 s, and without', '']
-  if all(faults.values()) and all(clean.values()):
+  if seeds:
     text += ['`--preset=cartpole --max_actor_steps=150000 --seed=<k>`, '
              'each seed with faults (`--fault_every=30 --seed=<k>`: the '
              'learner, the counter, replay, an actor and the evaluator in a '
              'shuffled cycle, SIGKILL or SIGSTOP at even odds) and without. '
-             'The return is the last evaluation round\'s mean (10 episodes).',
+             'The return is the last evaluation round\'s mean (10 episodes).'
+             + (f' {len(seeds)} of the {len(SEEDS)} seeds are run so far.'
+                if len(seeds) < len(SEEDS) else ''),
              '', '| seed | faults (recovered) | return with faults | '
              'return without |', '|---|---|---|---|']
-    for seed in SEEDS:
+    for seed in seeds:
       text.append(f'| {seed} | {faults[seed]["injected"]} '
                   f'({faults[seed]["recovered"]}) | '
                   f'{_final(faults[seed]):.1f} | {_final(clean[seed]):.1f} |')
-    with_faults = [_final(faults[seed]) for seed in SEEDS]
-    without = [_final(clean[seed]) for seed in SEEDS]
+    with_faults = [_final(faults[seed]) for seed in seeds]
+    without = [_final(clean[seed]) for seed in seeds]
     for label, values in (('with faults', with_faults),
                           ('without', without)):
       value, low, high = spread.iqm_interval(values)
@@ -210,10 +242,10 @@ def render(data: Dict[str, Any]) -> str:
                   f'IQM {value:.1f} {spread.interval_text(low, high)} | |')
     text += ['', 'With faults against without: ' + spread.comparison(
         'with faults', 'without', with_faults, without) + '.', '']
-    text += [f'Seed {seed}: {_verdict(faults[seed])}.' for seed in SEEDS]
+    text += [f'Seed {seed}: {_verdict(faults[seed])}.' for seed in seeds]
     text += ['']
   else:
-    text += ['Not all run yet.', '']
+    text += ['Not run yet.', '']
   soak, twin = load('minatar_soak'), load('minatar_twin')
   text += ['## The MinAtar soak', '']
   if soak and twin:
