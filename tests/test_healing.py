@@ -71,8 +71,10 @@ def test_every_kind_of_node_killed_or_frozen_comes_back_in_place(tmp_path):
     assert record['seconds_since_fault'] >= 0, record
     if record['node'] == 'learner':
       assert after['updates_at_start'] >= before['updates_checkpointed'] > 0
-      assert record['lost']['updates'] == (before['updates'] -
-                                           after['updates_at_start'])
+      # The answer before the fault can be older than the newest checkpoint
+      # (a second at most): nothing lost then, not less than nothing.
+      assert record['lost']['updates'] == max(
+          0, before['updates'] - after['updates_at_start'])
     if record['node'] == 'counter':
       assert after['actor_steps_at_start'] > 0, record
   first_replay = next(record for record in records
