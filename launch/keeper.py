@@ -185,8 +185,10 @@ def _exit_status(status: int) -> int:
   return status if status >= 0 else 128 - status
 
 
-def _die_with_parent():
-  try:  # Linux: the node dies with its keeper, whatever kills it.
+def die_with_parent():
+  """Has this process killed (SIGKILL) when its parent dies, whatever kills
+  the parent (Linux; elsewhere nothing)."""
+  try:
     import ctypes  # pylint: disable=g-import-not-at-top
     ctypes.CDLL('libc.so.6').prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
   except (OSError, AttributeError):
@@ -218,7 +220,7 @@ class Keeper:
     env.pop(SETTINGS, None)
     env[RESTARTS] = str(restarts)
     return subprocess.Popen(self._command, env=env,
-                            preexec_fn=_die_with_parent)
+                            preexec_fn=die_with_parent)
 
   def run(self) -> int:
     restarts = 0

@@ -123,12 +123,20 @@ def _set_up_node_process(workdir: str, label: str, before: Callable[[], None]):
   before()
 
 
-def _parent_of(pid: int) -> Optional[int]:
-  """The parent of a live (not zombie) process, from /proc; None if gone."""
+def _stat(pid: int) -> Optional[List[str]]:
+  """The fields of /proc/<pid>/stat after the command's name (the state
+  first, then the parent), or None if the process is gone."""
   try:
     with open(f'/proc/{pid}/stat') as f:
-      fields = f.read().rsplit(')', 1)[1].split()
+      return f.read().rsplit(')', 1)[1].split()
   except (OSError, IndexError):
+    return None
+
+
+def _parent_of(pid: int) -> Optional[int]:
+  """The parent of a live (not zombie) process, from /proc; None if gone."""
+  fields = _stat(pid)
+  if fields is None:
     return None
   return None if fields[0] in ('Z', 'X') else int(fields[1])
 
@@ -290,10 +298,9 @@ class KeptNodes:
   def process(self, label: str) -> Optional[int]:
     """The live process of this launch doing node `label`'s work, if any:
     a replay node's server (`SupervisedReplayServer`), or the node's."""
-    server = NodeWatch(self._workdir, f'{label}_server',
-                       launcher=self._launcher)
-    if os.path.exists(server._path):  # pylint: disable=protected-access
-      pid = server.find()
+    server = f'{label}_server'
+    if os.path.exists(pid_path(self._workdir, server)):
+      pid = NodeWatch(self._workdir, server, launcher=self._launcher).find()
       if pid is not None and _parent_of(pid) == self._node(label):
         return pid
     return self._node(label)
@@ -303,14 +310,8 @@ class KeptNodes:
     (SIGSTOP: its state in /proc is T), 0 if it is not: a replay node's
     process, which answers no heartbeat (its server does)."""
     pid = self._node(label)
-    state = None
-    if pid is not None:
-      try:
-        with open(f'/proc/{pid}/stat') as f:
-          state = f.read().rsplit(')', 1)[1].split()[0]
-      except (OSError, IndexError):
-        pass
-    if state != 'T':
+    fields = _stat(pid) if pid is not None else None
+    if not fields or fields[0] != 'T':
       self._stopped.pop(label, None)
       return 0.0
     since = self._stopped.setdefault(label, (pid, time.time()))
@@ -409,11 +410,7 @@ def _serve_replay(tables_fn, port: int, directory: Optional[str]):
   # Ctrl-C or SIGTERM meant for the program must not take it down first.
   signal.signal(signal.SIGINT, signal.SIG_IGN)
   signal.signal(signal.SIGTERM, signal.SIG_IGN)
-  try:  # Linux: die with the parent, whatever kills it.
-    import ctypes  # pylint: disable=g-import-not-at-top
-    ctypes.CDLL('libc.so.6').prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-  except OSError:
-    pass
+  keeper.die_with_parent()
   parent = os.getppid()
   server, sizes = platforms.start_reverb_server(tables_fn, port, directory)
   print(f'Replay starts with {sizes} items.', flush=True)
