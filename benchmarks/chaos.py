@@ -21,7 +21,7 @@ counter, replay, actor, evaluator, and cacher in a program with variable
 cachers) in a shuffled cycle, so that every kind is hit in turn; an actor
 or a replay shard chosen among them at random; SIGSTOP with probability
 `--freeze_share`. A node whose last fault has not yet been recovered from
-(no `recovered` record in `<run>/faults.jsonl` since) is passed over for
+(no `recovered` record in `<run>/faults/` since) is passed over for
 the next kind. `--fault_every=0` runs the program without faults (its twin).
 
 The program ends by its own budget (or, with `--stop_after_faults=N`, by a

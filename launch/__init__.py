@@ -18,9 +18,9 @@ records. It imports the agents; the agents import nothing of it.
   local.py         this machine's processes (local_mp): pid files, node
                    watching, the stop watchdog, the supervised replay server
   stop_watchdog.py the watchdog process itself (standard library only)
-  keeper.py        local_mp: each node's keeper, which starts it again in
-                   place when it dies, and the faults' records (standard
-                   library only)
+  keeper.py        each node's keeper (local_mp, and each Vertex AI
+                   replica), which starts it again in place when it dies,
+                   and the faults' records (standard library only)
   options.py       the run options (`RunOptions`), one flag each
   command_line.py  flags, presets and resuming; the program built before
                    anything starts

@@ -301,14 +301,14 @@ class Coordinator:
                 'the job); launch again with the same --workdir to resume '
                 'from the newest checkpoints')
     else:
-      reason = ('ended from outside (on Vertex AI: the job was cancelled); '
-                'launch again with the same --workdir to resume from the '
-                'newest checkpoints')
+      reason = ('ended from outside (on Vertex AI: the job was cancelled, '
+                'failed or reached its time limit); launch again with the '
+                'same --workdir to resume from the newest checkpoints')
     counts = {key: int(value) for key, value in
               sorted(self._last_counts.items())}
     logging.error('Stopping: %s. Counts: %s', reason, json.dumps(counts))
     run_manifest.write_stop_record(self._workdir, reason, bool(silent),
-                                   counts)
+                                   counts, outside=True)
 
   def _on_program_stop(self):
     """Launchpad's stop of the program, the coordinator's own `lp.stop()`
@@ -365,7 +365,7 @@ class Coordinator:
     restarts = keeper.restarts_by_node(self._workdir)
     if restarts:
       logging.info('Nodes started again in this launch: %s (each fault: '
-                   '%s).', json.dumps(restarts), keeper.FAULTS)
+                   '%s/).', json.dumps(restarts), keeper.FAULTS)
     return restarts
 
   def _end(self, failed: bool, gone: Sequence[str] = ()):

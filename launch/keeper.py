@@ -1,10 +1,15 @@
 """A node's keeper: runs the node's process, and starts it again when it dies.
 
-Under local_mp every node but the coordinator runs under a keeper of its
-own, which Launchpad starts in the node's place (as its "interpreter",
-`local.LocalProcesses.launch_resources`):
+Every node but the coordinator runs under a keeper of its own. Under
+local_mp Launchpad starts it in the node's place (as its "interpreter",
+`local.keeper_resources`):
 
     python keeper.py <Launchpad's process_entry.py> <its arguments>
+
+and on Vertex AI it is the command of each replica but the primary
+(`cloud.packaging`), in the container's working directory:
+
+    python -m launch.keeper -m process_entry --data_file=job.pkl
 
 The keeper starts the node's process with this machine's Python and the
 same arguments, environment, working directory and network namespace as
@@ -21,12 +26,25 @@ When the node's process ends:
 * any other end (killed by a signal: SIGKILL as the out-of-memory killer
   sends it; a crash; a non-zero exit; the coordinator ending a node whose
   heartbeats went silent, which it names in `<label>.fault` first) is a
-  fault: written to `<workdir>/faults.jsonl`, and the node is started again
-  after a short pause, unless it has faulted `max_restarts` times within
-  `window` seconds already. Then the keeper gives up: it writes so to
-  `faults.jsonl` and to `<workdir>/nodes/<label>.failed`, which the
-  coordinator's watch reads as the node's death (the program stops as
-  failed, as it did before keepers), and ends with the node's status.
+  fault: written to `<workdir>/faults/<label>.jsonl`, and the node is
+  started again after a short pause, unless it has faulted `max_restarts`
+  times within `window` seconds already. Then the keeper gives up: it
+  writes so to its faults and to `<workdir>/nodes/<label>.failed`, which
+  the coordinator's watch under local_mp reads as the node's death (the
+  program stops as failed, as it did before keepers), and ends with the
+  node's status. On Vertex AI the replica then fails, and Vertex AI starts
+  it again in place (five times; its sixth failure fails the job).
+
+The coordinator asks a keeper to end its node (one that froze) by naming
+the cause in `<workdir>/nodes/<label>.fault` (`mark_fault`): the keeper
+looks for it every second. Under local_mp the coordinator also ends the
+node itself; on Vertex AI, where it cannot reach another machine's
+processes, the request reaches the keeper through the workdir on Cloud
+Storage.
+
+Each writer has a file of its own under `<workdir>/faults/` (a node's
+keeper, the coordinator, the launches): Cloud Storage replaces an object
+whole, so two replicas appending to one would lose lines.
 
 The node's process is told how many times it has been started again
 (`RESTARTS`, 0 at first), for its seeds. It dies with the keeper
@@ -54,8 +72,12 @@ SETTINGS = 'APEX_KEEPER'
 # How many times this node's process has been started again (its
 # environment; absent: 0).
 RESTARTS = 'APEX_NODE_RESTARTS'
-FAULTS = 'faults.jsonl'  # <workdir>/faults.jsonl
+FAULTS = 'faults'  # <workdir>/faults/<writer>.jsonl
+# Where runs of before kept every writer's records (still read).
+ONE_FILE = 'faults.jsonl'
 NODES = 'nodes'  # <workdir>/nodes/<label>.{pid,fault,failed}
+# How often a keeper looks for the coordinator's request to end its node.
+MARK_POLL_SECONDS = 1.0
 # Pauses before a start again: the first fault's, doubled for each fault
 # within the window, at most the last.
 FIRST_PAUSE_SECONDS = 1.0
@@ -73,11 +95,14 @@ def restarts() -> int:
   return int(os.environ.get(RESTARTS, '0'))
 
 
-def append_fault(workdir: str, record: Dict):
-  """Appends one line to `<workdir>/faults.jsonl` (one write of a whole
-  line, appended: lines of several writers never interleave)."""
-  line = json.dumps({'time': round(time.time(), 3), **record}) + '\n'
-  fd = os.open(os.path.join(workdir, FAULTS),
+def append_fault(workdir: str, record: Dict, writer: str):
+  """Appends one line to `<workdir>/faults/<writer>.jsonl` (one write of a
+  whole line, appended: the lines of two processes of one writer never
+  interleave)."""
+  line = json.dumps({'time': round(time.time(), 6), **record}) + '\n'
+  directory = os.path.join(workdir, FAULTS)
+  os.makedirs(directory, exist_ok=True)
+  fd = os.open(os.path.join(directory, f'{writer}.jsonl'),
                os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
   try:
     os.write(fd, line.encode())
@@ -85,21 +110,34 @@ def append_fault(workdir: str, record: Dict):
     os.close(fd)
 
 
-def read_faults(workdir: str) -> List[Dict]:
-  """The records of `<workdir>/faults.jsonl`, oldest first ([] without);
-  a last line cut short by a crash is left out."""
+def _records(path: str) -> List[Dict]:
   try:
-    with open(os.path.join(workdir, FAULTS)) as f:
+    with open(path) as f:
       lines = f.read().splitlines()
-  except FileNotFoundError:
+  except (FileNotFoundError, NotADirectoryError):
     return []
   records = []
   for line in lines:
     try:
       records.append(json.loads(line))
-    except ValueError:
+    except ValueError:  # A last line cut short by a crash.
       continue
   return records
+
+
+def read_faults(workdir: str) -> List[Dict]:
+  """Every writer's records in `<workdir>/faults/` (and an earlier run's
+  `faults.jsonl`), oldest first ([] without)."""
+  records = _records(os.path.join(workdir, ONE_FILE))
+  directory = os.path.join(workdir, FAULTS)
+  try:
+    names = sorted(os.listdir(directory))
+  except (FileNotFoundError, NotADirectoryError):
+    names = []
+  for name in names:
+    if name.endswith('.jsonl'):
+      records.extend(_records(os.path.join(directory, name)))
+  return sorted(records, key=lambda record: record.get('time', 0))
 
 
 def this_launch(records: List[Dict]) -> List[Dict]:
@@ -109,19 +147,34 @@ def this_launch(records: List[Dict]) -> List[Dict]:
   return records[starts[-1] + 1:] if starts else records
 
 
+LAUNCHES = 'launch'  # <workdir>/faults/launch.jsonl
+
+
 def launched(workdir: str):
-  """Records a launch of the run under keepers (faults.jsonl holds every
-  launch's faults)."""
-  append_fault(workdir, {'event': 'launch'})
+  """Records a launch of the run under keepers (the faults' records hold
+  every launch's)."""
+  append_fault(workdir, {'event': 'launch'}, LAUNCHES)
+
+
+def restart_counts(records: List[Dict]) -> Dict[str, int]:
+  """{node: the times it was started again} in `records`: by its keeper
+  after a fault, and by the platform with a keeper of its own (a keeper's
+  start after the first: Vertex AI restarting the node's replica)."""
+  restarted, started = {}, set()
+  for record in records:
+    node = record.get('node')
+    if record.get('event') == 'start':
+      if node in started:
+        restarted[node] = restarted.get(node, 0) + 1
+      started.add(node)
+    elif record.get('event') == 'fault' and not record.get('gave_up'):
+      restarted[node] = restarted.get(node, 0) + 1
+  return restarted
 
 
 def restarts_by_node(workdir: str) -> Dict[str, int]:
   """{node: the times it was started again} in this launch."""
-  restarted = {}
-  for record in this_launch(read_faults(workdir)):
-    if record.get('event') == 'fault' and not record.get('gave_up'):
-      restarted[record['node']] = restarted.get(record['node'], 0) + 1
-  return restarted
+  return restart_counts(this_launch(read_faults(workdir)))
 
 
 def _node_file(workdir: str, label: str, kind: str) -> str:
@@ -132,10 +185,20 @@ def mark_fault(workdir: str, label: str, cause: str):
   """Names the cause of the fault the caller is about to bring about in
   node `label` (the coordinator, before it ends a frozen node): its keeper
   writes it as the fault's cause."""
-  path = _node_file(workdir, label, 'fault')
+  _write_node_file(workdir, label, 'fault', cause)
+
+
+def _write_node_file(workdir: str, label: str, kind: str, text: str):
+  """Whole or not at all: written beside, then renamed."""
+  path = _node_file(workdir, label, kind)
+  os.makedirs(os.path.dirname(path), exist_ok=True)
   with open(f'{path}.tmp', 'w') as f:
-    f.write(cause)
+    f.write(text)
   os.replace(f'{path}.tmp', path)
+
+
+def _marked(workdir: str, label: str) -> bool:
+  return os.path.exists(_node_file(workdir, label, 'fault'))
 
 
 def _take_marked_cause(workdir: str, label: str) -> Optional[str]:
@@ -199,8 +262,9 @@ class Keeper:
   """Keeps one node's process running; see the module docstring."""
 
   def __init__(self, command: List[str], label: str, workdir: str,
-               max_restarts: int, window: float):
+               max_restarts: int, window: float, forward_stop: bool = False):
     self._command = command
+    self._forward_stop = forward_stop
     self._label = label
     self._workdir = workdir
     self._max_restarts = max_restarts
@@ -210,10 +274,16 @@ class Keeper:
     self._faults: List[float] = []  # Times of the faults in the window.
 
   def on_stop(self, signum, frame):
-    """The program's stop (SIGTERM): Launchpad sends it to the node's
-    process too; no start again from now on."""
-    del signum, frame
+    """The program's stop (SIGTERM): no start again from now on. Launchpad
+    sends it to the node's process too; with `forward_stop` (a replica's
+    end, which reaches the keeper only), the keeper does."""
+    del frame
     self._stopping.set()
+    if self._forward_stop and self._process is not None:
+      try:
+        self._process.send_signal(signum)
+      except ProcessLookupError:
+        pass
 
   def _start(self, restarts: int) -> subprocess.Popen:
     env = dict(os.environ)
@@ -222,11 +292,29 @@ class Keeper:
     return subprocess.Popen(self._command, env=env,
                             preexec_fn=die_with_parent)
 
+  def _wait(self) -> int:
+    """The node's process's end; ended (SIGKILL) if the coordinator asks."""
+    while True:
+      try:
+        return self._process.wait(MARK_POLL_SECONDS)
+      except subprocess.TimeoutExpired:
+        pass
+      if _marked(self._workdir, self._label):
+        try:
+          self._process.kill()
+        except ProcessLookupError:
+          pass
+
   def run(self) -> int:
+    # An earlier keeper's marks of this node (Vertex AI started its replica
+    # again) are not this one's.
+    clear(self._workdir, [self._label])
+    append_fault(self._workdir, {'node': self._label, 'event': 'start'},
+                 self._label)
     restarts = 0
     while True:
       self._process = self._start(restarts)
-      status = self._process.wait()
+      status = self._wait()
       if status == 0 or self._stopping.is_set():
         return _exit_status(status)
       now = time.time()
@@ -242,17 +330,15 @@ class Keeper:
                   f'{self._window:.0f} s (--max_node_restarts='
                   f'{self._max_restarts}; its log, logs/{self._label}.log, '
                   'says why)')
-        append_fault(self._workdir, {**record, 'gave_up': True})
-        path = _node_file(self._workdir, self._label, 'failed')
-        with open(f'{path}.tmp', 'w') as f:
-          f.write(reason)
-        os.replace(f'{path}.tmp', path)
+        append_fault(self._workdir, {**record, 'gave_up': True},
+                     self._label)
+        _write_node_file(self._workdir, self._label, 'failed', reason)
         print(f'Keeper: {reason}; not started again.', flush=True)
         return _exit_status(status)
       pause = min(MAX_PAUSE_SECONDS,
                   FIRST_PAUSE_SECONDS * 2 ** (len(self._faults) - 1))
       append_fault(self._workdir, {**record, 'gave_up': False,
-                                   'pause_seconds': pause})
+                                   'pause_seconds': pause}, self._label)
       print(f'Keeper: the {self._label} (pid {self._process.pid}) has died '
             f'({cause}); starting it again in {pause:.0f} s (restart '
             f'{restarts + 1}).', flush=True)
@@ -270,11 +356,44 @@ def _task_id(arguments: List[str]) -> int:
   raise SystemExit('keeper: no --lp_task_id among the node\'s arguments')
 
 
+def _replica_index() -> int:
+  """This replica's index in its worker pool (Vertex AI's CLUSTER_SPEC)."""
+  try:
+    return int(json.loads(os.environ['CLUSTER_SPEC'])['task']['index'])
+  except (KeyError, ValueError, TypeError) as error:
+    raise SystemExit('keeper: neither --lp_task_id among the node\'s '
+                     f'arguments nor a CLUSTER_SPEC naming its task ({error})'
+                     ) from error
+
+
+def settings(workdir: str, max_restarts: int,
+             window: float) -> Optional[Dict]:
+  """The keepers' settings for a run in `workdir` (SETTINGS, with each
+  node group's `labels` added), or None for no keepers."""
+  if max_restarts <= 0:
+    return None
+  return {'workdir': workdir, 'max_restarts': max_restarts, 'window': window}
+
+
+def _node_workdir(workdir: str) -> str:
+  """The workdir as this process reaches it: gs://<bucket>/<path> under
+  the replica's Cloud Storage mount (`launch.runs.storage`)."""
+  if not workdir.startswith('gs://'):
+    return workdir
+  from launch.runs import storage  # pylint: disable=g-import-not-at-top
+  return storage.node_path(workdir)
+
+
 def main(arguments: List[str]) -> int:
-  settings = json.loads(os.environ[SETTINGS])
-  label = settings['labels'][_task_id(arguments)]
-  keeper = Keeper([sys.executable] + arguments, label, settings['workdir'],
-                  settings['max_restarts'], settings['window'])
+  given = json.loads(os.environ[SETTINGS])
+  local = any(argument.startswith('--lp_task_id') for argument in arguments)
+  label = given['labels'][_task_id(arguments) if local else
+                          _replica_index()]
+  # Launchpad's stop under local_mp reaches every process itself; a
+  # replica's end reaches the keeper only.
+  keeper = Keeper([sys.executable] + arguments, label,
+                  _node_workdir(given['workdir']), given['max_restarts'],
+                  given['window'], forward_stop=not local)
   signal.signal(signal.SIGTERM, keeper.on_stop)
   signal.signal(signal.SIGINT, signal.SIG_IGN)
   return keeper.run()

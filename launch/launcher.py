@@ -35,6 +35,7 @@ import launchpad as lp
 from launch import use_onednn
 from launch.runs import run_manifest
 from launch import heartbeat
+from launch import keeper
 from launch import local
 from launch import node_output
 from launch import status as status_lib
@@ -155,10 +156,14 @@ def _on_vertex_ai(program: lp.Program, options: RunOptions, plan):
   job's console page, its logs and `<workdir>/stop.json` say how it goes)."""
   from launch.cloud import dry_run  # pylint: disable=g-import-not-at-top
   from launch.cloud import submission  # pylint: disable=g-import-not-at-top
+  # Every replica but the coordinator's runs its node under a keeper.
+  keeping = keeper.settings(options.workdir, options.max_node_restarts,
+                            options.node_restart_window)
   if plan.options.dry_run:
     try:
       dry_run.dry_run(program, plan.requests, options.workdir, plan.options,
-                      plan.replay, plan.parameters)
+                      plan.replay, plan.parameters, keeping,
+                      node_labels(program))
     except ValueError as error:
       sys.stderr.write(f'error: {error}\n')
       sys.exit(2)
@@ -168,7 +173,8 @@ def _on_vertex_ai(program: lp.Program, options: RunOptions, plan):
       print(advice, flush=True)
   try:
     run_manifest.remove_earlier_launch_records(options.workdir)
-    submission.submit(program, plan.requests, plan.options)
+    submission.submit(program, plan.requests, plan.options, options.workdir,
+                      keeping, node_labels(program))
   except ValueError as error:
     sys.stderr.write(f'error: {error}\n')
     sys.exit(1)

@@ -282,13 +282,13 @@ class ProgramWatch:
             if watch.dead() or self._kept and self._dead(watch)]
 
 
-class KeptNodes:
+class KeptNodes(platforms.KeptNodeRecords):
   """The coordinator's hands on the nodes that keepers keep (local_mp):
   which process does each node's work now, and ending one that froze, so
   that its keeper starts it again."""
 
   def __init__(self, workdir: str):
-    self._workdir = workdir
+    super().__init__(workdir)
     self._launcher = launcher_of_this_node()
     self._stopped: Dict[str, Tuple[int, float]] = {}  # label: (pid, since)
 
@@ -334,41 +334,6 @@ class KeptNodes:
       pass
     return pid
 
-  def recovered(self, label: str, before: Dict[str, Any],
-                after: Dict[str, Any]):
-    """Records that node `label` answers again after a fault: how long after
-    its keeper saw the fault, and what it lost, from its last heartbeat's
-    answer before the fault and its first after (`launch.heartbeat`), or
-    what its new process says it started from: the learner's updates, the
-    counter's actor steps, a replay shard's items (their net fall: items
-    written and sampled out between the two answers count too), the
-    evaluator's episodes of its round."""
-    faults = [record for record in keeper.read_faults(self._workdir)
-              if record.get('node') == label and
-              record.get('event') == 'fault']
-    lost = {}
-    for key in LOST:
-      if key in before:
-        # What its new process started from, where it says (what it has
-        # done since is not a loss), else its first answer.
-        start = after.get(f'{key}_at_start', after.get(key, 0))
-        lost[key] = max(0, int(before[key]) - int(start))
-    record = {'node': label, 'event': 'recovered',
-              'pid': self.process(label), 'lost': lost,
-              'answered_before_fault': before, 'answered_after': after}
-    if faults:
-      record['seconds_since_fault'] = round(
-          time.time() - faults[-1]['time'], 1)
-      record['restarts_before'] = faults[-1].get('restarts_before', 0) + 1
-    keeper.append_fault(self._workdir, record)
-    logging.info('The %s answers again after its fault; lost: %s.', label,
-                 lost or 'nothing it counts')
-
-
-# What a node's heartbeat answers count that a fault can lose (`KeptNodes.
-# recovered`): an actor's steps are its own and start again from 0, not lost.
-LOST = ('updates', 'actor_steps', 'items', 'round_episodes')
-
 
 def keeper_resources(program: lp.Program, labels: Dict[Tuple[str, int], str],
                      workdir: str, max_restarts: int,
@@ -392,8 +357,7 @@ def keeper_resources(program: lp.Program, labels: Dict[Tuple[str, int], str],
   for group, nodes in program.groups.items():
     if group == 'coordinator':
       continue
-    settings = {'workdir': workdir, 'max_restarts': max_restarts,
-                'window': window,
+    settings = {**keeper.settings(workdir, max_restarts, window),
                 'labels': [labels[(group, index)]
                            for index in range(len(nodes))]}
     # Launchpad 0.5 takes the interpreter from this private field only.
@@ -475,7 +439,7 @@ class SupervisedReplayServer:
               self._process.exitcode or 0).replace('exit status',
                                                    'ended with status'),
           'pid': self._process.pid, 'restarts_before': restarts - 1,
-          'gave_up': False, 'pause_seconds': 0.0})
+          'gave_up': False, 'pause_seconds': 0.0}, self._label)
       self._process = self._start()
 
   def stop(self):

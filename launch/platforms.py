@@ -26,7 +26,9 @@ from typing import Any, Callable, Dict, Optional, Sequence
 import launchpad as lp
 from absl import logging
 
+from launch import keeper
 from launch import node_output
+from launch.runs import storage
 
 
 def start_reverb_server(tables_fn, port: int,
@@ -73,6 +75,94 @@ class _ConstructedAfter:
   def __call__(self, *args, **kwargs):
     self._setup()
     return self._constructor(*args, **kwargs)
+
+
+# What a node's heartbeat answers count that a fault can lose (`KeptNodeRecords.
+# recovered`): an actor's steps are its own and start again from 0, not lost.
+LOST = ('updates', 'actor_steps', 'items', 'round_episodes')
+
+
+class KeptNodeRecords:
+  """What the coordinator writes of the nodes that keepers keep
+  (`launch.keeper`) in `workdir` (as this process reaches it): a node's
+  return after its fault."""
+
+  def __init__(self, workdir: str):
+    self._workdir = workdir
+
+  def recovered(self, label: str, before: Dict[str, Any],
+                after: Dict[str, Any]):
+    """Records that node `label` answers again after a fault: how long after
+    its keeper saw the fault, and what it lost, from its last heartbeat's
+    answer before the fault and its first after (`launch.heartbeat`), or
+    what its new process says it started from: the learner's updates, the
+    counter's actor steps, a replay shard's items (their net fall: items
+    written and sampled out between the two answers count too), the
+    evaluator's episodes of its round."""
+    faults = [record for record in keeper.read_faults(self._workdir)
+              if record.get('node') == label and
+              record.get('event') == 'fault']
+    lost = {}
+    for key in LOST:
+      if key in before:
+        # What its new process started from, where it says (what it has
+        # done since is not a loss), else its first answer.
+        start = after.get(f'{key}_at_start', after.get(key, 0))
+        lost[key] = max(0, int(before[key]) - int(start))
+    record = {'node': label, 'event': 'recovered',
+              'pid': self.process(label), 'lost': lost,
+              'answered_before_fault': before, 'answered_after': after}
+    if faults:
+      record['seconds_since_fault'] = round(
+          time.time() - faults[-1]['time'], 1)
+      record['restarts_before'] = faults[-1].get('restarts_before', 0) + 1
+    keeper.append_fault(self._workdir, record, 'coordinator')
+    logging.info('The %s answers again after its fault; lost: %s.', label,
+                 lost or 'nothing it counts')
+
+  def process(self, label: str) -> Optional[int]:
+    """Which process does node `label`'s work now (None: none)."""
+    raise NotImplementedError
+
+
+class ClusterKeptNodes(KeptNodeRecords):
+  """The coordinator's hands on the nodes that keepers keep in the replicas
+  of a cluster (vertex_ai), where it sees no process of another machine:
+  the run's workdir, which every replica reaches (Cloud Storage), carries
+  the keepers' records of their nodes' faults, and the coordinator's
+  request to end a node that froze (`keeper.mark_fault`), which the node's
+  keeper carries out (`keeper.Keeper`'s watch for it)."""
+
+  # How often the faults' records are read again (each heartbeat period
+  # asks for every node).
+  REFRESH_SECONDS = 2.0
+
+  def __init__(self, workdir: str):
+    super().__init__(storage.node_path(workdir))
+    self._restarts: Dict[str, int] = {}
+    self._read = 0.0
+
+  def process(self, label: str) -> Optional[int]:
+    """Not a process id: how many times node `label` has been started
+    again in this launch (`keeper.restart_counts`: by its keeper, or with its
+    replica), which changes as it starts again."""
+    if time.time() - self._read >= self.REFRESH_SECONDS:
+      self._restarts = keeper.restart_counts(keeper.this_launch(
+          keeper.read_faults(self._workdir)))
+      self._read = time.time()
+    return self._restarts.get(label, 0)
+
+  def stopped_for(self, label: str) -> float:
+    """0: a replica's node answers its heartbeats itself."""
+    del label
+    return 0.0
+
+  def end(self, label: str, cause: str) -> Optional[int]:
+    """Asks node `label`'s keeper to end it (`cause` then its fault's)."""
+    keeper.mark_fault(self._workdir, label, cause)
+    logging.warning('Asking the %s\'s keeper to end it: %s; it starts it '
+                    'again.', label, cause)
+    return self.process(label)
 
 
 class SharedProcess:
@@ -250,6 +340,17 @@ class ClusterProcesses(ProcessPerNode):
 
   end_program = staticmethod(end_as_primary_replica)
   records_outside_stop = True
+
+  def __init__(self, workdir: str = '', max_node_restarts: int = 0):
+    self._workdir = workdir
+    # Each replica's node under a keeper (`launch.keeper`), unless no node
+    # is to be started again.
+    self.keeps_nodes = max_node_restarts > 0 and bool(workdir)
+
+  def kept_nodes(self):
+    if not self.keeps_nodes:
+      return None
+    return functools.partial(ClusterKeptNodes, self._workdir)
 
   def process_setup(self, label: str,
                     constructor=None) -> Callable[[], None]:

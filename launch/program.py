@@ -55,7 +55,8 @@ def platform_for(options: RunOptions) -> platforms.SharedProcess:
   if options.launch_type == 'local_mp':
     return local.LocalProcesses(options.workdir, options.max_node_restarts)
   if options.launch_type == 'vertex_ai':
-    return platforms.ClusterProcesses()
+    return platforms.ClusterProcesses(options.workdir,
+                                      options.max_node_restarts)
   return platforms.SharedProcess()
 
 

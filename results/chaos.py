@@ -5,7 +5,7 @@ their records.
 
 reads each run `<dir>/<name>/` that the chaos tool has finished
 (`chaos.json`), banks its small records under `results/banked/chaos/<name>/`
-(chaos.json, faults.jsonl, stop.json, the evaluator's and the learner's
+(chaos.json, the faults' records, stop.json, the evaluator's and the learner's
 CSV logs; a banked file is never changed), gathers the page's data from
 the banked copies alone into `results/chaos.json`, and writes the page
 from that (`render`, as `results/pages.py` does). The runs it knows:
@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional
 from absl import app
 from absl import flags
 
+from launch import keeper
 from results import bank
 from results import spread
 
@@ -53,7 +54,10 @@ def bank_runs(runs: str) -> List[str]:
     run = os.path.join(runs, name)
     if not os.path.isfile(os.path.join(run, 'chaos.json')):
       continue
-    for path in SMALL_FILES:
+    faults = os.path.join(run, keeper.FAULTS)
+    records = [os.path.join(keeper.FAULTS, name) for name in (
+        sorted(os.listdir(faults)) if os.path.isdir(faults) else ())]
+    for path in (*SMALL_FILES, *records):
       source = os.path.join(run, path)
       target = os.path.join(BANK, name, path)
       if os.path.exists(source) and not os.path.exists(target):
@@ -79,14 +83,10 @@ def _banked(name: str) -> Optional[Dict[str, Any]]:
 
 
 def _relaunched_at(name: str) -> Optional[float]:
-  """When the relaunch check began (its launch record in faults.jsonl):
-  after the run's end."""
-  path = os.path.join(BANK, name, 'faults.jsonl')
-  if not os.path.exists(path):
-    return None
-  with open(path) as f:
-    launches = [record['time'] for record in map(json.loads, f)
-                if record.get('event') == 'launch']
+  """When the relaunch check began (its launch record among the faults'
+  records): after the run's end."""
+  launches = [record['time'] for record in keeper.read_faults(
+      os.path.join(BANK, name)) if record.get('event') == 'launch']
   return launches[-1] if len(launches) > 1 else None
 
 

@@ -35,6 +35,8 @@ from typing import List, Optional
 import psutil
 import pytest
 
+from launch import keeper
+from launch.runs import run_manifest
 from launch.runs import storage
 from launch.cloud import capacity
 from launch.cloud import compatibility
@@ -42,6 +44,7 @@ from launch.cloud import costs
 from launch.cloud import machines
 from launch.cloud import packaging
 from launch.cloud.options import CloudOptions
+from launch.options import actor_label
 from tests import faulty_envs
 from tests import helpers
 from tests import image_venv
@@ -292,6 +295,25 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
 
   job = json.loads((package_dir / 'job.json').read_text())
   assert sum(pool['replicas'] for pool in job['pools']) == 256 + 5 + 32
+  # Every replica but the primary runs its node under a keeper
+  # (launch/keeper.py), told which node each replica of its pool runs.
+  launchpads = 'python -m process_entry --data_file=job.pkl'
+  for pool in job['pools']:
+    if pool['nodes'] == ['coordinator']:
+      assert pool['command'] == launchpads
+      assert keeper.SETTINGS not in pool['environment']
+      continue
+    assert pool['command'] == 'python -m launch.keeper ' + launchpads[7:]
+    settings = json.loads(pool['environment'][keeper.SETTINGS])
+    assert settings == {'workdir': str(workdir), 'max_restarts': 5,
+                        'window': 3600.0, 'labels': settings['labels']}
+    assert [label.rstrip('_0123456789') for label in settings['labels']] == (
+        pool['nodes'])
+    if 'actor' in pool['nodes']:
+      actors = [label for label in settings['labels']
+                if label.startswith('actor')]
+      assert actors == [actor_label(index) for index in range(256)]
+  assert job['scheduling'] == {'timeout_seconds': 7 * 24 * 3600}
   # The images' pip is the one the local environment is made with.
   with open(os.path.join(helpers.ROOT, 'scripts', 'setup_venv.sh')) as f:
     assert f'"pip=={packaging.PIP_VERSION}"' in f.read()
@@ -1104,8 +1126,9 @@ def _wait_for(condition, timeout: float, what: str, period: float = 0.5):
 ])
 def test_a_killed_or_frozen_replica_fails_the_job(tmp_path, monkeypatch,
                                                   node, signum):
-  # A killed replica fails the job by Vertex AI's rule (the emulator's
-  # default): the emulator names it and sends every replica SIGTERM; the
+  # Without keepers (--max_node_restarts=0) and under the strict reading of
+  # Vertex AI's rule (--max_replica_restarts=0), a killed replica fails the
+  # job: the emulator names it and sends every replica SIGTERM; the
   # coordinator, still up, writes the stop record naming the nodes that no
   # longer answer it. A frozen replica exits never: no pid file or /proc can
   # see another machine, so the coordinator learns that it is gone from its
@@ -1120,14 +1143,15 @@ def test_a_killed_or_frozen_replica_fails_the_job(tmp_path, monkeypatch,
   # actors are killed, and the record names them, not it.
   workdir = tmp_path / 'run'
   faulty = node == 'actor'
-  flags = ['--heartbeat_timeout=20']
+  flags = ['--heartbeat_timeout=20', '--max_node_restarts=0']
   if faulty:
     flags += [f'--env=gym:tests.faulty_envs:{REPLICA_CRASHING_ENV}',
               '--actor_max_failures=2']
   package_dir = _package(tmp_path, 'job', workdir, *flags,
                          PYTHONPATH=helpers.ROOT)
   crashing = _crashing_actor(package_dir, monkeypatch) if faulty else None
-  emulator = _start_emulator(package_dir, '--grace_seconds=10')
+  emulator = _start_emulator(package_dir, '--grace_seconds=10',
+                             '--max_replica_restarts=0')
   try:
     _wait_for_learner(workdir)
     # Actors can act before their first answer is seen.
@@ -1300,3 +1324,127 @@ def test_the_set_up_makes_the_repository_xmanager_pushes_to(monkeypatch):
           'iam.googleapis.com',
           'cloudresourcemanager.googleapis.com'} <= apis, apis
   assert 'containerregistry.googleapis.com' not in commands
+
+
+def _node_of(replica_pid: int) -> int:
+  """The node's process under a replica's keeper (its one child)."""
+  def child():
+    children = psutil.Process(replica_pid).children()
+    return children[0].pid if children else None
+  _wait_for(child, 120, f'the node under the keeper of {replica_pid}')
+  return child()
+
+
+def _records(workdir, node: str, event: str) -> List[dict]:
+  return [record for record in keeper.this_launch(keeper.read_faults(
+      str(workdir))) if record.get('node') == node and
+          record.get('event') == event]
+
+
+@pytest.mark.slow
+def test_a_replicas_node_and_a_whole_replica_come_back_and_the_job_goes_on(
+    tmp_path):
+  # As Vertex AI runs it: each replica but the primary runs its node under
+  # a keeper. An actor replica's node killed (as the out-of-memory killer
+  # kills) is started again by its keeper, and answers the coordinator
+  # again; the learner's whole replica killed fails that replica, which
+  # Vertex AI (the emulator) starts again in place, on the same host, and
+  # the learner comes back from its checkpoint. The job goes on, and ends
+  # in order on request, succeeded.
+  workdir = tmp_path / 'run'
+  package_dir = _package(tmp_path, 'job', workdir, '--heartbeat_timeout=20',
+                         '--max_actor_steps=1000000000')
+  emulator = _start_emulator(package_dir, '--grace_seconds=10')
+  try:
+    _wait_for_learner(workdir)
+    _wait_for(lambda: helpers.HEARD_FROM_ALL in _replica_log(package_dir,
+                                                             'coordinator'),
+              300, 'the coordinator\'s first answer from every node')
+    actor = _replicas(package_dir, 'actor')[0]
+    node = _node_of(actor['pid'])
+    os.kill(node, signal.SIGKILL)
+    faults = lambda: [record for record in keeper.read_faults(str(workdir))
+                      if record.get('event') == 'fault']
+    _wait_for(faults, 120, 'the keeper\'s record of the fault')
+    (fault,) = faults()
+    assert fault['cause'] == 'killed by SIGKILL' and fault['pid'] == node
+    label = fault['node']
+    assert label in (actor_label(0), actor_label(1))
+    _wait_for(lambda: _records(workdir, label, 'recovered'), 300,
+              'the actor to answer again after its fault')
+    # Its replica stayed up: the same keeper, a new node under it.
+    assert psutil.Process(actor['pid']).is_running()
+    assert _node_of(actor['pid']) != node
+
+    (learner,) = _replicas(package_dir, 'learner')
+    steps = helpers.last(workdir, 'learner', 'learner_steps')
+    os.kill(learner['pid'], signal.SIGKILL)
+    starts = re.compile(r'Learner starts at step (\d+)')
+    _wait_for(lambda: len(starts.findall(_log_of(package_dir, learner))) >= 2,
+              300, 'the learner\'s replica to start again')
+    assert int(starts.findall(_log_of(package_dir, learner))[-1]) > 0
+    (again,) = _replicas(package_dir, 'learner')
+    assert again['pid'] != learner['pid']
+    assert again['address'] == learner['address']
+    _wait_for(lambda: helpers.last(workdir, 'learner',
+                                   'learner_steps') > steps, 300,
+              'learning to go on past where the killed learner was')
+    _wait_for(lambda: _records(workdir, 'learner', 'recovered'), 120,
+              'the coordinator to see the learner answer again')
+    run_manifest.write_stop_request(str(workdir), 'the test is done')
+    output, _ = emulator.communicate(timeout=600)
+  finally:
+    helpers.kill_group(emulator)
+  assert emulator.returncode == 0, output[-3000:]
+  assert re.search(r'Replica \S+ \(the learner\) failed \(killed by '
+                   r'SIGKILL\); started again in place \(restart 1 of 5\)',
+                   output), output[-3000:]
+  assert 'Job succeeded.' in output
+  record = json.loads((workdir / 'stop.json').read_text())
+  assert not record['failed'] and record['reason'] == 'the test is done'
+  # The actor started again by its keeper, the learner with its replica.
+  assert record['restarts'] == {label: 1, 'learner': 1}, record
+  state = json.loads((package_dir / 'logs' / 'state.json').read_text())
+  assert state['state'] == 'JOB_STATE_SUCCEEDED'
+
+
+@pytest.mark.slow
+def test_a_job_at_its_time_limit_is_submitted_again_and_runs_to_its_budget(
+    tmp_path):
+  # programs/watch.py runs the launch (here: packaged, then run by the
+  # emulator); the first job reaches its time limit once the learner and
+  # the counter have saved, and fails; the watch submits the run again,
+  # which resumes from its checkpoints and runs to its step budget.
+  workdir = tmp_path / 'run'
+  limit = tmp_path / 'limit'
+  (tmp_path / 'jobs').mkdir()
+  (tmp_path / 'home').mkdir()
+  command = [
+      sys.executable, os.path.join(helpers.ROOT, 'programs', 'watch.py'),
+      '--max_resubmissions=2', '--poll_seconds=1', '--',
+      *helpers.module_command('emulated_launch',
+                              f'--package_root={tmp_path / "jobs"}',
+                              f'--time_limit_once={limit}',
+                              '--grace_seconds=10', '--'),
+      'apex_dqn', f'--workdir={workdir}', *EMULATED_FLAGS,
+      '--max_actor_steps=3000']
+  result = subprocess.run(command, cwd=helpers.ROOT, capture_output=True,
+                          text=True, timeout=1200, check=False,
+                          env=_environment(tmp_path / 'home'))
+  output = result.stdout + result.stderr
+  assert result.returncode == 0, output[-5000:]
+  first = limit.read_text()
+  assert 'Job failed: it reached its time limit' in output, output[-5000:]
+  assert re.search(r'watch: Submitting the run again \(1 of 2\): the job '
+                   r'ended JOB_STATE_FAILED \(the job reached its time '
+                   r'limit', output), output[-5000:]
+  assert 'watch: The run has ended: reached' in output, output[-5000:]
+  record = json.loads((workdir / 'stop.json').read_text())
+  assert not record['failed'] and record['counts']['actor_steps'] >= 3000
+  (second,) = [path for path in (tmp_path / 'jobs').iterdir()
+               if str(path) != first]
+  restored = re.search(r'Learner starts at step (\d+)',
+                       _replica_log(second, 'learner'))
+  assert restored and int(restored.group(1)) > 0
+  job = json.loads((workdir / 'cloud_job.json').read_text())
+  assert job['job'] == f'emulated:{second / "logs" / "state.json"}'

@@ -219,7 +219,9 @@ def test_a_lost_learner_leaves_its_checkpoint_and_logs_and_the_run_resumes(
   assert _failed_at_google_cloud(_launch(tmp_path, workdir, *EMULATED_FLAGS,
                                          *flags, **cloud_storage))
   package_dir = _package(tmp_path, 'first', workdir, *flags, **cloud_storage)
-  emulator = _start_emulator(package_dir, '--grace_seconds=30')
+  # The strict reading: the replica's first failure fails the job.
+  emulator = _start_emulator(package_dir, '--grace_seconds=30',
+                             '--max_replica_restarts=0')
   try:
     _wait_for(lambda: (package_dir / 'logs' / 'replicas.json').exists(), 120,
               'the emulator to start the replicas')

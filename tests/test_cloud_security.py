@@ -100,8 +100,11 @@ def test_the_job_runs_as_the_given_account_without_shells_on_the_network(
     tmp_path, cloud_storage):
   result, recorded = _submit(tmp_path, 'given', cloud_storage,
                              f'--service_account={ACCOUNT}',
-                             f'--network={NETWORK}')
+                             f'--network={NETWORK}', '--job_timeout_hours=2')
   job = _refused_at_the_submission(result, recorded)
+  # The time limit asked for goes with the job, as Vertex AI's
+  # scheduling.timeout.
+  assert job['timeout_seconds'] == 7200
   assert job['service_account'] == ACCOUNT
   assert job['network'] == NETWORK
   assert job['enable_web_access'] is False
@@ -117,6 +120,7 @@ def test_without_flags_the_job_has_no_shells_and_runs_as_xmanagers_account(
   result, recorded = _submit(tmp_path, 'default', cloud_storage)
   job = _refused_at_the_submission(result, recorded)
   assert job['enable_web_access'] is False
+  assert job['timeout_seconds'] == 7 * 24 * 3600  # Vertex AI's default.
   assert job['service_account'] == XMANAGER_ACCOUNT
   assert job['network'] == ''
   assert recorded['account_calls'] == [['create', XMANAGER_ACCOUNT],

@@ -16,8 +16,8 @@ import pytest
 
 from launch import keeper
 
-KEEPER = os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), 'launch', 'keeper.py')
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KEEPER = os.path.join(ROOT, 'launch', 'keeper.py')
 WAIT_SECONDS = 60
 
 # The stand-in node: writes `<nodes>/<label>.pid` (as every node does as it
@@ -53,7 +53,8 @@ class _Kept:
   """A stand-in node `label` (task 1 of its group) under a keeper."""
 
   def __init__(self, directory, max_restarts: int = 2,
-               window: float = 3600.0, label: str = 'actor_1'):
+               window: float = 3600.0, label: str = 'actor_1',
+               replica: bool = False):
     self.directory = str(directory)
     self.label = label
     os.makedirs(os.path.join(self.directory, 'nodes'), exist_ok=True)
@@ -63,9 +64,18 @@ class _Kept:
     settings = {'workdir': self.directory, 'labels': ['actor', label],
                 'max_restarts': max_restarts, 'window': window}
     env = dict(os.environ, **{keeper.SETTINGS: json.dumps(settings)})
-    self.process = subprocess.Popen(
-        [sys.executable, '-S', KEEPER, script, self.directory, label,
-         '--lp_task_id', '1'], env=env)
+    if replica:
+      # A Vertex AI replica's: `python -m launch.keeper <its command>`, in
+      # a directory that holds the code, the node its task in CLUSTER_SPEC.
+      env['CLUSTER_SPEC'] = json.dumps({'task': {'type': 'workerpool1',
+                                                 'index': 1}})
+      self.process = subprocess.Popen(
+          [sys.executable, '-m', 'launch.keeper', script, self.directory,
+           label], env=env, cwd=ROOT)
+    else:
+      self.process = subprocess.Popen(
+          [sys.executable, '-S', KEEPER, script, self.directory, label,
+           '--lp_task_id', '1'], env=env)
 
   def pid(self):
     try:
@@ -225,15 +235,63 @@ def test_the_node_dies_with_its_keeper(kept):
 
 def test_faults_of_this_launch_count_as_restarts(tmp_path):
   workdir = str(tmp_path)
+  # A run of before kept every record in one file.
+  with open(tmp_path / keeper.ONE_FILE, 'w') as f:
+    f.write(json.dumps({'time': 1.0, 'node': 'actor_1', 'event': 'fault',
+                        'gave_up': False}) + '\n')
   keeper.append_fault(workdir, {'node': 'learner', 'event': 'fault',
-                                'gave_up': False})
+                                'gave_up': False}, 'learner')
   keeper.launched(workdir)
   for node, gave_up in (('learner', False), ('actor_1', False),
                         ('learner', False), ('counter', True)):
     keeper.append_fault(workdir, {'node': node, 'event': 'fault',
-                                  'gave_up': gave_up})
-  keeper.append_fault(workdir, {'node': 'learner', 'event': 'recovered'})
-  with open(tmp_path / keeper.FAULTS, 'a') as f:
+                                  'gave_up': gave_up}, node)
+  keeper.append_fault(workdir, {'node': 'learner', 'event': 'recovered'},
+                      'coordinator')
+  with open(tmp_path / keeper.FAULTS / 'learner.jsonl', 'a') as f:
     f.write('{"node": "cut sh')  # A line a crash cut short.
   assert keeper.restarts_by_node(workdir) == {'learner': 2, 'actor_1': 1}
-  assert len(keeper.read_faults(workdir)) == 7
+  # Every writer's, in the order they were written.
+  records = keeper.read_faults(workdir)
+  assert [(record.get('node'), record['event']) for record in records] == [
+      ('actor_1', 'fault'), ('learner', 'fault'), (None, 'launch'),
+      ('learner', 'fault'), ('actor_1', 'fault'), ('learner', 'fault'),
+      ('counter', 'fault'), ('learner', 'recovered')]
+  assert sorted(os.listdir(tmp_path / keeper.FAULTS)) == [
+      'actor_1.jsonl', 'coordinator.jsonl', 'counter.jsonl', 'launch.jsonl',
+      'learner.jsonl']
+
+
+def test_a_keeper_ends_its_node_when_the_coordinator_asks(kept):
+  # On Vertex AI the coordinator cannot reach another machine's process: it
+  # names the cause in the workdir, and the node's keeper ends the node.
+  node = kept()
+  first = node.new_pid(None)
+  keeper.mark_fault(node.directory, 'actor_1', 'frozen: asked')
+  second = node.new_pid(first)
+  assert node.restarts_told(second) == '1'
+  assert [fault['cause'] for fault in node.faults()] == ['frozen: asked']
+  assert not psutil.pid_exists(first) or psutil.Process(first).status() == (
+      psutil.STATUS_ZOMBIE)
+
+
+def test_a_replicas_keeper_keeps_its_task_and_passes_the_replicas_end_on(
+    kept):
+  # A replica's keeper (launch.keeper as a module, in the container's
+  # directory) keeps the node of its task in CLUSTER_SPEC (index 1:
+  # actor_1), and its records go to that node's file.
+  node = kept(replica=True)
+  first = node.new_pid(None)
+  os.kill(first, signal.SIGKILL)
+  second = node.new_pid(first)
+  assert [(fault['node'], fault['cause']) for fault in node.faults()] == [
+      ('actor_1', 'killed by SIGKILL')]
+  assert os.listdir(os.path.join(node.directory, keeper.FAULTS)) == [
+      'actor_1.jsonl']
+  # Vertex AI ends a replica with SIGTERM to its command, the keeper: the
+  # keeper passes it on to the node, and does not start it again.
+  node.process.send_signal(signal.SIGTERM)
+  assert node.process.wait(WAIT_SECONDS) == 128 + signal.SIGTERM
+  assert not psutil.pid_exists(second) or psutil.Process(
+      second).status() == psutil.STATUS_ZOMBIE
+  assert len(node.faults()) == 1

@@ -85,9 +85,29 @@ the custom training service", "Restart workers during the training job"):
 it restarts that replica in place, with the same host name; an exit for
 one of its listed common errors is permanent and shuts the whole job down,
 and a replica that fails a sixth time fails the job (after up to three
-retries of the whole job). The emulator takes the strict reading, a
-failed replica fails the job at once: a program right under it is right
-where Vertex AI ends the job, and restarts in place are not emulated.
+retries of the whole job). The emulator does the same: a replica that exits non-zero
+(or is killed by a signal) is started again in place, at once, with the
+same address, host name and Cloud Storage view, up to
+`--max_replica_restarts` times (5, as Vertex AI's sixth failure fails the
+job); its next failure fails the job. A replica started again keeps its
+view as it was: what its killed process had written there and not yet
+uploaded is uploaded later, where Cloud Storage FUSE would have lost what
+was still open. `--max_replica_restarts=0` takes the strict reading, in
+which a replica's first failure fails the job at once.
+
+A job has a time limit, Vertex AI's `scheduling.timeout` (the job's
+`scheduling` in job.json, from the launch's --job_timeout_hours; or
+`--timeout_seconds`): reached, the job is ended as a cancelled one is
+(SIGTERM to every replica, SIGKILL after `--grace_seconds`) and fails. A
+test can also reach the limit at a moment of its choosing: SIGUSR1 to the
+emulator.
+
+The job's state, in Vertex AI's words (JOB_STATE_RUNNING, then
+JOB_STATE_SUCCEEDED, JOB_STATE_FAILED or JOB_STATE_CANCELLED) and why, is
+kept in `<replica_log_dir>/state.json` as it changes; and, as a
+submission does, the job is recorded in the run's workdir
+(`run_manifest.write_job_record`) under the name `emulated:<that file>`,
+which `programs/watch.py` reads as it reads a Vertex AI job's state.
 
   python -m tests.vertex_emulator --package_dir=DIR
 
@@ -112,6 +132,7 @@ from absl import flags
 import portpicker
 import psutil
 
+from launch.runs import run_manifest
 from launch.runs import storage
 from launch.cloud.dry_run import JOB_FILE
 from tests.storage_mounts import BucketMirror
@@ -140,6 +161,12 @@ flags.DEFINE_multi_string('replica_python', [], '<pool or replica>=<python>: '
                           'the Python of one pool\'s replicas (workerpool2) '
                           'or of one replica (workerpool2-1), over --python; '
                           'repeat for more.')
+flags.DEFINE_integer('max_replica_restarts', 5, 'How many times a replica '
+                     'that fails (exits non-zero, or is killed) is started '
+                     'again in place before its next failure fails the job '
+                     '(Vertex AI: 5); 0: its first failure fails the job.')
+flags.DEFINE_float('timeout_seconds', None, 'The job\'s time limit, seconds '
+                   '(default: the job\'s own, job.json\'s scheduling).')
 flags.DEFINE_bool('any_replica_fails', True, 'Whether a replica other '
                   'than the primary that exits non-zero (or is killed) fails '
                   'the job at once; with --noany_replica_fails only the '
@@ -276,6 +303,8 @@ class Replica:
     self.node = node
     self.mount = ''  # Its view of Cloud Storage (`MountView`).
     self.process: Optional[subprocess.Popen] = None
+    self.failures = 0  # Its failures so far, each started again in place.
+    self.ended = False  # Seen to have exited with 0 while the job ran.
 
   @property
   def name(self) -> str:
@@ -300,7 +329,8 @@ class Replica:
         'CLOUD_ML_JOB_ID': job_id,
         storage.MOUNT_VARIABLE: self.mount,
     })
-    log = open(os.path.join(log_dir, f'{self.name}.log'), 'wb')
+    # Appended to: a replica started again in place goes on in its log.
+    log = open(os.path.join(log_dir, f'{self.name}.log'), 'ab')
     # In the emulator's process group: whoever ends the emulator's group
     # ends the job's machines too.
     self.process = subprocess.Popen(
@@ -391,22 +421,41 @@ def exit_text(status: int) -> str:
   return f'exit {status}'
 
 
+# Vertex AI's job states (`JobState`), as the emulator's state file says them.
+RUNNING = 'JOB_STATE_RUNNING'
+SUCCEEDED = 'JOB_STATE_SUCCEEDED'
+FAILED = 'JOB_STATE_FAILED'
+CANCELLED = 'JOB_STATE_CANCELLED'
+STATE_FILE = 'state.json'  # <replica_log_dir>/state.json
+
+
+def write_state(log_dir: str, state: str, error: str = ''):
+  """The job's state (and why it ended), whole or not at all."""
+  path = os.path.join(log_dir, STATE_FILE)
+  with open(f'{path}.partial', 'w') as f:
+    json.dump({'state': state, 'error': error, 'time': time.time()}, f)
+  os.replace(f'{path}.partial', path)
+
+
 def run(package_dir: str, log_dir: Optional[str] = None,
         grace_seconds: float = 30.0, job_id: str = 'emulated',
         storage_dir: Optional[str] = None, hosts: str = 'loopback',
         any_replica_fails: bool = True, python: Optional[str] = None,
-        replica_python: Sequence[str] = ()) -> int:
+        replica_python: Sequence[str] = (), max_replica_restarts: int = 5,
+        timeout_seconds: Optional[float] = None) -> int:
   """Runs the job until its primary replica exits (or, with
-  `any_replica_fails`, until any replica fails), each replica with its
-  Python from `pythons`; returns 0 if the job succeeded, 1 if it failed.
-  Raises ValueError for a job it cannot run."""
+  `any_replica_fails`, until any replica fails past its restarts), each
+  replica with its Python from `pythons`; returns 0 if the job succeeded, 1
+  if it failed. Raises ValueError for a job it cannot run."""
   with open(os.path.join(package_dir, JOB_FILE)) as f:
     job = json.load(f)
   chosen = pythons(job, python, replica_python)
-  log_dir = log_dir or os.path.join(package_dir, 'logs')
+  log_dir = os.path.abspath(log_dir or os.path.join(package_dir, 'logs'))
   os.makedirs(log_dir, exist_ok=True)
   storage_dir = os.path.abspath(storage_dir or
                                 os.path.join(package_dir, 'gcs'))
+  if timeout_seconds is None:
+    timeout_seconds = job.get('scheduling', {}).get('timeout_seconds')
   network = (NamespaceHosts if hosts == 'netns' else LoopbackHosts)(
       _replica_ids(job))
   try:
@@ -414,6 +463,10 @@ def run(package_dir: str, log_dir: Optional[str] = None,
     for replica in replicas:
       replica.mount = os.path.join(storage_dir, replica.name)
       os.makedirs(replica.mount, exist_ok=True)
+    write_state(log_dir, RUNNING)
+    if job.get('workdir'):  # As a submission records its job.
+      run_manifest.write_job_record(
+          job['workdir'], f'{EMULATED}{os.path.join(log_dir, STATE_FILE)}')
     mirror = None
     if storage.is_cloud(job.get('workdir')):
       by_name = {replica.name: replica for replica in replicas}
@@ -422,30 +475,131 @@ def run(package_dir: str, log_dir: Optional[str] = None,
           lambda name: by_name[name].processes(),
           lambda name: by_name[name].process.returncode == -signal.SIGKILL)
       mirror.sync()
-    return _run_job(job, replicas, package_dir, log_dir, grace_seconds,
-                    job_id, mirror, network, any_replica_fails, chosen)
+    rules = _Rules(grace_seconds, any_replica_fails, max_replica_restarts,
+                   timeout_seconds)
+    state, error = _run_job(job, replicas, package_dir, log_dir, job_id,
+                            mirror, network, chosen, rules)
   finally:
     network.close()
+  write_state(log_dir, state, error)
+  return 0 if state == SUCCEEDED else 1
+
+
+# The job name an emulated job is recorded under: this, then its state file.
+EMULATED = 'emulated:'
+
+
+class _Rules:
+  """How the job ends (see the module docstring)."""
+
+  def __init__(self, grace_seconds: float, any_replica_fails: bool,
+               max_replica_restarts: int, timeout_seconds: Optional[float]):
+    self.grace_seconds = grace_seconds
+    self.any_replica_fails = any_replica_fails
+    self.max_replica_restarts = max_replica_restarts
+    self.timeout_seconds = timeout_seconds or None
 
 
 def _run_job(job, replicas: List[Replica], package_dir: str, log_dir: str,
-             grace_seconds: float, job_id: str,
-             mirror: Optional[BucketMirror], network,
-             any_replica_fails: bool, chosen: Dict[str, str]) -> int:
-  """`run`, once the job's hosts and storage are ready."""
+             job_id: str, mirror: Optional[BucketMirror], network,
+             chosen: Dict[str, str], rules: _Rules) -> Tuple[str, str]:
+  """`run`, once the job's hosts and storage are ready: the job's end
+  state, and why it failed."""
   cluster: Dict[str, List[str]] = {}
   for replica in replicas:
     cluster.setdefault(replica.pool, []).append(replica.address)
   pools = {pool['name']: pool for pool in job['pools']}
   print(f'Job "{job["name"]}": {len(replicas)} replicas in '
         f'{len(pools)} pools; their output in {log_dir}', flush=True)
-  for n, replica in enumerate(replicas):
+
+  def start(n: int, replica: Replica):
     pool = pools[replica.pool]
     python = chosen[replica.name]
     replica.start(os.path.join(package_dir, pool['directory']),
                   network.command(n, _command(pool['command'], python)),
                   cluster, log_dir, job_id, pool['environment'],
                   None if python == sys.executable else python)
+
+  for n, replica in enumerate(replicas):
+    start(n, replica)
+  _write_replicas(log_dir, replicas, network, chosen)
+  primary = replicas[0]
+  stop = {'signal': None}
+  error = ''  # Why the job failed, once it has.
+  started = time.time()
+
+  def on_signal(signum, frame):
+    del frame
+    stop['signal'] = signum  # Cancel the job: as Vertex AI does, SIGTERM.
+
+  previous = {signum: signal.signal(signum, on_signal)
+              for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)}
+  try:
+    synced = time.time()
+    while stop['signal'] is None and not error:
+      time.sleep(0.2)
+      for n, replica in enumerate(replicas):
+        status = replica.process.poll()
+        if status is None or (replica is primary and status == 0):
+          continue
+        if not status or (replica is not primary and
+                          not rules.any_replica_fails):
+          if not replica.ended:
+            replica.ended = True
+            print(f'Replica {replica.name} (the {replica.node}) exited '
+                  f'while the job ran ({exit_text(status)}).', flush=True)
+          continue
+        if replica.failures >= rules.max_replica_restarts:
+          error = ('primary ' if replica is primary else
+                   f'replica {replica.name}, the {replica.node}, ')
+          error += exit_text(status) + (
+              f', its failure {replica.failures + 1}' if replica.failures
+              else '')
+          break
+        replica.failures += 1
+        print(f'Replica {replica.name} (the {replica.node}) failed '
+              f'({exit_text(status)}); started again in place (restart '
+              f'{replica.failures} of {rules.max_replica_restarts}).',
+              flush=True)
+        start(n, replica)
+        _write_replicas(log_dir, replicas, network, chosen)
+      if primary.process.poll() == 0:
+        break
+      if (rules.timeout_seconds is not None and
+          time.time() - started >= rules.timeout_seconds):
+        stop['signal'] = 'timeout'
+      if mirror is not None and time.time() - synced >= SYNC_SECONDS:
+        mirror.sync()
+        synced = time.time()
+  finally:
+    for signum, handler in previous.items():
+      signal.signal(signum, handler)
+    _end_replicas(replicas, rules.grace_seconds, mirror, synced)
+    if mirror is not None:
+      print(f'{mirror.sync(final=True)} objects written or deleted in '
+            f'{job["workdir"]} at the job\'s end.', flush=True)
+  if stop['signal'] in ('timeout', signal.SIGUSR1):
+    limit = (f'{rules.timeout_seconds:g} s' if stop['signal'] == 'timeout'
+             else 'reached on request, SIGUSR1')
+    print(f'Job failed: it reached its time limit ({limit}).', flush=True)
+    return FAILED, f'the job reached its time limit ({limit})'
+  if stop['signal'] is not None:
+    print('Job cancelled.', flush=True)
+    return CANCELLED, 'cancelled'
+  if error:
+    print(f'Job failed ({error}).', flush=True)
+    return FAILED, error
+  status = primary.process.returncode
+  if status == 0:
+    print('Job succeeded.', flush=True)
+    return SUCCEEDED, ''
+  print(f'Job failed (primary {exit_text(status)}).', flush=True)
+  return FAILED, f'primary {exit_text(status)}'
+
+
+def _write_replicas(log_dir: str, replicas: List[Replica], network,
+                    chosen: Dict[str, str]):
+  """`<log_dir>/replicas.json`: which process runs which node where."""
   # Written beside, then renamed: a reader never sees half of it.
   with open(os.path.join(log_dir, 'replicas.json.partial'), 'w') as f:
     json.dump([{'replica': replica.name, 'node': replica.node,
@@ -456,67 +610,26 @@ def _run_job(job, replicas: List[Replica], package_dir: str, log_dir: str,
                for n, replica in enumerate(replicas)], f, indent=2)
   os.replace(os.path.join(log_dir, 'replicas.json.partial'),
              os.path.join(log_dir, 'replicas.json'))
-  primary = replicas[0]
-  stop = {'signal': None}
-  failed: Optional[Replica] = None  # The first replica that failed the job.
 
-  def on_signal(signum, frame):
-    del frame
-    stop['signal'] = signum  # Cancel the job: as Vertex AI does, SIGTERM.
 
-  previous = {signum: signal.signal(signum, on_signal)
-              for signum in (signal.SIGINT, signal.SIGTERM)}
-  try:
-    synced = time.time()
-    ended = set()  # The replicas seen to have exited while the job ran.
-    while primary.process.poll() is None and stop['signal'] is None:
-      time.sleep(0.2)
-      for replica in replicas[1:]:
-        status = replica.process.poll()
-        if status is not None and replica.name not in ended:
-          ended.add(replica.name)
-          print(f'Replica {replica.name} (the {replica.node}) exited while '
-                f'the job ran ({exit_text(status)}).', flush=True)
-          if status and any_replica_fails and failed is None:
-            failed = replica
-      if failed is not None:
-        break
-      if mirror is not None and time.time() - synced >= SYNC_SECONDS:
-        mirror.sync()
-        synced = time.time()
-  finally:
-    for signum, handler in previous.items():
-      signal.signal(signum, handler)
-    for replica in replicas:
-      replica.signal(signal.SIGTERM)
-    deadline = time.time() + grace_seconds
-    while (time.time() < deadline and
-           any(replica.process.poll() is None for replica in replicas)):
-      time.sleep(0.2)
-      # What a stopping replica closes goes up as it would on Vertex AI,
-      # even if the replica is killed later.
-      if mirror is not None and time.time() - synced >= SYNC_SECONDS:
-        mirror.sync()
-        synced = time.time()
-    for replica in replicas:
-      replica.signal(signal.SIGKILL)
-    for replica in replicas:
-      replica.process.wait()
-    if mirror is not None:
-      print(f'{mirror.sync(final=True)} objects written or deleted in '
-            f'{job["workdir"]} at the job\'s end.', flush=True)
-  if stop['signal'] is not None:
-    print('Job cancelled.', flush=True)
-    return 1
-  if failed is not None:
-    print(f'Job failed (replica {failed.name}, the {failed.node}, '
-          f'{exit_text(failed.process.returncode)}).', flush=True)
-    return 1
-  status = primary.process.returncode
-  state = ('succeeded' if status == 0 else
-           f'failed (primary {exit_text(status)})')
-  print(f'Job {state}.', flush=True)
-  return 0 if status == 0 else 1
+def _end_replicas(replicas: List[Replica], grace_seconds: float,
+                  mirror: Optional[BucketMirror], synced: float):
+  """SIGTERM to every replica left, SIGKILL after `grace_seconds`."""
+  for replica in replicas:
+    replica.signal(signal.SIGTERM)
+  deadline = time.time() + grace_seconds
+  while (time.time() < deadline and
+         any(replica.process.poll() is None for replica in replicas)):
+    time.sleep(0.2)
+    # What a stopping replica closes goes up as it would on Vertex AI,
+    # even if the replica is killed later.
+    if mirror is not None and time.time() - synced >= SYNC_SECONDS:
+      mirror.sync()
+      synced = time.time()
+  for replica in replicas:
+    replica.signal(signal.SIGKILL)
+  for replica in replicas:
+    replica.process.wait()
 
 
 def main(argv):
@@ -531,7 +644,8 @@ def main(argv):
     status = run(FLAGS.package_dir, FLAGS.replica_log_dir,
                  FLAGS.grace_seconds, FLAGS.job_id, FLAGS.storage_dir,
                  FLAGS.hosts, FLAGS.any_replica_fails, FLAGS.python,
-                 FLAGS.replica_python)
+                 FLAGS.replica_python, FLAGS.max_replica_restarts,
+                 FLAGS.timeout_seconds)
   except ValueError as error:
     sys.stderr.write(f'error: {error}\n')
     sys.exit(2)

@@ -64,6 +64,9 @@ def _create_custom_job(unused_client, request=None, *, parent=None,
       'service_account': spec.service_account,
       'network': spec.network,
       'enable_web_access': spec.enable_web_access,
+      # Vertex AI's time limit (a timedelta; unset: 0).
+      'timeout_seconds': spec.scheduling.timeout.total_seconds() if
+                         spec.scheduling.timeout else 0,
       'pools': [{'image_uri': pool.container_spec.image_uri,
                  'replica_count': pool.replica_count,
                  'machine_type': pool.machine_spec.machine_type}

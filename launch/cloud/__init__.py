@@ -14,4 +14,6 @@
   dry_run.py     --dry_run: the packaged job kept with its job.json
   printing.py    the plan --dry_run prints
   submission.py  submitting the job through xmanager, as `CloudOptions` says
+  watching.py    a submitted job watched, and the run submitted again when
+                 the job fails or reaches its time limit (programs/watch.py)
 """

@@ -16,7 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from launch.cloud import packaging
 from launch.cloud.machines import Request
@@ -89,20 +89,10 @@ class _KeptExperiment:
       })
 
 
-def _bound_pools(program) -> Dict[str, List[str]]:
-  """Which nodes Launchpad bound to which worker pool: pool -> labels by
-  replica index (read from each node's address, bound from CLUSTER_SPEC)."""
-  pools: Dict[str, Dict[int, str]] = {}
-  for label, nodes in program.groups.items():
-    for node in nodes:
-      builder = node.addresses[0]._address_builder  # pylint: disable=protected-access
-      pools.setdefault(builder._cluster, {})[builder._instance] = label  # pylint: disable=protected-access
-  return {pool: [labels[index] for index in sorted(labels)]
-          for pool, labels in sorted(pools.items())}
-
-
 def package(program, group_requests: Dict[str, Request], directory: str,
-            workdir: str, options: CloudOptions) -> Dict[str, Any]:
+            workdir: str, options: CloudOptions,
+            keeping: Optional[Dict[str, Any]] = None,
+            labels=None) -> Dict[str, Any]:
   """Runs Launchpad's Vertex AI launcher up to the step that reaches Google
   Cloud and keeps what it packaged in `directory` (one directory per worker
   pool, and `job.json`, with who can reach the job: `options`'
@@ -112,8 +102,8 @@ def package(program, group_requests: Dict[str, Request], directory: str,
   # Launchpad prints that the program was launched: it was not.
   with contextlib.redirect_stdout(io.StringIO()):
     packaging.launch(program, group_requests,
-                     lambda **unused: experiment)
-  nodes = _bound_pools(program)
+                     lambda **unused: experiment, keeping, labels)
+  nodes = packaging.bound_pools(program)
   pools = []
   for pool in experiment.pools:
     labels = nodes[pool['name']]
@@ -128,14 +118,15 @@ def package(program, group_requests: Dict[str, Request], directory: str,
                   'accelerator_count': request.accelerator_count,
                   'gpu_image': request.accelerator is not None})
   job = {'name': program.name, 'workdir': workdir, 'pools': pools,
-         'access': options.job_settings()}
+         'access': options.job_settings(), 'scheduling': options.scheduling()}
   with open(os.path.join(directory, JOB_FILE), 'w') as f:
     json.dump(job, f, indent=2)
   return job
 
 
 def dry_run(program, group_requests: Dict[str, Request], workdir: str,
-            options: CloudOptions, replay: str = '', parameters: str = ''):
+            options: CloudOptions, replay: str = '', parameters: str = '',
+            keeping: Optional[Dict[str, Any]] = None, labels=None):
   """Packages the program for Vertex AI in `options.package_dir` (a new
   directory if none), prints the plan (and `replay`, what it says of the
   replay's load, and `parameters`, of the parameters' egress), exits 0."""
@@ -145,6 +136,7 @@ def dry_run(program, group_requests: Dict[str, Request], workdir: str,
   if os.listdir(directory):
     raise ValueError(f'--package_dir={directory} is not empty; choose a new '
                      'or empty directory.')
-  job = package(program, group_requests, directory, workdir, options)
+  job = package(program, group_requests, directory, workdir, options,
+                keeping, labels)
   print(format_plan(job, workdir, directory, replay, parameters))
   sys.stdout.flush()

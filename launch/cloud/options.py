@@ -103,9 +103,16 @@ class CloudOptions:
   with Vertex AI set up on it first): its hosts can then reach the
   replicas. none (default): the job is peered with no network."""
 
+  job_timeout_hours: float = 168.0
+  """The job's time limit, hours (Vertex AI's scheduling.timeout; its
+  default, 7 days): reached, the job ends as failed, and
+  `programs/watch.py` submits the run again, which resumes it."""
+
   def validate(self):
     """Raises ValueError naming the first flag whose value is out of range."""
     self._validate_access()
+    check_flag('job_timeout_hours', self.job_timeout_hours > 0,
+               self.job_timeout_hours, '> 0')
     for name in ('actor_cpus', 'replay_cpus', 'small_node_cpus'):
       check_flag(name, getattr(self, name) >= 1, getattr(self, name), '>= 1')
     for name in ('actor_memory_gb', 'small_node_memory_gb'):
@@ -145,6 +152,10 @@ class CloudOptions:
     return {'enable_web_access': self.enable_web_access,
             'service_account': self.service_account,
             'network': self.network}
+
+  def scheduling(self) -> Dict[str, Any]:
+    """The job's scheduling: its time limit, seconds."""
+    return {'timeout_seconds': round(self.job_timeout_hours * 3600)}
 
   @property
   def accelerator(self) -> Optional[str]:

@@ -21,16 +21,18 @@ packaged there, `submission` submits it.
 
 import contextlib
 import importlib.util
+import json
 import logging
 import os
 import shutil
 import tempfile
 import types
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
 import agents
 from agents import plugins
 from launch import ONEDNN
+from launch import keeper
 from launch import onednn_setting
 from launch.cloud.machines import job_requirements
 from launch.cloud.machines import Request
@@ -101,30 +103,71 @@ def _docker_steps(spec) -> List[str]:
           *kept[1:]]
 
 
-def _with_environment(packageable):
+# A replica's command under a keeper (`launch.keeper`), which runs
+# Launchpad's own (`python -m process_entry --data_file=job.pkl`) and starts
+# it again when it dies; the primary replica (the coordinator) has none.
+KEEPER_MODULE = 'launch.keeper'
+
+
+def bound_pools(program, labels: Optional[Dict[Tuple[str, int], str]] = None
+                ) -> Dict[str, List[str]]:
+  """Which nodes Launchpad bound to which worker pool: pool -> labels by
+  replica index (read from each node's address, bound from CLUSTER_SPEC;
+  bound before the pools are packaged): each node's group's, or its own
+  from `labels` ({(group, index): label}, `launcher.node_labels`)."""
+  pools: Dict[str, Dict[int, str]] = {}
+  for group, nodes in program.groups.items():
+    for index, node in enumerate(nodes):
+      label = labels[(group, index)] if labels else group
+      builder = node.addresses[0]._address_builder  # pylint: disable=protected-access
+      pools.setdefault(builder._cluster, {})[builder._instance] = label  # pylint: disable=protected-access
+  return {pool: [labels[index] for index in sorted(labels)]
+          for pool, labels in sorted(pools.items())}
+
+
+def _with_environment(packageable, labels: List[str],
+                      keeping: Optional[Dict[str, Any]]):
   """A pool's image: built from `BASE_IMAGE` with `_docker_steps`; with
   TensorFlow's oneDNN switch (`launch.onednn_setting`: on, unless the
   launcher's environment sets it); and, where its requirements hold the
   CUDA wheels, their libraries on its library path (ENV lines in its
-  Dockerfile)."""
+  Dockerfile). With `keeping` (the keepers' settings, `keeper.settings`),
+  each replica of a pool of nodes `labels` but the coordinator's runs its
+  node under a keeper."""
   import attr  # pylint: disable=g-import-not-at-top
+  from xmanager import xm  # pylint: disable=g-import-not-at-top
   env_vars = {**packageable.env_vars,
               ONEDNN: onednn_setting()}
   spec = packageable.executable_spec
   with open(os.path.join(spec.path, 'requirements.txt')) as f:
     if 'nvidia-cudnn' in f.read():
       env_vars['LD_LIBRARY_PATH'] = GPU_LIBRARY_PATH
+  changes = {}
+  if keeping is not None and 'coordinator' not in labels:
+    (command,) = spec.entrypoint.commands
+    words = command.split()
+    if words[:2] != ['python', '-m']:
+      raise ValueError(f'Launchpad\'s container command is not Launchpad '
+                       f'0.5\'s, which the keeper wraps: {command}')
+    changes['entrypoint'] = xm.CommandList(
+        [' '.join(['python', '-m', KEEPER_MODULE, *words[1:]])])
+    env_vars[keeper.SETTINGS] = json.dumps({**keeping, 'labels': labels})
   spec = attr.evolve(spec, base_image=BASE_IMAGE,
-                     docker_instructions=_docker_steps(spec))
+                     docker_instructions=_docker_steps(spec), **changes)
   return attr.evolve(packageable, executable_spec=spec, env_vars=env_vars)
 
 
 class _GpuAwareExperiment:
   """xmanager's experiment, with `_with_environment` applied to what
-  Launchpad packages."""
+  Launchpad packages: its pools in order (workerpool0, ...), of the nodes
+  `pools` names."""
 
-  def __init__(self, experiment):
+  def __init__(self, experiment, pools: Dict[str, List[str]],
+               keeping: Optional[Dict[str, Any]]):
     self._experiment = experiment
+    self._pools = pools
+    self._keeping = keeping
+    self._packaged = 0
 
   def __enter__(self):
     self._entered = self._experiment.__enter__()
@@ -134,22 +177,30 @@ class _GpuAwareExperiment:
     return self._experiment.__exit__(*exc_info)
 
   def package(self, packageables):
-    return self._entered.package(
-        [_with_environment(packageable) for packageable in packageables])
+    packaged = []
+    for packageable in packageables:
+      labels = self._pools[f'workerpool{self._packaged}']
+      self._packaged += 1
+      packaged.append(_with_environment(packageable, labels, self._keeping))
+    return self._entered.package(packaged)
 
   def add(self, *args, **kwargs):
     return self._entered.add(*args, **kwargs)
 
 
 @contextlib.contextmanager
-def _launcher_experiment(make_experiment):
+def _launcher_experiment(make_experiment, program,
+                         keeping: Optional[Dict[str, Any]],
+                         labels: Optional[Dict[Tuple[str, int], str]]):
   """Within: Launchpad's Vertex AI launcher opens `make_experiment(...)`
-  wrapped in `_GpuAwareExperiment`, where it would open xmanager's."""
+  wrapped in `_GpuAwareExperiment`, where it would open xmanager's (after
+  it has bound the nodes to their pools)."""
   from launchpad.launch.xm_docker import launch as xm_launch  # pylint: disable=g-import-not-at-top
   real = xm_launch.xm_local
   xm_launch.xm_local = types.SimpleNamespace(
       create_experiment=lambda **kwargs: _GpuAwareExperiment(
-          make_experiment(**kwargs)), Caip=real.Caip)
+          make_experiment(**kwargs), bound_pools(program, labels), keeping),
+      Caip=real.Caip)
   try:
     yield
   finally:
@@ -245,15 +296,19 @@ def check_cloud_dependencies():
     ) from error
 
 
-def launch(program, group_requests: Dict[str, Request], make_experiment):
+def launch(program, group_requests: Dict[str, Request], make_experiment,
+           keeping: Optional[Dict[str, Any]] = None,
+           labels: Optional[Dict[Tuple[str, int], str]] = None):
   """Launchpad's Vertex AI launcher on `program`, with its code and
   requirements staged here and `make_experiment` where it opens xmanager's
-  experiment (`_launcher_experiment`)."""
+  experiment (`_launcher_experiment`); `keeping`: the nodes' keepers'
+  settings (`keeper.settings`), None for none, and `labels` the nodes'
+  labels ({(group, index): label})."""
   import launchpad as lp  # pylint: disable=g-import-not-at-top
   staging = tempfile.mkdtemp(prefix='apex-staging-')
   try:
     resources = xm_resources(group_requests, list(program.groups), staging)
-    with _launcher_experiment(make_experiment):
+    with _launcher_experiment(make_experiment, program, keeping, labels):
       lp.launch(program, launch_type='vertex_ai', xm_resources=resources)
   finally:
     shutil.rmtree(staging, ignore_errors=True)

@@ -11,9 +11,10 @@ docs/google_cloud_security.md).
 
 import contextlib
 import os
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from launch.cloud import packaging
+from launch.runs import run_manifest
 from launch.cloud.machines import Request
 from launch.cloud.options import CloudOptions
 from launch.cloud.options import SECURITY_DOCS
@@ -43,24 +44,32 @@ class _Overlay:
     return getattr(self._module, name)
 
 
-def _custom_job(settings: Dict[str, Any]):
+def _custom_job(settings: Dict[str, Any], scheduling: Dict[str, Any],
+                workdir: str):
   """Vertex AI's `CustomJob`, run with `settings`' web access and network
   whatever its caller asks (xmanager 0.3.0 asks for web access, always, and
-  for no network)."""
+  for no network), and `scheduling`'s time limit; once created, the job is
+  recorded in the run's `workdir` (`run_manifest.write_job_record`), for
+  `programs/watch.py`."""
   from google.cloud import aiplatform  # pylint: disable=g-import-not-at-top
 
   class CustomJob(aiplatform.CustomJob):
 
     def run(self, *args, **kwargs):
       kwargs.update(enable_web_access=settings['enable_web_access'],
-                    network=settings['network'])
-      return super().run(*args, **kwargs)
+                    network=settings['network'],
+                    timeout=scheduling['timeout_seconds'])
+      result = super().run(*args, **kwargs)
+      self.wait_for_resource_creation()
+      run_manifest.write_job_record(workdir, self.resource_name)
+      return result
 
   return CustomJob
 
 
 @contextlib.contextmanager
-def _submitted_with(settings: Dict[str, Any]):
+def _submitted_with(settings: Dict[str, Any], scheduling: Dict[str, Any],
+                    workdir: str):
   """Within: xmanager's Vertex AI client (`vertex.Client.launch`, which runs
   the job with web access on, as the account `auth.get_service_account()`
   creates and grants project-wide roles) submits the job with `settings`
@@ -69,8 +78,9 @@ def _submitted_with(settings: Dict[str, Any]):
   Launchpad's launch returns only once xmanager has submitted (its
   experiment waits for its tasks on exit), so this covers the submission."""
   from xmanager.cloud import vertex  # pylint: disable=g-import-not-at-top
-  names = {'aiplatform': _Overlay(vertex.aiplatform,
-                                  CustomJob=_custom_job(settings))}
+  names = {'aiplatform': _Overlay(
+      vertex.aiplatform,
+      CustomJob=_custom_job(settings, scheduling, workdir))}
   if settings['service_account']:
     names['auth'] = _Overlay(
         vertex.auth, get_service_account=lambda: settings['service_account'])
@@ -85,7 +95,8 @@ def _submitted_with(settings: Dict[str, Any]):
 
 
 def submit(program, group_requests: Dict[str, Request],
-           options: CloudOptions):
+           options: CloudOptions, workdir: str,
+           keeping: Optional[Dict[str, Any]] = None, labels=None):
   """Launches the program on Vertex AI through Launchpad's launcher: images
   built (Cloud Build, or a local Docker) and pushed, the job submitted with
   `options`' `job_settings`. Raises
@@ -98,9 +109,10 @@ def submit(program, group_requests: Dict[str, Request],
                      'the job\'s files in that Cloud Storage bucket; ' +
                      SETUP_HELP + '.')
   try:
-    with _submitted_with(options.job_settings()):
+    with _submitted_with(options.job_settings(), options.scheduling(),
+                         workdir):
       packaging.launch(program, group_requests,
-                       xm_local.create_experiment)
+                       xm_local.create_experiment, keeping, labels)
   except auth_exceptions.GoogleAuthError as error:
     raise ValueError(f'Google Cloud refused or could not be reached '
                      f'({error}); {SETUP_HELP}.') from error

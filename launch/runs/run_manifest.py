@@ -24,6 +24,7 @@ import sys
 import time
 from typing import Any, Dict, NamedTuple, Optional, Sequence
 
+from launch import keeper
 from launch.runs import storage
 
 MANIFEST = 'run.json'
@@ -34,6 +35,9 @@ STOP_RECORD = 'stop.json'
 # A request to stop the running launch in order, from outside it
 # (`programs/stop.py`): read, then removed, by the program's coordinator.
 STOP_REQUEST = 'stop_request.json'
+# The cloud job of the latest submission (Vertex AI's resource name):
+# written as the job is submitted, read by `programs/watch.py`.
+JOB_RECORD = 'cloud_job.json'
 CHECKPOINTS = 'checkpoints'  # <workdir>/checkpoints/<part>/
 # The counter's counts: <workdir>/checkpoints/counter/counts.json.
 COUNTS_FILE = 'counts.json'
@@ -77,7 +81,8 @@ _KINDS = {
         'was left as it is.'),
     STOP_RECORD: _Kind(
         'a stop record',
-        {'reason': (str,), 'failed': (bool,), 'counts': (dict,)}, {},
+        {'reason': (str,), 'failed': (bool,), 'counts': (dict,)},
+        {'restarts': (dict,), 'ended_from_outside': (bool,)},
         'It should say why the run\'s latest launch stopped (the program '
         'writes it whole, so a bad one was written by something else; the '
         'run\'s output says why too): move it away, or launch the run again, '
@@ -85,6 +90,11 @@ _KINDS = {
     STOP_REQUEST: _Kind(
         'a stop request', {'reason': (str,)}, {},
         'Run programs/stop.py again to ask the program to stop.'),
+    JOB_RECORD: _Kind(
+        'a job record', {'job': (str,), 'submitted': (float, int)}, {},
+        'It names the cloud job the run\'s latest submission made (the '
+        'launch writes it whole): find the job on its console page, move '
+        'the file away, and submit the run again.'),
 }
 
 _JSON_TYPES = {dict: 'an object', list: 'a list', str: 'a string',
@@ -353,12 +363,17 @@ def frames_per_step(workdir: str) -> int:
 
 def write_stop_record(workdir: str, reason: str, failed: bool,
                       counts: Dict[str, int],
-                      restarts: Optional[Dict[str, int]] = None):
+                      restarts: Optional[Dict[str, int]] = None,
+                      outside: bool = False):
   """`restarts`: {node: times started again in this launch}, if any were
-  (`launch.keeper`; each fault is in `<workdir>/faults.jsonl`)."""
+  (`launch.keeper`; each fault is in `<workdir>/faults/`); `outside`: the
+  program was ended from outside (a cloud job's end), not stopped by its
+  coordinator."""
   record = {'reason': reason, 'failed': failed, 'counts': counts}
   if restarts:
     record['restarts'] = restarts
+  if outside:
+    record['ended_from_outside'] = True
   _write_json(storage.join(workdir, STOP_RECORD), record)
 
 
@@ -386,6 +401,24 @@ def remove_earlier_launch_records(workdir: str):
     except OSError:
       pass  # Unreadable, not bad: removed, as it always was.
     storage.remove(storage.join(workdir, name))
+
+
+def write_job_record(workdir: str, job: str):
+  """Records the cloud job just submitted for the run (its name), and the
+  launch in the nodes' faults' records (`launch.keeper`), whose counts
+  start again with each launch."""
+  _write_json(storage.join(workdir, JOB_RECORD),
+              {'job': job, 'submitted': round(time.time(), 3)})
+  # The launch's own file of the faults' records: read and written whole
+  # (Cloud Storage has no appending), by the launches only.
+  path = storage.join(workdir, keeper.FAULTS, f'{keeper.LAUNCHES}.jsonl')
+  line = json.dumps({'time': round(time.time(), 3), 'event': 'launch'})
+  storage.write_text(path, (storage.read_text(path) or '') + line + '\n')
+
+
+def read_job_record(workdir: str) -> Optional[Dict[str, Any]]:
+  """The run's latest job record ({'job', 'submitted'}), or None."""
+  return read_record(workdir, JOB_RECORD)
 
 
 def write_stop_request(workdir: str, reason: str):
