@@ -90,14 +90,15 @@ PRESETS = {
     'atari_small': Preset(
         'Ape-X DQN on Atari (default Pong; --env=atari:<Game> for another) '
         'sized for a few CPU cores: batch 64, 8 samples per insert, 200K '
-        'replay, 2 actors x 8 environments (results/pong.md).', ATARI_SMALL),
+        'replay, 2 actors x 8 environments (results/pong_45min.md).',
+        ATARI_SMALL),
     'minatar': Preset(
         'Ape-X DQN on MinAtar (default breakout; --env=minatar:<game> for '
         'another) on a few CPU cores: batch 64, 8 samples per insert, 100K '
         'replay, 2 actors x 8 environments (results/minatar.md).', MINATAR),
     'cartpole': Preset(
         'Learns gym:CartPole-v1 (mean return 475) within 100K actor steps, '
-        'about 8 minutes on 2 cores.', CARTPOLE),
+        'about 4 minutes on 2 cores (results/replay.md).', CARTPOLE),
     'cartpole_smoke': Preset(
         'A whole program on gym:CartPole-v1 with tiny networks and replay, '
         'logging every second: the plumbing in seconds, not learning.',
