@@ -297,13 +297,15 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
   assert sum(pool['replicas'] for pool in job['pools']) == 256 + 5 + 32
   # Every replica but the primary runs its node under a keeper
   # (launch/keeper.py), told which node each replica of its pool runs.
-  launchpads = 'python -m process_entry --data_file=job.pkl'
+  # Each command exec'd in the container's entrypoint.sh, so that Vertex
+  # AI's SIGTERM reaches it, not the shell.
+  launchpads = '-m process_entry --data_file=job.pkl'
   for pool in job['pools']:
     if pool['nodes'] == ['coordinator']:
-      assert pool['command'] == launchpads
+      assert pool['command'] == 'exec python ' + launchpads
       assert keeper.SETTINGS not in pool['environment']
       continue
-    assert pool['command'] == 'python -m launch.keeper ' + launchpads[7:]
+    assert pool['command'] == 'exec python -m launch.keeper ' + launchpads
     settings = json.loads(pool['environment'][keeper.SETTINGS])
     assert settings == {'workdir': str(workdir), 'max_restarts': 5,
                         'window': 3600.0, 'labels': settings['labels']}

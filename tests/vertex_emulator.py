@@ -360,8 +360,12 @@ class Replica:
 
 
 def _command(text: str, python: str) -> List[str]:
-  """The container's command, with `python` for the image's."""
+  """The container's command, with `python` for the image's (its `exec`,
+  which in the container's entrypoint.sh puts the command in the shell's
+  place, has nothing to do here: the emulator starts the command itself)."""
   words = text.split()
+  if words[0] == 'exec':
+    words = words[1:]
   if words[0] != 'python':
     raise ValueError(f'Unexpected container command: {text}')
   return [python] + words[1:]
@@ -463,10 +467,6 @@ def run(package_dir: str, log_dir: Optional[str] = None,
     for replica in replicas:
       replica.mount = os.path.join(storage_dir, replica.name)
       os.makedirs(replica.mount, exist_ok=True)
-    write_state(log_dir, RUNNING)
-    if job.get('workdir'):  # As a submission records its job.
-      run_manifest.write_job_record(
-          job['workdir'], f'{EMULATED}{os.path.join(log_dir, STATE_FILE)}')
     mirror = None
     if storage.is_cloud(job.get('workdir')):
       by_name = {replica.name: replica for replica in replicas}
@@ -474,6 +474,11 @@ def run(package_dir: str, log_dir: Optional[str] = None,
           job['workdir'], storage_dir, list(by_name),
           lambda name: by_name[name].processes(),
           lambda name: by_name[name].process.returncode == -signal.SIGKILL)
+    write_state(log_dir, RUNNING)
+    if job.get('workdir'):  # As a submission records its job.
+      run_manifest.write_job_record(
+          job['workdir'], f'{EMULATED}{os.path.join(log_dir, STATE_FILE)}')
+    if mirror is not None:
       mirror.sync()
     rules = _Rules(grace_seconds, any_replica_fails, max_replica_restarts,
                    timeout_seconds)

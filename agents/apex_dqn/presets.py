@@ -64,10 +64,10 @@ ATARI_SMALL = {
 # copy every 1,000 updates, one 3x3 convolution of 16 channels and 128
 # hidden units. What differs, and why:
 # - batch 64 and 8 samples per insert (theirs: 32 per frame): a replay
-#   ratio a CPU learner keeps up with: about 105 updates of 64 per second
-#   on 2 cores beside 2 actors, i.e. about 840 frames/s, 1M frames in ~20
-#   minutes (the five games' means, results/minatar.json; theirs would need
-#   1M updates);
+#   ratio a CPU learner keeps up with: 108 to 115 updates of 64 per second
+#   on 2 cores beside 2 actors, i.e. 868 to 918 frames/s, 1M frames in 19.5
+#   to 20.2 minutes (each game's mean of 3 seeds, results/minatar.md;
+#   theirs would need 1M updates);
 # - Ape-X's fixed per-environment epsilons 0.4^(1 + 7 i / 15) over 2 actors
 #   x 8 environments, not their epsilon annealed from 1 to 0.1, and Ape-X's
 #   3-step double-Q dueling loss (128 units per stream, as their one hidden

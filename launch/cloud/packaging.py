@@ -142,18 +142,20 @@ def _with_environment(packageable, labels: List[str],
   with open(os.path.join(spec.path, 'requirements.txt')) as f:
     if 'nvidia-cudnn' in f.read():
       env_vars['LD_LIBRARY_PATH'] = GPU_LIBRARY_PATH
-  changes = {}
+  (command,) = spec.entrypoint.commands
+  words = command.split()
+  if words[:2] != ['python', '-m']:
+    raise ValueError(f'Launchpad\'s container command is not Launchpad '
+                     f'0.5\'s, which this packaging changes: {command}')
   if keeping is not None and 'coordinator' not in labels:
-    (command,) = spec.entrypoint.commands
-    words = command.split()
-    if words[:2] != ['python', '-m']:
-      raise ValueError(f'Launchpad\'s container command is not Launchpad '
-                       f'0.5\'s, which the keeper wraps: {command}')
-    changes['entrypoint'] = xm.CommandList(
-        [' '.join(['python', '-m', KEEPER_MODULE, *words[1:]])])
+    words = ['python', '-m', KEEPER_MODULE, *words[1:]]
     env_vars[keeper.SETTINGS] = json.dumps({**keeping, 'labels': labels})
+  # `exec`: xmanager's entrypoint.sh runs the command from bash, which as
+  # the container's first process would take Vertex AI's SIGTERM (at a
+  # job's end) and pass it on to nothing; exec'd, the command takes it.
   spec = attr.evolve(spec, base_image=BASE_IMAGE,
-                     docker_instructions=_docker_steps(spec), **changes)
+                     docker_instructions=_docker_steps(spec),
+                     entrypoint=xm.CommandList([' '.join(['exec', *words])]))
   return attr.evolve(packageable, executable_spec=spec, env_vars=env_vars)
 
 
