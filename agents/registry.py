@@ -66,6 +66,9 @@ class Agent:
   networks: Optional[str] = None
   """Its network factory, as `module:function`, `(environment, config) ->
   networks`; None: its builder's own."""
+  small_machine_preset: Optional[str] = None
+  """The preset sized for a machine of a few cores, which a launch without
+  `--preset` there names (`launch.command_line.small_machine_notice`)."""
 
   def __post_init__(self):
     if self.actions not in ACTIONS:

@@ -308,9 +308,34 @@ def resolve_flags(program_name: str, config_class,
   return values
 
 
+# A machine with fewer cores runs a program's defaults (the paper's
+# configuration: Ape-X's 360 actors on a core each, A3C's 16 threads)
+# too slowly to be of use.
+PAPER_CORES = 16
+
+
+def small_machine_notice(title: str, presets: Mapping[str, Preset],
+                         small_preset: Optional[str], cores: int,
+                         launch_type: str) -> Optional[str]:
+  """What a launch without `--preset` on this machine says first: that it
+  runs the program's defaults, made for far more cores than `cores`, and
+  the preset that fits (`small_preset`, with its description); None where
+  nothing needs saying (a cloud job, a machine of `PAPER_CORES` or more,
+  an agent without a small preset)."""
+  if (small_preset is None or cores >= PAPER_CORES or
+      launch_type not in private_network.LAUNCH_TYPES):
+    return None
+  return (f'Note: without --preset this runs {title}\'s defaults, the '
+          f'paper\'s configuration, made for a machine of many more cores '
+          f'than this one\'s {cores}: expect it to learn slowly here. The '
+          f'preset that fits a few cores is --preset={small_preset}: '
+          f'{presets[small_preset].description}')
+
+
 def build_program(program_name: str, config_class,
                   make_builder: Callable[..., builders.Builder],
-                  resolve_environment, presets: Mapping[str, Preset]):
+                  resolve_environment, presets: Mapping[str, Preset],
+                  title: str = '', small_preset: Optional[str] = None):
   """Validates the flags and returns (program, run options, environment,
   the Vertex AI plan or None), for `launcher.launch`.
 
@@ -391,6 +416,11 @@ def build_program(program_name: str, config_class,
   if network:
     print(network, file=sys.stderr if network.startswith('warning') else
           sys.stdout, flush=True)
+  notice = None if resuming or FLAGS.preset is not None else (
+      small_machine_notice(title or program_name, presets, small_preset,
+                           len(os.sched_getaffinity(0)), options.launch_type))
+  if notice:
+    print(notice, flush=True)
   if resuming:
     given = sorted(name for name in recorded if FLAGS[name].present)
     print(('This plan resumes' if FLAGS.dry_run else 'Resuming') +

@@ -52,7 +52,8 @@ class ProgramEntry:
     from launch import command_line  # pylint: disable=g-import-not-at-top
     return command_line.build_program(
         self.name, self.agent.config_class, self.agent.make_builder,
-        self.agent.resolve_environment, self.agent.presets)
+        self.agent.resolve_environment, self.agent.presets,
+        self.agent.title, self.agent.small_machine_preset)
 
   def _main(self, argv):
     del argv  # Unused: every argument is a flag.

@@ -196,3 +196,31 @@ def test_a_refused_launch_answers_before_tensorflow_loads(tmp_path, name,
     result, imported = _imports(program, flag)
     assert result.returncode == 0, result.stderr[-3000:]
     assert 'tensorflow' not in imported
+
+
+def test_a_launch_without_a_preset_on_a_small_machine_names_the_one_that_fits():
+  # Each program's defaults are the paper's configuration; on a machine of
+  # a few cores a launch without --preset says so first, and names the
+  # preset sized for it (each agent's registry entry), with its
+  # description; on a machine of the paper's size, or for a cloud job,
+  # nothing.
+  from agents import registry
+  from launch import command_line
+  for name, preset in (('apex_dqn', 'atari_small'),
+                       ('apex_dpg', 'control_small'), ('a3c', 'cartpole')):
+    agent = registry.get(name)
+    assert agent.small_machine_preset == preset
+    notice = command_line.small_machine_notice(
+        agent.title, agent.presets, agent.small_machine_preset, 2,
+        'local_mp')
+    assert notice.startswith(f'Note: without --preset this runs '
+                             f'{agent.title}\'s defaults, the paper\'s '
+                             'configuration'), notice
+    assert 'than this one\'s 2:' in notice
+    assert notice.endswith(f'--preset={preset}: '
+                           f'{agent.presets[preset].description}')
+    assert command_line.small_machine_notice(
+        agent.title, agent.presets, preset, command_line.PAPER_CORES,
+        'local_mp') is None
+    assert command_line.small_machine_notice(
+        agent.title, agent.presets, preset, 2, 'vertex_ai') is None

@@ -9,4 +9,5 @@ from agents.a3c.presets import PRESETS
 AGENT = registry.register(registry.Agent(
     name='a3c', title='A3C', config_class=A3CConfig,
     builder='agents.a3c.builder:A3CBuilder', presets=PRESETS, actions='any',
-    default_env='atari:Pong', members='workers'))
+    default_env='atari:Pong', members='workers',
+    small_machine_preset='cartpole'))

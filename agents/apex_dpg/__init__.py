@@ -13,4 +13,6 @@ from agents.apex_dpg.presets import PRESETS
 AGENT = registry.register(registry.Agent(
     name='apex_dpg', title='Ape-X DPG', config_class=ApeXDPGConfig,
     builder='agents.apex_dpg.builder:ApeXDPGBuilder',
-    presets=PRESETS, actions='continuous', default_env='control:manipulator:bring_ball'))
+    presets=PRESETS, actions='continuous',
+    default_env='control:manipulator:bring_ball',
+    small_machine_preset='control_small'))

@@ -13,4 +13,5 @@ from agents.apex_dqn.presets import PRESETS
 AGENT = registry.register(registry.Agent(
     name='apex_dqn', title='Ape-X DQN', config_class=ApeXDQNConfig,
     builder='agents.apex_dqn.builder:ApeXDQNBuilder',
-    presets=PRESETS, actions='discrete', default_env='atari:Pong'))
+    presets=PRESETS, actions='discrete', default_env='atari:Pong',
+    small_machine_preset='atari_small'))

@@ -90,7 +90,9 @@ PRESETS = {
     'atari_small': Preset(
         'Ape-X DQN on Atari (default Pong; --env=atari:<Game> for another) '
         'sized for a few CPU cores: batch 64, 8 samples per insert, 200K '
-        'replay, 2 actors x 8 environments (results/pong_45min.md).',
+        'replay, 2 actors x 8 environments; on Pong after 45 minutes on 2 '
+        'cores its greedy policy scores -10.0 ± 3.8 over 3 seeds '
+        '(results/pong_45min.md).',
         ATARI_SMALL),
     'minatar': Preset(
         'Ape-X DQN on MinAtar (default breakout; --env=minatar:<game> for '
