@@ -212,3 +212,30 @@ def test_the_readme_is_short_and_links_every_docs_page():
   assert len(text.splitlines()) <= 250
   for page in PAGES[1:]:
     assert f']({page})' in text, f'the README does not link {page}'
+
+
+# The folders of code whose every module docs/architecture.md names.
+CODE_FOLDERS = ('agents', 'launch', 'programs', 'results', 'benchmarks',
+                'scripts', 'examples')
+
+
+def test_the_architecture_page_names_every_module():
+  # Each module of the project's code (its file name, without .py), as the
+  # page's tree or its folder's line names it.
+  with open(os.path.join(helpers.ROOT, 'docs', 'architecture.md')) as f:
+    page = f.read()
+  named = set(re.findall(r'[A-Za-z_][A-Za-z0-9_]*', page))
+  missing = []
+  for folder in CODE_FOLDERS:
+    for directory, subdirectories, files in os.walk(
+        os.path.join(helpers.ROOT, folder)):
+      subdirectories[:] = [name for name in subdirectories
+                           if name not in ('__pycache__', 'banked')]
+      for name in files:
+        stem, extension = os.path.splitext(name)
+        if extension in ('.py', '.sh') and stem != '__init__' and (
+            stem not in named):
+          missing.append(os.path.relpath(os.path.join(directory, name),
+                                         helpers.ROOT))
+  assert not missing, ('docs/architecture.md names no '
+                       f'{", ".join(sorted(missing))}')
