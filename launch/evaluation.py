@@ -129,7 +129,8 @@ def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
   exactly that many NOOP frames, results/pong_phase.py), writing the first
   one's frames to the mp4 file `video` if given; returns (returns,
   lengths, video info or None, each episode's no-op start or None where the
-  game has none), the episodes in the order in which they ended."""
+  game has none), the episodes in the order in which they ended (the
+  video's `episode`: its place among them)."""
   spec = policy.environment
   count = min(episodes, ROUND_ENVIRONMENTS)
   environments = [
@@ -147,8 +148,11 @@ def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
       actor = PolicyActor(policy, playing, epsilon, rng, recorder)
       finished = actor_loop.play_episodes(playing, actor)
       if recorder is not None:
+        # The first environment's episode, which need not end first: its
+        # place among the returns.
         info = {'path': video, 'frames': recorder.frames,
-                'fps': recorder.fps}
+                'fps': recorder.fps,
+                'episode': len(returns) + list(actor.ended).index(0)}
         recorder = None
       for (episode_return, length), index in zip(finished, actor.ended):
         returns.append(episode_return)

@@ -57,6 +57,7 @@ The coordinator imports it for the records (`append_fault`,
 `read_faults`, `mark_fault`).
 """
 
+import base64
 import json
 import os
 import signal
@@ -66,7 +67,8 @@ import threading
 import time
 from typing import Dict, List, Optional
 
-# The keeper's settings, in its environment (JSON): {"workdir": ...,
+# The keeper's settings, in its environment (JSON, or in an image's
+# environment its URL-safe base64: `encode_settings`): {"workdir": ...,
 # "labels": [label of task 0, ...], "max_restarts": N, "window": seconds}.
 SETTINGS = 'APEX_KEEPER'
 # How many times this node's process has been started again (its
@@ -375,6 +377,21 @@ def settings(workdir: str, max_restarts: int,
   return {'workdir': workdir, 'max_restarts': max_restarts, 'window': window}
 
 
+def encode_settings(given: Dict) -> str:
+  """`given` as an image's ENV line carries it: xmanager writes
+  `ENV KEY="value"`, and Docker takes a value's quotes (and expands its
+  `$`), so JSON would not survive; URL-safe base64 of it has neither."""
+  return base64.urlsafe_b64encode(json.dumps(given).encode()).decode()
+
+
+def read_settings(text: str) -> Dict:
+  """The keeper's settings from its environment's SETTINGS: JSON, or
+  `encode_settings`' base64 of it."""
+  if text.lstrip().startswith('{'):
+    return json.loads(text)
+  return json.loads(base64.urlsafe_b64decode(text.encode()))
+
+
 def _node_workdir(workdir: str) -> str:
   """The workdir as this process reaches it: gs://<bucket>/<path> under
   the replica's Cloud Storage mount (`launch.runs.storage`)."""
@@ -385,7 +402,7 @@ def _node_workdir(workdir: str) -> str:
 
 
 def main(arguments: List[str]) -> int:
-  given = json.loads(os.environ[SETTINGS])
+  given = read_settings(os.environ[SETTINGS])
   local = any(argument.startswith('--lp_task_id') for argument in arguments)
   label = given['labels'][_task_id(arguments) if local else
                           _replica_index()]

@@ -1,5 +1,6 @@
 """Evaluates a trained policy: N episodes, the returns' statistics, and
-optionally a video of the first episode.
+optionally a video of one episode (the first environment's; the JSON
+says which episode it is).
 
   python programs/evaluate.py --workdir=<run>        # its newest checkpoint
   python programs/evaluate.py --checkpoint=<run>/snapshots/policy-0000012345
@@ -106,7 +107,8 @@ def main(_):
     result['noops'] = noops  # Each episode's no-op start, in order.
   if video is not None:
     result['video'] = video
-    print(f'Video of episode 1 ({video["frames"]} frames at '
+    print(f'Video of episode {video["episode"] + 1} ({video["frames"]} '
+          f'frames at '
           f'{video["fps"]:g} frames/s): {FLAGS.video}')
   if FLAGS.output:
     with open(FLAGS.output, 'w') as f:

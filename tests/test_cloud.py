@@ -306,7 +306,11 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
       assert keeper.SETTINGS not in pool['environment']
       continue
     assert pool['command'] == 'exec python -m launch.keeper ' + launchpads
-    settings = json.loads(pool['environment'][keeper.SETTINGS])
+    # Base64 in the image's ENV line, which Docker would strip of JSON's
+    # quotes.
+    encoded = pool['environment'][keeper.SETTINGS]
+    assert '"' not in encoded and '$' not in encoded
+    settings = keeper.read_settings(encoded)
     assert settings == {'workdir': str(workdir), 'max_restarts': 5,
                         'window': 3600.0, 'labels': settings['labels']}
     assert [label.rstrip('_0123456789') for label in settings['labels']] == (
@@ -1085,9 +1089,14 @@ def test_the_job_runs_from_environments_built_from_its_dockerfiles(
     for replica in _replicas(package_dir):
       pool = replica['replica'].rsplit('-', 1)[0]
       prefix = images[pool].prefix
-      with open(f'/proc/{replica["pid"]}/cmdline', 'rb') as f:
-        assert f.read().split(b'\0')[0].decode() == images[pool].python
-      with open(f'/proc/{replica["pid"]}/maps') as f:
+      # The replica's process, and (but for the primary's) the node's
+      # under its keeper, which runs it with its own Python.
+      node = (replica['pid'] if replica['node'] == 'coordinator' else
+              _node_of(replica['pid']))
+      for pid in {replica['pid'], node}:
+        with open(f'/proc/{pid}/cmdline', 'rb') as f:
+          assert f.read().split(b'\0')[0].decode() == images[pool].python
+      with open(f'/proc/{node}/maps') as f:
         maps = f.read()
       assert f'{prefix}/lib/python3.10/site-packages/' in maps, replica
       assert f'{sys.prefix}/' not in maps, replica

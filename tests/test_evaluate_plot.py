@@ -129,8 +129,11 @@ def test_evaluate_reports_returns_and_writes_a_video(runs, tmp_path, name,
   if name == 'dpg':  # dm_control's cartpole episodes are 1,000 steps.
     assert result['lengths'] == [1000]
   # One frame per agent step, plus the first observation.
-  assert _video_frames(video) == (result['lengths'][0] + 1, frame_shape)
-  assert result['video']['frames'] == result['lengths'][0] + 1
+  # The video is of the first environment's episode, which need not be
+  # the first to end: the result says which it is.
+  length = result['lengths'][result['video']['episode']]
+  assert _video_frames(video) == (length + 1, frame_shape)
+  assert result['video']['frames'] == length + 1
 
 
 @pytest.mark.slow  # Reads the two local_mp runs.

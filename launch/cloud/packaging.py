@@ -21,7 +21,6 @@ packaged there, `submission` submits it.
 
 import contextlib
 import importlib.util
-import json
 import logging
 import os
 import shutil
@@ -149,7 +148,8 @@ def _with_environment(packageable, labels: List[str],
                      f'0.5\'s, which this packaging changes: {command}')
   if keeping is not None and 'coordinator' not in labels:
     words = ['python', '-m', KEEPER_MODULE, *words[1:]]
-    env_vars[keeper.SETTINGS] = json.dumps({**keeping, 'labels': labels})
+    env_vars[keeper.SETTINGS] = keeper.encode_settings(
+        {**keeping, 'labels': labels})
   # `exec`: xmanager's entrypoint.sh runs the command from bash, which as
   # the container's first process would take Vertex AI's SIGTERM (at a
   # job's end) and pass it on to nothing; exec'd, the command takes it.
