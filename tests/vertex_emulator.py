@@ -132,6 +132,7 @@ from absl import flags
 import portpicker
 import psutil
 
+from launch.cloud import watching
 from launch.runs import run_manifest
 from launch.runs import storage
 from launch.cloud.dry_run import JOB_FILE
@@ -477,7 +478,8 @@ def run(package_dir: str, log_dir: Optional[str] = None,
     write_state(log_dir, RUNNING)
     if job.get('workdir'):  # As a submission records its job.
       run_manifest.write_job_record(
-          job['workdir'], f'{EMULATED}{os.path.join(log_dir, STATE_FILE)}')
+          job['workdir'],
+          watching.EMULATED + os.path.join(log_dir, STATE_FILE))
     if mirror is not None:
       mirror.sync()
     rules = _Rules(grace_seconds, any_replica_fails, max_replica_restarts,
@@ -488,10 +490,6 @@ def run(package_dir: str, log_dir: Optional[str] = None,
     network.close()
   write_state(log_dir, state, error)
   return 0 if state == SUCCEEDED else 1
-
-
-# The job name an emulated job is recorded under: this, then its state file.
-EMULATED = 'emulated:'
 
 
 class _Rules:

@@ -39,6 +39,8 @@ CANCELLED = 'JOB_STATE_CANCELLED'
 # The ends after which the run is submitted again.
 FAILED = ('JOB_STATE_FAILED', 'JOB_STATE_EXPIRED')
 ENDED = (SUCCEEDED, CANCELLED, *FAILED)
+# The name of a job the Vertex AI emulator runs (tests/vertex_emulator.py
+# records it so): this, then the path of its state file.
 EMULATED = 'emulated:'
 
 
