@@ -3,6 +3,8 @@ Launchpad program, launches it here or on Google Cloud, and keeps its run's
 records. It imports the agents; the agents import nothing of it.
 
   program.py       the program graph: which nodes, wired how
+  node_groups.py   the node groups, each declared once (order, size, labels,
+                   watch, heartbeat, stop, keeper, machine)
   nodes.py         what every program's nodes are made of (the stop, the
                    learner's and the actors' loops), and the evaluator
   replay_nodes.py  the nodes of a program with replay: replay, learner,

@@ -35,6 +35,7 @@ from agents.config import Preset
 from launch.cloud import capacity
 from launch.cloud import machines
 from launch.cloud import packaging
+from launch import node_groups
 from launch import private_network
 from launch.cloud.options import CloudOptions
 from launch.options import RunOptions
@@ -157,12 +158,8 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[machines.Plan]:
   replay_capacity = config.replay_shard_capacity()
   env_kind = options.env.split(':')[0]  # Its suite's name.
   requests = machines.requests(cloud_flags, env_kind, replay_capacity)
-  groups = ['coordinator', 'counter', 'learner', 'actor']
-  if replay_capacity is not None:
-    groups.insert(1, 'replay')
-  if options.num_evaluators:
-    groups.append('evaluator')
-  machines.check_plan(requests, groups)
+  shards = 0 if replay_capacity is None else config.replay_shards
+  machines.check_plan(requests, list(node_groups.counts(options, shards)))
   advice = ''
   if replay_capacity is not None:
     advice = capacity.replay_advice(env_kind, options.num_actors,

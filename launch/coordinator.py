@@ -17,8 +17,8 @@ a node that has already gone: first the actors and the evaluator (which
 call the learner or a variable cacher, the counter and replay), then the
 variable cachers (which call the learner), then the learner (which calls
 replay and the counter), then, through Launchpad, the rest (replay and the
-counter save their last checkpoints). Why it stopped goes to
-`<workdir>/stop.json`.
+counter save their last checkpoints): each group's `stop_step` in
+`launch.node_groups`. Why it stopped goes to `<workdir>/stop.json`.
 
 Where the platform ends the program from outside before the coordinator
 has stopped it (`record_outside_stop`: on Vertex AI, SIGTERM to every
@@ -32,28 +32,20 @@ from concurrent import futures
 import json
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import launchpad as lp
 from absl import logging
-from acme.utils import counting
 
 from launch.runs import run_manifest
 from launch.runs import storage
 from launch import heartbeat
 from launch import keeper
+from launch import node_groups
 from launch import program_stop
-from launch.options import replay_label
 
 # Counter key: actors that stopped after repeated environment failures.
 ACTORS_GIVEN_UP = 'actor_stopped_on_failures'
-
-# How long the ordered stop waits for each step of it. A node's stop takes
-# an environment step (actors, evaluator) or an update and a checkpoint
-# (the learner); a node that does not answer in time (stuck, or dead) is
-# left to the program's stop and, on this machine, to the stop watchdog.
-ACTING_STOP_SECONDS = 30.0
-LEARNER_STOP_SECONDS = 120.0
 
 # How often the coordinator looks for a stop request in the workdir (a
 # file read: on Vertex AI, of the Cloud Storage mount).
@@ -71,9 +63,13 @@ class Coordinator:
   """Stops the program; see the module docstring.
 
   Args:
-    counter: the program's counter.
-    learner, actors, evaluators: the nodes to stop in order (Courier
-      clients; each has `stop(timeout)`).
+    nodes: {group: its nodes' clients} of every group but the coordinator's
+      (`launch.node_groups`): the counter's (whose counts it polls), the
+      nodes it stops in order (Courier clients; each has `stop(timeout)`),
+      the replay shards' Reverb clients (for heartbeats and for
+      `end_program`'s final replay checkpoints), the variable cachers
+      (`launch.variable_cache`), which are watched as the learner is
+      (their actors would act on stale parameters without them).
     max_actor_steps, max_seconds: the run's budgets (None: none).
     workdir: where `stop.json` goes and stop requests come from (None:
       nowhere); a gs:// workdir is read and written through the replica's
@@ -82,11 +78,6 @@ class Coordinator:
       the program cannot go on without once it has died, and whose
       `dead_actors()` are the ids of the actors that have (the platform's,
       `launch.platforms`).
-    replays: the replay shards' Reverb clients (one without shards), for
-      heartbeats and for `end_program`'s final replay checkpoints.
-    cachers: the variable cachers (`launch.variable_cache`), if
-      any: watched as the learner is (their actors would act on stale
-      parameters without them), and stopped after the actors.
     record_outside_stop: whether a stop from outside (SIGTERM) writes the
       stop record (see the module docstring).
     kept_nodes: None, or a factory of the platform's hands on nodes that
@@ -95,24 +86,21 @@ class Coordinator:
       the program, which stops only once a keeper gives up.
   """
 
-  def __init__(self, counter: counting.Counter, learner,
-               actors: Sequence[Any], evaluators: Sequence[Any],
+  def __init__(self, nodes: Mapping[str, Sequence[Any]],
                max_actor_steps: Optional[int] = None,
                max_seconds: Optional[float] = None,
                workdir: Optional[str] = None,
                node_watch: Optional[Callable[[], Any]] = None,
-               replays: Sequence[Any] = (),
                end_program: Optional[Callable[..., None]] = None,
                heartbeat_timeout: Optional[float] = None,
-               cachers: Sequence[Any] = (),
                record_outside_stop: bool = False,
                poll_seconds: float = 1.0,
                kept_nodes: Optional[Callable[[], Any]] = None):
-    self._counter = counter
-    self._learner = learner
-    self._actors = list(actors)
-    self._evaluators = list(evaluators)
-    self._cachers = list(cachers)
+    node_groups.check_known(list(nodes))
+    self._nodes = {group: list(members) for group, members in nodes.items()
+                   if members}
+    self._counter = (self._nodes.get('counter') or [None])[0]
+    self._actors = self._nodes.get('actor', [])
     self._max_actor_steps = max_actor_steps
     self._max_seconds = max_seconds
     self._workdir = storage.node_path(workdir) if workdir else None
@@ -122,14 +110,13 @@ class Coordinator:
     if heartbeat_timeout is not None:
       kept = kept_nodes() if kept_nodes else None
       watches.append(heartbeat.HeartbeatWatch(
-          learner, counter, actors, replays, timeout=heartbeat_timeout,
-          cachers=cachers, kept=kept,
-          # Kept, the evaluator is started again when it freezes too.
-          evaluators=evaluators if kept else ()))
+          node_groups.watched(self._nodes, kept is not None),
+          timeout=heartbeat_timeout, kept=kept))
     self._watch = heartbeat.EitherWatch(watches) if any(watches) else None
     # {label: client} of every replay shard.
-    self._replays = {replay_label(shard, len(replays)): client
-                     for shard, client in enumerate(replays)}
+    replays = self._nodes.get('replay', [])
+    self._replays = dict(zip(node_groups.labels('replay', len(replays)),
+                             replays))
     self._end_program = end_program
     self._poll_seconds = poll_seconds
     self._requested: Optional[str] = None
@@ -281,6 +268,22 @@ class Coordinator:
                       'the program\'s stop ends them.', len(unconfirmed),
                       len(nodes), what, timeout)
 
+  def _stop_step(self, groups: List[str], dead_actors: Sequence[int]):
+    """One step of the ordered stop: every node of `groups` at once, but
+    the actors seen dead (which would never answer)."""
+    members, actor_ids, titles = [], [], []
+    for name in groups:
+      group = node_groups.BY_NAME[name]
+      titles.append(group.title + ('s' if len(self._nodes[name]) > 1 else ''))
+      for index, client in enumerate(self._nodes[name]):
+        if group.needed == node_groups.ALL and index in dead_actors:
+          continue
+        members.append(client)
+        actor_ids.append(index if group.needed == node_groups.ALL else None)
+    self._stop_nodes(members, ' and '.join(titles),
+                     max(node_groups.BY_NAME[name].stop_seconds
+                         for name in groups), actor_ids)
+
   def _on_outside_stop(self):
     """The program is ended from outside before this coordinator stopped
     it: the stop record says so, naming the nodes that no longer answer
@@ -346,16 +349,14 @@ class Coordinator:
       if dead:
         logging.warning('Actors %s have died: they are not asked to stop.',
                         sorted(dead))
-      living = [actor_id for actor_id in range(len(self._actors))
-                if actor_id not in dead]
-      self._stop_nodes([self._actors[i] for i in living] + self._evaluators,
-                       'actors and evaluators', ACTING_STOP_SECONDS, living)
-      if self._watch:
+      steps = node_groups.stop_steps(self._nodes)
+      for step, groups in enumerate(steps):
+        self._stop_step(groups, dead)
+        if step == 0 and self._watch:
+          # The acting nodes have stopped: their silence is no death.
+          self._watch.close()
+      if not steps and self._watch:
         self._watch.close()
-      # No actor pulls from them any more; their pulls from the learner end
-      # before the learner stops.
-      self._stop_nodes(self._cachers, 'variable cachers', ACTING_STOP_SECONDS)
-      self._stop_nodes([self._learner], 'learner', LEARNER_STOP_SECONDS)
       self._end(failed)
 
   def _restarts(self) -> Dict[str, int]:

@@ -23,13 +23,11 @@ from concurrent import futures
 import threading
 import time
 import types
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from absl import logging
 
-from launch.options import actor_label
-from launch.options import cacher_label
-from launch.options import replay_label
+from launch import node_groups
 
 # How long a node may take to answer its first heartbeat.
 START_TIMEOUT_SECONDS = 600.0
@@ -155,45 +153,35 @@ def address_of(client) -> str:
 
 
 class HeartbeatWatch:
-  """The coordinator's watch over the learner, the counter, replay, the
-  variable cachers and the actors, by heartbeats; the interface of
-  `local.ProgramWatch`. The
-  launcher's watch over the coordinator is one too: `coordinator` given,
-  and None for the learner and the counter."""
+  """A watch by heartbeats over `nodes` ({group: its nodes' clients}, as
+  `launch.node_groups` names the groups); the interface of
+  `local.ProgramWatch`. The coordinator's watches the nodes of
+  `node_groups.watched`; the launcher's watch over the coordinator is one
+  too, of the coordinator alone."""
 
-  def __init__(self, learner, counter, actors: Sequence[Any],
-               replays: Sequence[Any] = (),
+  def __init__(self, nodes: Mapping[str, Sequence[Any]],
                timeout: float = 30.0, period: float = 1.0,
-               start_timeout: float = START_TIMEOUT_SECONDS,
-               coordinator=None, cachers: Sequence[Any] = (),
-               evaluators: Sequence[Any] = (), kept=None):
+               start_timeout: float = START_TIMEOUT_SECONDS, kept=None):
     self._kept = kept
     self._timeout = timeout
     self._start_timeout = start_timeout
     self._started = time.time()
     call_timeout = max(timeout, period)
-    named = (('learner', learner), ('counter', counter),
-             ('coordinator', coordinator))
-    self._single = [
-        _Beat(name, name, _courier_call(address_of(client), call_timeout))
-        for name, client in named if client is not None]
-    for shard, replay in enumerate(replays):  # Each replay shard.
-      label = replay_label(shard, len(replays))
-      self._single.append(_Beat(
-          label.replace('_', ' '), label,
-          _reverb_call(address_of(replay), call_timeout)))
-    for index, cacher in enumerate(cachers):  # Each variable cacher.
-      label = cacher_label(index, len(cachers))
-      self._single.append(_Beat(
-          f'variable {label.replace("_", " ")}', label,
-          _courier_call(address_of(cacher), call_timeout)))
-    for evaluator in evaluators:
-      self._single.append(_Beat(
-          'evaluator', 'evaluator',
-          _courier_call(address_of(evaluator), call_timeout)))
-    self._actors = [_Beat(f'actor {actor_id}', actor_label(actor_id),
-                          _courier_call(address_of(actor), call_timeout))
-                    for actor_id, actor in enumerate(actors)]
+    # The nodes of a group needed whole (`node_groups.ALL`: the actors) are
+    # gone only all together; each other watched node on its own, named in
+    # the order of `nodes` when several are.
+    self._single: List[_Beat] = []
+    self._actors: List[_Beat] = []
+    for name, members in nodes.items():
+      group = node_groups.BY_NAME[name]
+      call = (_reverb_call if group.heartbeat == node_groups.REVERB else
+              _courier_call)
+      beats = [_Beat(group.describe(index, len(members)),
+                     group.label(index, len(members)),
+                     call(address_of(client), call_timeout))
+               for index, client in enumerate(members)]
+      (self._actors if group.needed == node_groups.ALL else
+       self._single).extend(beats)
     self._lock = threading.Lock()
     self._stop = threading.Event()
     # Set (and logged) once every watched node has answered: until then, a

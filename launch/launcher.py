@@ -37,12 +37,11 @@ from launch.runs import run_manifest
 from launch import heartbeat
 from launch import keeper
 from launch import local
+from launch import node_groups
 from launch import node_output
 from launch import status as status_lib
 from launch import terminal as terminal_lib
 from launch.options import RunOptions
-from launch.options import actor_label
-from launch.options import replay_label
 
 STOP_COMMAND = 'python programs/stop.py --workdir={workdir}'
 
@@ -118,8 +117,8 @@ class _CoordinatorWatch:
                      name='coordinator-heartbeats').start()
 
   def _run(self):
-    watch = heartbeat.HeartbeatWatch(None, None, (), timeout=self._timeout,
-                                     coordinator=self._handle.dereference())
+    watch = heartbeat.HeartbeatWatch(
+        {'coordinator': [self._handle.dereference()]}, timeout=self._timeout)
     while not self._stopping.wait(1.0):
       gone = watch.dead()
       if gone is None:
@@ -187,20 +186,11 @@ def _on_vertex_ai(program: lp.Program, options: RunOptions, plan):
 
 def node_labels(program: lp.Program):
   """{(group, index): label}: how the workdir names each node of `program`
-  (`options.actor_label`, `options.replay_label`; a group of one node by its
-  group's name)."""
-  labels = {}
-  for group, nodes in program.groups.items():
-    for index in range(len(nodes)):
-      if group == 'actor':
-        labels[(group, index)] = actor_label(index)
-      elif group == 'replay':
-        labels[(group, index)] = replay_label(index, len(nodes))
-      elif len(nodes) == 1:
-        labels[(group, index)] = group
-      else:
-        labels[(group, index)] = f'{group}_{index}'
-  return labels
+  (`node_groups.NodeGroup.label`)."""
+  return {(group, index): label
+          for group, nodes in program.groups.items()
+          for index, label in enumerate(
+              node_groups.labels(group, len(nodes)))}
 
 
 def _watch_locally(program: lp.Program, options: RunOptions,
@@ -220,7 +210,7 @@ def _watch_locally(program: lp.Program, options: RunOptions,
              for index, node in enumerate(program.groups.get('replay', []))}
   evaluators = len(program.groups.get('evaluator', []))
   status = status_lib.RunStatus(
-      options.workdir, [actor_label(i) for i in range(options.num_actors)],
+      options.workdir, node_groups.labels('actor', options.num_actors),
       members, replays, options.evaluation_episodes if evaluators else 0,
       options.max_actor_steps, options.max_seconds)
   return output, terminal, status

@@ -39,6 +39,7 @@ import launchpad as lp
 from absl import logging
 
 from launch import keeper
+from launch import node_groups
 from launch import platforms
 from launch import stop_watchdog
 
@@ -101,20 +102,16 @@ def write_pid_file(workdir: str, label: str, pid: int):
   os.replace(f'{path}.tmp', path)
 
 
-# Nodes that call no other node: none can be blocked in a call to a node
-# that has stopped, which is what the stop watchdog is for, and their stop
-# does work that must not be cut short (replay's and the counter's final
-# checkpoints, which take seconds on a loaded machine; Launchpad's own stop
-# notice stays their bound).
-SERVERS = ('replay', 'counter')
-
-
 def _set_up_node_process(workdir: str, label: str, before: Callable[[], None]):
   # The terminal's Ctrl-C reaches every process of the program at once; the
   # launcher alone answers it, by an ordered stop (see module docstring).
   signal.signal(signal.SIGINT, signal.SIG_IGN)
-  # A node's kind is its label's first word (`replay_<k>`: a shard).
-  if label.split('_')[0] not in SERVERS:
+  # A node that calls no other node (`NodeGroup.server`) cannot be blocked
+  # in a call to one that has stopped, which is what the stop watchdog is
+  # for, and its stop does work that must not be cut short (replay's and
+  # the counter's final checkpoints, which take seconds on a loaded
+  # machine; Launchpad's own stop notice stays their bound).
+  if not node_groups.group_of(label).server:
     install_stop_watchdog()
   # A node that then fails to start (a learner that cannot restore its
   # checkpoint) or waits (an actor for its first parameters) is already
@@ -228,24 +225,29 @@ def end_node(workdir: str, label: str, launcher: Optional[int] = None):
 
 
 class ProgramWatch:
-  """The coordinator's watch over the nodes the program cannot go on
-  without: the learner (actors would act on for nobody), the counter (every
-  node would wait on it forever), each variable cacher (its actors would
-  act on ever older parameters) and the actors (all of them).
+  """The coordinator's watch over the processes of the nodes the program
+  cannot go on without (`node_groups.NodeGroup.needed`): the learner
+  (actors would act on for nobody), the counter (every node would wait on
+  it forever), each replay shard, each variable cacher (its actors would
+  act on ever older parameters) and the actors (all of them). `labels`:
+  {group: its nodes' labels}.
 
   With keepers (`kept`, `launch.keeper`) a node whose process dies is
-  started again: it counts as dead only once its keeper has given up on it,
-  and the replay shards are watched so too."""
+  started again: it counts as dead only once its keeper has given up on
+  it."""
 
-  def __init__(self, workdir: str, actor_labels: Sequence[str],
-               cacher_labels: Sequence[str] = (),
-               replay_labels: Sequence[str] = (), kept: bool = False):
+  def __init__(self, workdir: str, labels: Dict[str, Sequence[str]],
+               kept: bool = False):
     self._workdir = workdir
     self._kept = kept
-    self._single = [NodeWatch(workdir, label) for label in
-                    ('learner', 'counter', *cacher_labels,
-                     *(replay_labels if kept else ()))]
-    self._actors = [NodeWatch(workdir, label) for label in actor_labels]
+    self._single, self._actors = [], []
+    for name, group_labels in labels.items():  # Named in this order.
+      group = node_groups.BY_NAME[name]
+      if group.needed == node_groups.NONE:
+        continue
+      watches = [NodeWatch(workdir, label) for label in group_labels]
+      (self._actors if group.needed == node_groups.ALL else
+       self._single).extend(watches)
 
   def _dead(self, watch: NodeWatch) -> bool:
     if self._kept:
@@ -355,7 +357,7 @@ def keeper_resources(program: lp.Program, labels: Dict[Tuple[str, int], str],
   keeper.launched(workdir)
   resources = {}
   for group, nodes in program.groups.items():
-    if group == 'coordinator':
+    if not node_groups.BY_NAME[group].kept:
       continue
     settings = {**keeper.settings(workdir, max_restarts, window),
                 'labels': [labels[(group, index)]
@@ -477,11 +479,8 @@ class LocalProcesses(platforms.ProcessPerNode):
     return functools.partial(SupervisedReplayServer, workdir=self._workdir,
                              label=label)
 
-  def node_watch(self, actor_labels: Sequence[str],
-                 cacher_labels: Sequence[str] = (),
-                 replay_labels: Sequence[str] = ()):
-    return functools.partial(ProgramWatch, self._workdir, actor_labels,
-                             cacher_labels, replay_labels,
+  def node_watch(self, labels: Dict[str, Sequence[str]]):
+    return functools.partial(ProgramWatch, self._workdir, labels,
                              self.keeps_nodes)
 
   def kept_nodes(self):

@@ -41,7 +41,7 @@ from agents import actor_loop
 from launch import keeper
 from launch import program_stop
 from launch.options import RunOptions
-from launch.options import actor_label
+from launch.node_groups import actor_label
 
 
 def node_seed(options: RunOptions, offset: int) -> int:

@@ -209,22 +209,3 @@ class RunOptions:
     check_flag('max_seconds',
                self.max_seconds is None or self.max_seconds > 0,
                self.max_seconds, '> 0 (or none to run until stopped)')
-
-
-def actor_label(actor_id: int) -> str:
-  """An actor's name in logs/ and nodes/ (Acme's convention: the first
-  actor writes `logs/actor/`)."""
-  return 'actor' if actor_id == 0 else f'actor_{actor_id}'
-
-
-def cacher_label(index: int, cachers: int) -> str:
-  """A variable cacher's name in logs/ and nodes/: `cacher` when there is
-  one, `cacher_<k>` of several (as Launchpad's groups of nodes are
-  named)."""
-  return 'cacher' if cachers == 1 else f'cacher_{index}'
-
-
-def replay_label(shard: int, shards: int) -> str:
-  """A replay shard's name in nodes/ and checkpoints/: `replay` when replay
-  is one server (as before shards existed), `replay_<k>` of several."""
-  return 'replay' if shards == 1 else f'replay_{shard}'

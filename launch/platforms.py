@@ -207,14 +207,12 @@ class SharedProcess:
   # (`launch.keeper`).
   keeps_nodes = False
 
-  def node_watch(self, actor_labels: Sequence[str],
-                 cacher_labels: Sequence[str] = (),
-                 replay_labels: Sequence[str] = ()):
+  def node_watch(self, labels: Dict[str, Sequence[str]]):
     """None, or a factory (called in the coordinator's process) of a watch
-    over the learner, the counter, the variable cachers `cacher_labels`,
-    the replay shards `replay_labels` (where nodes are kept) and the actors
-    `actor_labels` (see `launch.coordinator.Coordinator`)."""
-    del actor_labels, cacher_labels, replay_labels
+    over the processes of the nodes `labels` ({group: its nodes' labels})
+    that the program cannot go on without (see
+    `launch.coordinator.Coordinator`)."""
+    del labels
     return None
 
   def kept_nodes(self):

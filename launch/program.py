@@ -36,6 +36,7 @@ import launchpad as lp
 from launch.runs import checkpointing
 from agents import builders
 from launch import local
+from launch import node_groups
 from launch import platforms
 from launch import replay_nodes as replay_nodes_lib
 from launch import variable_cache
@@ -43,9 +44,9 @@ from launch import worker_nodes
 from launch.coordinator import Coordinator
 from launch.nodes import EvaluatorNode
 from launch.options import RunOptions
-from launch.options import actor_label
-from launch.options import cacher_label
-from launch.options import replay_label
+from launch.node_groups import actor_label
+from launch.node_groups import cacher_label
+from launch.node_groups import replay_label
 
 
 def platform_for(options: RunOptions) -> platforms.SharedProcess:
@@ -169,8 +170,7 @@ def make_program(builder: builders.Builder,
   actors; or a node in the learner's place and workers), the counter, the
   evaluator, and the coordinator that stops them.
 
-  The coordinator's group comes first: on Vertex AI that makes it the job's
-  primary replica (the first pool of one replica), whose exit ends the job.
+  The groups are `launch.node_groups`'s, in its order.
   """
   platform = platform_for(options)
   node = platform.courier_node
@@ -179,35 +179,32 @@ def make_program(builder: builders.Builder,
   evaluator_nodes = [
       node('evaluator', EvaluatorNode, builder, shape.learner, shape.counter,
            options) for _ in range(options.num_evaluators)]
-  coordinator_node = node(
+  # In the order in which the coordinator names nodes gone at once.
+  members = {'learner': [shape.learner_node], 'counter': [shape.counter_node],
+             'replay': shape.replay_nodes, 'cacher': cachers,
+             'actor': shape.actor_nodes, 'evaluator': evaluator_nodes}
+  node_groups.check_sizes(
+      {group: len(nodes) for group, nodes in members.items()},
+      node_groups.counts(options, len(shape.replay_nodes)))
+  labels = {group: node_groups.labels(group, len(nodes))
+            for group, nodes in members.items()}
+  members['coordinator'] = [node(
       'coordinator', Coordinator,
-      counter=shape.counter, learner=shape.learner,
-      actors=[actor.create_handle() for actor in shape.actor_nodes],
-      evaluators=[evaluator.create_handle() for evaluator in evaluator_nodes],
+      {group: [member.create_handle() for member in nodes]
+       for group, nodes in members.items() if nodes},
       max_actor_steps=options.max_actor_steps,
       max_seconds=options.max_seconds, workdir=options.workdir,
-      node_watch=platform.node_watch(
-          [actor_label(i) for i in range(options.num_actors)],
-          [cacher_label(i, len(cachers)) for i in range(len(cachers))],
-          [replay_label(i, len(shape.replays))
-           for i in range(len(shape.replays))]),
-      kept_nodes=platform.kept_nodes(),
-      replays=shape.replays, end_program=platform.end_program,
+      node_watch=platform.node_watch(labels),
+      kept_nodes=platform.kept_nodes(), end_program=platform.end_program,
       heartbeat_timeout=(options.heartbeat_timeout if platform.heartbeats
                          else None),
-      cachers=[cacher.create_handle() for cacher in cachers],
-      record_outside_stop=platform.records_outside_stop)
+      record_outside_stop=platform.records_outside_stop)]
 
   program = lp.Program(name=builder.name)
-  groups = [('coordinator', [coordinator_node]),
-            ('replay', shape.replay_nodes),
-            ('counter', [shape.counter_node]),
-            ('learner', [shape.learner_node]),
-            ('cacher', cachers),
-            ('actor', shape.actor_nodes), ('evaluator', evaluator_nodes)]
-  for label, group in groups:
-    if group:
-      with program.group(label):
-        for member in group:
+  # In the order of `node_groups.GROUPS`: the coordinator's first.
+  for group in node_groups.GROUPS:
+    if members.get(group.name):
+      with program.group(group.name):
+        for member in members[group.name]:
           program.add_node(member)
   return program

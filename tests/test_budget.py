@@ -109,7 +109,8 @@ def test_the_budget_stops_the_run_at_the_first_poll_past_it(tmp_path,
   ended = []
   node = _StoppedNode()
   coordinator.Coordinator(
-      counter, node, [node], [], max_seconds=BUDGET, workdir=str(tmp_path),
+      {'counter': [counter], 'learner': [node], 'actor': [node]},
+      max_seconds=BUDGET, workdir=str(tmp_path),
       end_program=lambda failed, replays, counter: ended.append(failed),
       poll_seconds=0.0).run()
   assert ended == [False]

@@ -44,7 +44,7 @@ from launch.cloud import costs
 from launch.cloud import machines
 from launch.cloud import packaging
 from launch.cloud.options import CloudOptions
-from launch.options import actor_label
+from launch.node_groups import actor_label
 from tests import faulty_envs
 from tests import helpers
 from tests import image_venv

@@ -30,6 +30,7 @@ from launch import coordinator
 from agents.replay import adders
 from launch.runs import checkpointing
 from launch import local
+from launch import node_groups
 from launch import replay_nodes as nodes
 from launch.options import RunOptions
 from agents.envs import environments
@@ -849,7 +850,8 @@ def test_the_ordered_stop_drops_an_actor_seen_dead_meanwhile(
   learner = _Node(clock, answers=True)
   ended = []
   stopper = coordinator.Coordinator(
-      _Counter(), learner, actors, [], node_watch=lambda: watch,
+      {'counter': [_Counter()], 'learner': [learner], 'actor': actors},
+      node_watch=lambda: watch,
       end_program=lambda failed, replays, counter: ended.append(failed))
   stopper.request_stop('stopped by the user (Ctrl-C)')
   stopper.run()
@@ -863,7 +865,7 @@ def test_the_ordered_stop_drops_an_actor_seen_dead_meanwhile(
     # did not look would end it); through Courier, not by cancelling its
     # future.
     assert actors[1].ended_at == confirmed_at
-    assert actors[1].ended_at < coordinator.ACTING_STOP_SECONDS
+    assert actors[1].ended_at < node_groups.ACTING_STOP_SECONDS
     assert not actors[1].call.cancelled()
     assert ('Actor 1 has died since it was asked to stop; its answer is not '
             'waited for.') in messages, messages

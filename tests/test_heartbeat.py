@@ -36,7 +36,8 @@ def _node(address):
 
 def _watch(address, **kwargs):
   node = _node(address)
-  return heartbeat.HeartbeatWatch(node, node, [node, node], **kwargs)
+  return heartbeat.HeartbeatWatch(
+      {'learner': [node], 'counter': [node], 'actor': [node, node]}, **kwargs)
 
 
 def _wait_for(condition, timeout: float, what: str):

@@ -251,8 +251,7 @@ def _coordinator(workdir):
   """The program's coordinator, as it polls `workdir` for stop requests
   (its nodes are not called before a stop)."""
   from launch import coordinator  # pylint: disable=g-import-not-at-top
-  return coordinator.Coordinator(counter=None, learner=None, actors=[None],
-                                 evaluators=[], workdir=str(workdir))
+  return coordinator.Coordinator({'actor': [None]}, workdir=str(workdir))
 
 
 def _poll(coordinator):

@@ -14,6 +14,7 @@ xmanager asks Vertex AI for it.
 import dataclasses
 from typing import Any, Dict, List, Optional, Tuple
 
+from launch import node_groups
 from launch.cloud import compatibility
 from launch.cloud.capacity import GIB
 from launch.cloud.capacity import replay_memory_bytes
@@ -116,21 +117,20 @@ def requests(cloud: CloudOptions, env_kind: str,
                    ('small_node_cpus', 'small_node_memory_gb'))
   actor = _request(cloud.actor_cpus, _bytes(cloud.actor_memory_gb),
                    ('actor_cpus', 'actor_memory_gb'))
-  groups = {
+  # By `NodeGroup.machine`. A variable cacher's work is its network: the
+  # small nodes' machine, in their pool (the plan chooses how many for
+  # their egress caps).
+  machines = {
       'coordinator': _request(COORDINATOR_CPUS,
                               _bytes(COORDINATOR_MEMORY_GB), exact=False),
-      'counter': small,
+      'small': small,
       'learner': _learner_request(cloud),
       'actor': actor,
-      'evaluator': small,
-      # A variable cacher's work is its network: the small nodes' machine,
-      # in their pool (the plan chooses how many for their egress caps).
-      'cacher': small,
   }
-  if replay_capacity is None:
-    return groups
-  return {**groups, 'replay': _replay_request(cloud, env_kind,
-                                              replay_capacity)}
+  if replay_capacity is not None:
+    machines['replay'] = _replay_request(cloud, env_kind, replay_capacity)
+  return {group.name: machines[group.machine]
+          for group in node_groups.GROUPS if group.machine in machines}
 
 
 def _replay_request(cloud: CloudOptions, env_kind: str,

@@ -32,6 +32,7 @@ import agents
 from agents import plugins
 from launch import ONEDNN
 from launch import keeper
+from launch import node_groups
 from launch import onednn_setting
 from launch.cloud.machines import job_requirements
 from launch.cloud.machines import Request
@@ -146,7 +147,8 @@ def _with_environment(packageable, labels: List[str],
   if words[:2] != ['python', '-m']:
     raise ValueError(f'Launchpad\'s container command is not Launchpad '
                      f'0.5\'s, which this packaging changes: {command}')
-  if keeping is not None and 'coordinator' not in labels:
+  if keeping is not None and all(node_groups.group_of(label).kept
+                                 for label in labels):
     words = ['python', '-m', KEEPER_MODULE, *words[1:]]
     env_vars[keeper.SETTINGS] = keeper.encode_settings(
         {**keeping, 'labels': labels})

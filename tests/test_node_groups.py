@@ -1,0 +1,141 @@
+"""The node groups, declared once (`launch.node_groups`): a built program
+has the declared groups, in their order, with the declared sizes and labels;
+and a group declared there reaches the cloud plan, the labels, the
+heartbeats and the ordered stop with nothing else changed."""
+
+import signal
+import subprocess
+import sys
+import time
+import types
+
+import portpicker
+import pytest
+
+import helpers
+from launch import heartbeat
+from launch import node_groups
+from launch.cloud import machines
+from launch.cloud.options import CloudOptions
+
+# Builds a program's Launchpad program without launching it (test_mt
+# starts nothing until launched) and prints its groups and labels.
+_BUILD = """
+import json, sys
+from absl import flags
+import importlib
+name, argv = sys.argv[1], sys.argv[1:]
+program_module = importlib.import_module('programs.' + name)
+flags.FLAGS(argv)
+program, options, environment, plan = program_module.ENTRY.build()
+from launch import launcher
+print('GROUPS ' + json.dumps({
+    'groups': [[group, len(nodes)] for group, nodes in program.groups.items()],
+    'labels': sorted(launcher.node_labels(program).values())}))
+"""
+
+
+def _built(tmp_path, name, *flags):
+  result = helpers.run([sys.executable, '-c', _BUILD, name,
+                        '--lp_launch_type=test_mt',
+                        f'--workdir={tmp_path / name}', *flags], 300)
+  assert result.returncode == 0, result.stdout[-5000:]
+  return helpers.probe_report(result.stdout, 'GROUPS ')
+
+
+def test_a_built_program_has_the_declared_groups_in_their_order(tmp_path):
+  built = _built(tmp_path, 'apex_dqn', '--preset=cartpole_smoke',
+                 '--num_actors=3', '--replay_shards=3',
+                 '--variable_cachers=2', '--num_evaluators=1')
+  # The coordinator's first (on Vertex AI the job's primary replica).
+  assert built['groups'] == [['coordinator', 1], ['replay', 3],
+                             ['counter', 1], ['learner', 1], ['cacher', 2],
+                             ['actor', 3], ['evaluator', 1]]
+  assert built['labels'] == sorted([
+      'coordinator', 'replay_0', 'replay_1', 'replay_2', 'counter',
+      'learner', 'cacher_0', 'cacher_1', 'actor', 'actor_1', 'actor_2',
+      'evaluator'])
+  # A program of workers: no replay, no cachers.
+  built = _built(tmp_path, 'a3c', '--preset=cartpole', '--num_actors=2')
+  assert [group for group, _ in built['groups']] == [
+      'coordinator', 'counter', 'learner', 'actor', 'evaluator']
+
+
+def test_undeclared_or_miscounted_groups_are_refused():
+  with pytest.raises(ValueError, match=r"\['logger'\] are not declared in "
+                     r'launch/node_groups.py'):
+    node_groups.check_known(['actor', 'logger'])
+  options = types.SimpleNamespace(num_actors=2, variable_cachers=0,
+                                  num_evaluators=1)
+  declared = node_groups.counts(options, 1)
+  assert declared == {'coordinator': 1, 'replay': 1, 'counter': 1,
+                      'learner': 1, 'actor': 2, 'evaluator': 1}
+  node_groups.check_sizes({'replay': 1, 'counter': 1, 'learner': 1,
+                           'cacher': 0, 'actor': 2, 'evaluator': 1}, declared)
+  with pytest.raises(ValueError, match='make the declared counts'):
+    node_groups.check_sizes({'replay': 1, 'counter': 1, 'learner': 1,
+                             'actor': 3, 'evaluator': 1}, declared)
+
+
+@pytest.fixture
+def logger_group(monkeypatch):
+  """A group declared in `GROUPS` only: one node the program cannot go on
+  without, on the small nodes' machine, stopped after the actors."""
+  group = node_groups.NodeGroup(
+      'logger', lambda options, shards: options.loggers, 'logger',
+      node_groups.EACH, stop_step=1)
+  groups = node_groups.GROUPS + (group,)
+  monkeypatch.setattr(node_groups, 'GROUPS', groups)
+  monkeypatch.setattr(node_groups, 'BY_NAME',
+                      {each.name: each for each in groups})
+  return group
+
+
+def test_a_declared_group_reaches_the_plan_labels_heartbeats_and_stop(
+    logger_group):
+  options = types.SimpleNamespace(num_actors=2, variable_cachers=0,
+                                  num_evaluators=0, loggers=2)
+  sizes = node_groups.counts(options, 1)
+  assert sizes['logger'] == 2
+  assert node_groups.labels('logger', 2) == ['logger_0', 'logger_1']
+  requests = machines.requests(CloudOptions(), 'gym', 1000)
+  assert requests['logger'] == requests['counter']  # The small machine.
+  machines.check_plan(requests, list(sizes))
+  nodes = {'actor': [0, 1], 'evaluator': [0], 'logger': [0],
+           'learner': [0]}
+  assert node_groups.stop_steps(nodes) == [['actor', 'evaluator'],
+                                           ['logger'], ['learner']]
+  assert 'logger' in node_groups.watched(nodes, kept=False)
+  # Its node's heartbeats: a real node, killed, is named gone.
+  port = portpicker.pick_unused_port()
+  server = subprocess.Popen(
+      [sys.executable, '-m', 'tests.heartbeat_server', str(port)],
+      cwd=helpers.ROOT, stdout=subprocess.PIPE, text=True,
+      start_new_session=True)
+  try:
+    assert int(server.stdout.readline()) == port
+    node = types.SimpleNamespace(address=f'localhost:{port}')
+    watch = heartbeat.HeartbeatWatch({'logger': [node]}, timeout=2.0,
+                                     period=0.2)
+    deadline = time.time() + 60
+    while not watch.all_answered.is_set() and time.time() < deadline:
+      time.sleep(0.2)
+    assert watch.all_answered.is_set()
+    assert watch.dead() is None
+    server.send_signal(signal.SIGKILL)
+    gone = None
+    while gone is None and time.time() < deadline + 60:
+      time.sleep(0.2)
+      gone = watch.dead()
+    assert gone is not None and gone.startswith(
+        'the logger has not answered its heartbeats'), gone
+    assert watch.gone_labels() == ['logger']
+    watch.close()
+  finally:
+    helpers.kill_group(server)
+
+
+def test_every_group_names_a_machine_the_plan_makes():
+  requests = machines.requests(CloudOptions(), 'gym', 1000)
+  assert sorted(requests) == sorted(group.name
+                                    for group in node_groups.GROUPS)
