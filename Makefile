@@ -1,9 +1,9 @@
 # Quick start:
 #   make train     Ape-X DQN on Pong, local multi-process (Ctrl-C to stop)
 #   make test      the quick tier of the test suite: everything but the tests
-#                  marked slow (6 min 20 s from a fresh clone on 2 cores)
+#                  marked slow (its time: benchmarks/results/test_tiers.json)
 #   make test-all  the whole suite: also the learning checks, the fault tests
-#                  and the long program runs (31 min 7 s from a fresh clone on 2 cores)
+#                  and the long program runs (its time: the same file)
 #   make cloud-deps  what launching on Google Cloud needs (xmanager; see
 #                  docs/google_cloud.md); the tests need it too
 #   make bench     throughput benchmarks (about 50 minutes on 2 cores, 30 of

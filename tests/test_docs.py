@@ -14,6 +14,7 @@ each of its flags checked against the program's own. Placeholders
 
 import functools
 import glob
+import json
 import os
 import re
 import shlex
@@ -212,6 +213,58 @@ def test_the_readme_is_short_and_links_every_docs_page():
   assert len(text.splitlines()) <= 250
   for page in PAGES[1:]:
     assert f']({page})' in text, f'the README does not link {page}'
+
+
+def _figures():
+  sys.path.insert(0, os.path.join(ROOT, 'scripts'))
+  try:
+    import figures  # pylint: disable=g-import-not-at-top
+  finally:
+    sys.path.pop(0)
+  return figures
+
+
+@pytest.mark.parametrize('page', PAGES)
+def test_every_figure_is_what_its_data_makes(page):
+  # Each figure marked with its source (scripts/figures.py) shows what its
+  # source's data makes now: a result or benchmark made again with other
+  # figures fails this until the prose is read again (and the figures
+  # rewritten: .venv/bin/python scripts/figures.py).
+  figures = _figures()
+  stale = figures.stale(page)
+  assert not stale, '\n'.join(
+      f'{page}:{line}: shows {shown!r}, its data makes {made!r}'
+      for line, shown, made in stale) + (
+          '\nRead the sentences again, then run '
+          '.venv/bin/python scripts/figures.py')
+
+
+def test_a_figure_is_made_from_its_source(tmp_path):
+  # scripts/figures.py itself, against values worked out by hand: a JSON
+  # and a CSV source, a nested key, a comprehension, a sample deviation.
+  figures = _figures()
+  (tmp_path / 'runs.json').write_text(json.dumps(
+      {'runs': [{'return': 1.0}, {'return': 2.0}, {'return': 6.0}],
+       'budget': {'frames': 13490316}}))
+  (tmp_path / 'rows.csv').write_text('round,minutes\n1,0.5\n2,456.7\n')
+  root = figures.ROOT
+  figures.ROOT = str(tmp_path)
+  try:
+    cache = {}
+    assert figures.render(
+        'runs.json', "{mean(run['return'] for run in runs):.1f} ± "
+        "{stdev(run['return'] for run in runs):.2f}", cache) == '3.0 ± 2.65'
+    assert figures.render('runs.json', "{budget['frames'] / 1e6:.2f}M "
+                          'frames', cache) == '13.49M frames'
+    assert figures.render('rows.csv', "{rows[-1]['minutes'] / 60:.1f} h",
+                          cache) == '7.6 h'
+    with pytest.raises(figures.BadFigure, match='not in runs.json'):
+      figures.render('runs.json', '{missing}', cache)
+    text = ('mean <!-- from runs.json: {runs[2]["return"]:.0f} -->5'
+            '<!-- end --> of 3')
+    assert figures.rewritten(text) == text.replace('-->5<', '-->6<')
+  finally:
+    figures.ROOT = root
 
 
 # The folders of code whose every module docs/architecture.md names.
