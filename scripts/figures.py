@@ -6,14 +6,16 @@ rendered page does not show:
   Pong reaches <!-- from results/pong.json: {best_return:+.1f} -->+18.3<!-- end -->
   in <!-- from results/pong.json: {frames / 1e6:.2f}M -->13.49M<!-- end --> frames.
 
-The comment names a JSON file, or a CSV file (its `rows`, each a dict of
-numbers by column), from the repository's root, and a template:
-text with `{expression:format}` fields, as Python's `str.format`, whose
-expressions are read in the file's data: its top-level keys by name,
-`data` for the whole, subscripts (`runs[0]['return']`), arithmetic,
-comprehensions, and `len`, `min`, `max`, `sum`, `round`, `abs`, `sorted`,
-`median`, `mean`, `stdev` (ddof=1). The text between the comment
-and `<!-- end -->` is what the template gives.
+The comment names a JSON file, a CSV file (its `rows`, each a dict of
+numbers by column), or a results page that a script makes from its data
+(its `text`, and `find(pattern, group=1)`: the group of the pattern's first
+match, for the statistics a page works out), from the repository's root,
+and a template: text with `{expression:format}` fields, as Python's
+`str.format`, whose expressions are read in the file's data: its top-level
+keys by name, `data` for the whole, subscripts (`runs[0]['return']`),
+arithmetic, comprehensions, and `len`, `min`, `max`, `sum`, `round`, `abs`,
+`sorted`, `median`, `mean`, `stdev` (ddof=1), `float`, `int`, `next`. The
+text between the comment and `<!-- end -->` is what the template gives.
 
   .venv/bin/python scripts/figures.py          rewrites every figure
   .venv/bin/python scripts/figures.py --check  lists those out of date
@@ -42,7 +44,8 @@ FIGURE = re.compile(r'<!-- from (?P<source>[^\s:]+): (?P<template>.*?) -->'
 # What an expression may call.
 _FUNCTIONS = {'len': len, 'min': min, 'max': max, 'sum': sum, 'round': round,
               'abs': abs, 'sorted': sorted, 'median': statistics.median,
-              'mean': statistics.mean, 'stdev': statistics.stdev}
+              'mean': statistics.mean, 'stdev': statistics.stdev,
+              'float': float, 'int': int, 'next': next}
 
 
 class BadFigure(ValueError):
@@ -65,7 +68,9 @@ def _data(source: str, cache: Dict[str, Any]) -> Any:
     path = os.path.join(ROOT, source)
     try:
       with open(path) as f:
-        if source.endswith('.csv'):
+        if source.endswith('.md'):  # A page made from data: its text.
+          cache[source] = {'text': f.read()}
+        elif source.endswith('.csv'):
           cache[source] = {'rows': [{key: _number(value)
                                      for key, value in row.items()}
                                     for row in csv.DictReader(f)]}
@@ -114,6 +119,13 @@ def _fields(template: str) -> Iterator[Tuple[str, str, str]]:
   yield ''.join(literal), '', ''
 
 
+def _find(source: str, text: str, pattern: str, group: int) -> str:
+  match = re.search(pattern, text)
+  if match is None:
+    raise BadFigure(f'{source} has nothing that {pattern!r} matches')
+  return match.group(group)
+
+
 def render(source: str, template: str, cache: Dict[str, Any]) -> str:
   """The text `template`'s fields give in the data of `source`."""
   data = _data(source, cache)
@@ -121,6 +133,9 @@ def render(source: str, template: str, cache: Dict[str, Any]) -> str:
   if isinstance(data, dict):
     names.update({key: value for key, value in data.items()
                   if key.isidentifier()})
+  if source.endswith('.md'):
+    names['find'] = lambda pattern, group=1: _find(source, data['text'],
+                                                   pattern, group)
   out = []
   for literal, field, spec in _fields(template):
     out.append(literal)
