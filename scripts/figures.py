@@ -17,8 +17,15 @@ arithmetic, comprehensions, and `len`, `min`, `max`, `sum`, `round`, `abs`,
 `sorted`, `median`, `mean`, `stdev` (ddof=1), `float`, `int`, `next`. The
 text between the comment and `<!-- end -->` is what the template gives.
 
-  .venv/bin/python scripts/figures.py          rewrites every figure
-  .venv/bin/python scripts/figures.py --check  lists those out of date
+  .venv/bin/python scripts/figures.py            rewrites every figure
+  .venv/bin/python scripts/figures.py --check    lists those out of date
+  .venv/bin/python scripts/figures.py --unmarked lists the numbers in prose
+                                                 that look measured (a
+                                                 decimal, or a unit of
+                                                 time, rate, size or ratio)
+                                                 and name no source: each is
+                                                 a setting, a citation, or a
+                                                 figure to mark
 
 tests/test_docs.py checks that every figure is what its data gives: a result
 or benchmark regenerated with other figures fails it until the prose is
@@ -186,7 +193,38 @@ def rewritten(text: str) -> str:
   return FIGURE.sub(make, text)
 
 
+# A number in prose that looks measured: a decimal, or a count with a unit
+# of time, rate, size or ratio.
+_UNITS = (r'(?:[a-z]+/s|µs|ms|s|min|minutes|hours|bytes|GiB|MiB|GB|MB|KB|%|×|'
+          r'x)\b')
+_LOOKS_MEASURED = re.compile(
+    rf'(?<![\w.§/=-])~?(?:\d[\d,]*\.\d+(?: ?{_UNITS})?|'
+    rf'\d[\d,]*(?: ?{_UNITS}|[KM]\b))')
+# What is not prose: code blocks and spans, marked figures, comments, link
+# targets, and version numbers (two dots).
+_NOT_PROSE = re.compile(r'```.*?```|`[^`\n]*`|<!--.*?-->.*?<!-- end -->|'
+                        r'<!--.*?-->|\]\([^)]*\)|\b\d+\.\d+\.\d+\b',
+                        re.DOTALL)
+
+
+def unmarked(page: str) -> List[Tuple[int, str]]:
+  """(line, number) of each number in `page`'s prose that looks measured
+  and names no source (see `_LOOKS_MEASURED`)."""
+  with open(os.path.join(ROOT, page)) as f:
+    text = f.read()
+  # Blanked, not removed: the lines keep their numbers.
+  prose = _NOT_PROSE.sub(lambda match: re.sub(r'[^\n]', ' ', match.group(0)),
+                         text)
+  return [(prose.count('\n', 0, match.start()) + 1, match.group(0))
+          for match in _LOOKS_MEASURED.finditer(prose)]
+
+
 def main(argv: List[str]) -> int:
+  if '--unmarked' in argv[1:]:
+    for page in PAGES:
+      for line, number in unmarked(page):
+        print(f'{page}:{line}: {number}')
+    return 0
   check = '--check' in argv[1:]
   out_of_date = 0
   for page in PAGES:

@@ -267,6 +267,23 @@ def test_a_figure_is_made_from_its_source(tmp_path):
     figures.ROOT = root
 
 
+def test_the_unmarked_numbers_that_look_measured_are_listed(tmp_path):
+  figures = _figures()
+  (tmp_path / 'page.md').write_text(
+      'It took 4 minutes and 13.49M frames; Ape-X §4.1, Python 3.10.13.\n'
+      '```sh\nrun --for=7.5\n```\n'
+      'A rate of 1,150 frames/s, `--lr=0.5`, 2,390 bytes at 3x the speed,\n'
+      'and <!-- from a.json: {b} -->5.5 s<!-- end --> [a](b/1.5.md).\n')
+  root = figures.ROOT
+  figures.ROOT = str(tmp_path)
+  try:
+    assert figures.unmarked('page.md') == [
+        (1, '4 minutes'), (1, '13.49'), (5, '1,150 frames/s'),
+        (5, '2,390 bytes'), (5, '3x')]
+  finally:
+    figures.ROOT = root
+
+
 # The folders of code whose every module docs/architecture.md names.
 CODE_FOLDERS = ('agents', 'launch', 'programs', 'results', 'benchmarks',
                 'scripts', 'examples')
