@@ -33,7 +33,9 @@ ANALYSES = ('replay', 'priorities', 'actors', 'removers', 'removers_swingup',
 # The long single runs of `results/long_run.py` (one CSV row an evaluator
 # round), with what each ran.
 LONG_RUNS = {
-    'pong': 'Ape-X DQN on Atari Pong, `atari_small` preset, on 2 cores',
+    'pong': 'Ape-X DQN on Atari Pong, the `atari_small` preset but for sticky '
+            'actions in training, evaluation every 12,000 updates and a '
+            'learning-rate cut, on 2 cores',
     'breakout': 'Ape-X DQN on Atari Breakout, `atari_small` preset, on 2 '
                 'cores',
 }

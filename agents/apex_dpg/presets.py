@@ -56,7 +56,7 @@ PRESETS = {
         'steps, 2 actors (results/dpg_control.md).', CONTROL_SMALL),
     'cartpole': Preset(
         'Learns control:cartpole:balance (mean return 800) within 150K '
-        'actor steps, about 7 minutes on 2 cores.', CARTPOLE),
+        'actor steps (tests/test_learning.py checks it).', CARTPOLE),
     'cartpole_smoke': Preset(
         'A whole program on control:cartpole:balance with tiny networks and '
         'replay, logging every second: the plumbing in seconds, not '

@@ -90,17 +90,16 @@ PRESETS = {
     'atari_small': Preset(
         'Ape-X DQN on Atari (default Pong; --env=atari:<Game> for another) '
         'sized for a few CPU cores: batch 64, 8 samples per insert, 200K '
-        'replay, 2 actors x 8 environments; on Pong after 45 minutes on 2 '
-        'cores its greedy policy scores -10.0 ± 3.8 over 3 seeds '
-        '(results/pong_45min.md).',
+        'replay, 2 actors x 8 environments (what 45 minutes on 2 cores give '
+        'on Pong: results/pong_45min.md).',
         ATARI_SMALL),
     'minatar': Preset(
         'Ape-X DQN on MinAtar (default breakout; --env=minatar:<game> for '
         'another) on a few CPU cores: batch 64, 8 samples per insert, 100K '
         'replay, 2 actors x 8 environments (results/minatar.md).', MINATAR),
     'cartpole': Preset(
-        'Learns gym:CartPole-v1 (mean return 475) within 100K actor steps, '
-        'about 4 minutes on 2 cores (results/replay.md).', CARTPOLE),
+        'Learns gym:CartPole-v1 (mean return 475) within 100K actor steps '
+        '(its times on 2 cores: results/replay.md).', CARTPOLE),
     'cartpole_smoke': Preset(
         'A whole program on gym:CartPole-v1 with tiny networks and replay, '
         'logging every second: the plumbing in seconds, not learning.',
