@@ -82,22 +82,25 @@ def _banked(name: str) -> Optional[Dict[str, Any]]:
     return json.load(f)
 
 
-def _relaunched_at(name: str) -> Optional[float]:
-  """When the relaunch check began (its launch record among the faults'
-  records): after the run's end."""
-  launches = [record['time'] for record in keeper.read_faults(
+def _launches(name: str) -> List[float]:
+  """When the run was launched, then when its relaunch check began (after
+  the run's end): the launch records among the faults' records."""
+  return [record['time'] for record in keeper.read_faults(
       os.path.join(BANK, name)) if record.get('event') == 'launch']
-  return launches[-1] if len(launches) > 1 else None
 
 
 def collect() -> Dict[str, Any]:
   """The page's data: each known run's summary, from the bank, with when
-  its relaunch check began."""
+  it was launched and when its relaunch check began."""
   data = {}
   for name in NAMES:
     summary = _banked(name)
     if summary is not None:
-      data[name] = {**summary, 'relaunched_at': _relaunched_at(name)}
+      launches = _launches(name)
+      data[name] = {**summary,
+                    'launched_at': launches[0] if launches else None,
+                    'relaunched_at': (launches[-1] if len(launches) > 1
+                                      else None)}
   return data
 
 
@@ -133,6 +136,15 @@ def _final(summary: Optional[Dict[str, Any]]) -> Optional[float]:
   if not summary:
     return None
   return summary.get('evaluation', {}).get('mean_return')
+
+
+def _minutes(summary: Dict[str, Any]) -> str:
+  """How long the run took, from its launch to its relaunch check."""
+  if not summary.get('launched_at') or not summary.get('relaunched_at'):
+    return ''
+  minutes = (summary['relaunched_at'] - summary['launched_at']) / 60
+  return (f' It ran {minutes:.0f} minutes from its launch to the relaunch '
+          'check after its end.')
 
 
 def _verdict(summary: Dict[str, Any]) -> str:
@@ -248,9 +260,19 @@ def render(data: Dict[str, Any]) -> str:
     text += ['Not run yet.', '']
   soak, twin = load('minatar_soak'), load('minatar_twin')
   text += ['## The MinAtar soak', '']
-  if soak and twin:
-    text += [_verdict(soak) + f'. Return {_final(soak):.1f}, its twin '
-             f'without faults {_final(twin):.1f}.', '']
+  if soak:
+    text += ['`' + ' '.join(['python -m benchmarks.chaos',
+                             f'--fault_every={soak["fault_every"]:g}', '--'] +
+                            soak['command']) + '`', '',
+             _verdict(soak) + '.' + _minutes(soak) + ' The last evaluation '
+             f'round\'s mean return: {_final(soak):.1f} (learner step '
+             f'{int(soak["evaluation"]["learner_steps"]):,}).', '']
+    text += ([f'Its twin without faults: {_verdict(twin)}.{_minutes(twin)} '
+              f'The last evaluation round\'s mean return: '
+              f'{_final(twin):.1f} (learner step '
+              f'{int(twin["evaluation"]["learner_steps"]):,}).', '']
+             if twin else ['Its twin without faults is not run yet.', ''])
+    text += fault_table(soak) + ['']
   else:
     text += ['Not run yet: a MinAtar run of at least 60 minutes with a '
              'fault every 2 minutes, beside its twin without faults.', '']
