@@ -18,7 +18,7 @@ import stat
 import subprocess
 import sys
 import time
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import psutil
 import pytest
@@ -103,6 +103,31 @@ def kill_group(process: subprocess.Popen, timeout: float = 30):
   except ProcessLookupError:
     pass
   process.wait(timeout=timeout)
+
+
+def wait_for(condition: Callable[[], object], timeout: float, what: str,
+             period: float = 0.1):
+  """`condition()`'s first true value, looked for every `period` seconds;
+  the test fails once `timeout` seconds pass without one."""
+  deadline = time.time() + timeout
+  while time.time() < deadline:
+    value = condition()
+    if value:
+      return value
+    time.sleep(period)
+  pytest.fail(f'Waited {timeout} s for {what}.')
+
+
+def start_heartbeat_server(port: Optional[int] = None
+                           ) -> Tuple[subprocess.Popen, int]:
+  """tests/heartbeat_server.py in a session of its own, on `port` (None:
+  one it picks): (its process, its port), once it serves. End it with
+  `kill_group`."""
+  process = subprocess.Popen(
+      [sys.executable, '-m', 'tests.heartbeat_server',
+       *([] if port is None else [str(port)])],
+      cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True)
+  return process, int(process.stdout.readline())
 
 
 def run(command: Sequence[str], timeout: float,

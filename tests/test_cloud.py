@@ -22,6 +22,7 @@
   which the job's replicas run.
 """
 
+import functools
 import json
 import os
 import re
@@ -1115,13 +1116,8 @@ def test_the_job_runs_from_environments_built_from_its_dockerfiles(
   assert record['counts']['actor_steps'] >= 2000
 
 
-def _wait_for(condition, timeout: float, what: str, period: float = 0.5):
-  deadline = time.time() + timeout
-  while time.time() < deadline:
-    if condition():
-      return
-    time.sleep(period)
-  pytest.fail(f'Waited {timeout} s for {what}.')
+# Its conditions read the run's files: every half second is enough.
+_wait_for = functools.partial(helpers.wait_for, period=0.5)
 
 
 @pytest.mark.slow

@@ -2,11 +2,8 @@
 real Courier servers in processes of their own, stopped, continued and
 killed with signals."""
 
-import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 import types
@@ -22,10 +19,7 @@ from tests import helpers
 
 @pytest.fixture
 def server():
-  process = subprocess.Popen([sys.executable, '-m', 'tests.heartbeat_server'],
-                             cwd=helpers.ROOT, stdout=subprocess.PIPE,
-                             text=True, start_new_session=True)
-  port = int(process.stdout.readline())
+  process, port = helpers.start_heartbeat_server()
   yield types.SimpleNamespace(process=process, address=f'localhost:{port}')
   helpers.kill_group(process)
 
@@ -38,16 +32,6 @@ def _watch(address, **kwargs):
   node = _node(address)
   return heartbeat.HeartbeatWatch(
       {'learner': [node], 'counter': [node], 'actor': [node, node]}, **kwargs)
-
-
-def _wait_for(condition, timeout: float, what: str):
-  deadline = time.time() + timeout
-  while time.time() < deadline:
-    value = condition()
-    if value:
-      return value
-    time.sleep(0.1)
-  pytest.fail(f'Waited {timeout} s for {what}.')
 
 
 def _pings(address) -> int:
@@ -127,7 +111,7 @@ def test_a_live_node_is_never_gone(server, monkeypatch):
     assert watch.dead() is None
     assert watch.dead_actors() == []
     return seen.ticks * 0.2 >= 10 * 3.0
-  _wait_for(ten_timeouts_never_gone, 600, 'ten timeouts of answered beats')
+  helpers.wait_for(ten_timeouts_never_gone, 600, 'ten timeouts of answered beats')
   # Each period the clock moved on, every node's call of the period before
   # had been answered: so the server says too.
   assert _pings(server.address) >= 4 * 150
@@ -140,11 +124,11 @@ def test_a_frozen_node_is_gone_after_the_timeout_and_back_if_continued(
   watch = _watch(server.address, timeout=4.0, period=0.2)
   # Every watched node answered before the stop (a node that never has is
   # still starting, not gone).
-  _wait_for(watch.all_answered.is_set, 60, 'first answers')
+  helpers.wait_for(watch.all_answered.is_set, 60, 'first answers')
   server.process.send_signal(signal.SIGSTOP)
   # All four are gone (in turn: their last answers may have been seen a
   # round apart); the learner is named first.
-  _wait_for(lambda: len(watch.gone_labels()) == 4, 60,
+  helpers.wait_for(lambda: len(watch.gone_labels()) == 4, 60,
             'the frozen node to be gone')
   gone = watch.dead()
   silent = float(re.search(r'for (\d+) s', gone).group(1))
@@ -155,18 +139,18 @@ def test_a_frozen_node_is_gone_after_the_timeout_and_back_if_continued(
   # of which a watch that did not wait for a node's call to end would have
   # sent it another: at most one call per watched node waited.
   rounds = seen.rounds
-  _wait_for(lambda: seen.rounds >= rounds + 15, 60, '15 more rounds')
+  helpers.wait_for(lambda: seen.rounds >= rounds + 15, 60, '15 more rounds')
   server.process.send_signal(signal.SIGCONT)
   assert seen.overlapping == [], seen.overlapping
-  _wait_for(lambda: watch.dead() is None, 60, 'the node to be back')
+  helpers.wait_for(lambda: watch.dead() is None, 60, 'the node to be back')
   watch.close()
 
 
 def test_a_killed_node_is_gone(server):
   watch = _watch(server.address, timeout=3.0, period=0.2)
-  _wait_for(lambda: _pings(server.address) >= 8, 60, 'first answers')
+  helpers.wait_for(lambda: _pings(server.address) >= 8, 60, 'first answers')
   helpers.kill_group(server.process)
-  gone = _wait_for(watch.dead, 60, 'the killed node to be gone')
+  gone = helpers.wait_for(watch.dead, 60, 'the killed node to be gone')
   assert 'has not answered its heartbeats' in gone
   watch.close()
 
@@ -177,7 +161,7 @@ def test_a_node_that_never_answers_is_starting_until_the_start_timeout():
   # a slow construction (a loaded machine) made 6 s look shorter.
   started = time.time()
   watch = _watch(address, timeout=1.0, period=0.2, start_timeout=6.0)
-  gone = _wait_for(watch.dead, 60, 'the start timeout')
+  gone = helpers.wait_for(watch.dead, 60, 'the start timeout')
   assert time.time() - started >= 6.0
   assert gone == ('the learner never answered its heartbeats in 6 s (it did '
                   'not start)')
@@ -191,17 +175,14 @@ def test_a_node_that_starts_after_the_watch_is_watched_from_its_first_answer():
   time.sleep(3.0)  # Longer than the timeout, before the node exists.
   assert watch.dead() is None
   assert not watch.all_answered.is_set()
-  process = subprocess.Popen(
-      [sys.executable, '-m', 'tests.heartbeat_server', str(port)],
-      cwd=helpers.ROOT, stdout=subprocess.PIPE, text=True,
-      start_new_session=True)
+  process, served = helpers.start_heartbeat_server(port)
   try:
-    assert int(process.stdout.readline()) == port
-    _wait_for(lambda: _pings(address) >= 40, 60, 'pings')
+    assert served == port
+    helpers.wait_for(lambda: _pings(address) >= 40, 60, 'pings')
     assert watch.dead() is None
     assert watch.all_answered.is_set()
     process.send_signal(signal.SIGSTOP)
-    _wait_for(watch.dead, 60, 'the frozen node to be gone')
+    helpers.wait_for(watch.dead, 60, 'the frozen node to be gone')
   finally:
     helpers.kill_group(process)
     watch.close()
@@ -242,11 +223,11 @@ def test_closing_a_watch_ends_its_calls_in_flight_without_cancelling_them(
   # through Courier (`heartbeat.end_call`), leaving their futures
   # uncancelled.
   watch = _watch(server.address, timeout=30.0, period=0.2)
-  _wait_for(lambda: _pings(server.address) >= 8, 60, 'first answers')
+  helpers.wait_for(lambda: _pings(server.address) >= 8, 60, 'first answers')
   server.process.send_signal(signal.SIGSTOP)
   beats = watch._single + watch._actors  # pylint: disable=protected-access
   # Every node's call now waits for the frozen server.
-  _wait_for(lambda: all(beat.pending is not None and not beat.pending.done()
+  helpers.wait_for(lambda: all(beat.pending is not None and not beat.pending.done()
                         for beat in beats), 60, 'calls in flight')
   calls = [beat.pending for beat in beats]
   started = time.time()

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from launch import keeper
+from tests import helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KEEPER = os.path.join(ROOT, 'launch', 'keeper.py')
@@ -40,13 +41,7 @@ time.sleep(3600)
 
 
 def _wait(condition, what: str):
-  deadline = time.time() + WAIT_SECONDS
-  while time.time() < deadline:
-    value = condition()
-    if value:
-      return value
-    time.sleep(0.05)
-  raise AssertionError(f'waited {WAIT_SECONDS} s for {what}')
+  return helpers.wait_for(condition, WAIT_SECONDS, what, period=0.05)
 
 
 class _Kept:

@@ -4,12 +4,9 @@ and a group declared there reaches the cloud plan, the labels, the
 heartbeats and the ordered stop with nothing else changed."""
 
 import signal
-import subprocess
 import sys
-import time
 import types
 
-import portpicker
 import pytest
 
 import helpers
@@ -107,28 +104,17 @@ def test_a_declared_group_reaches_the_plan_labels_heartbeats_and_stop(
                                            ['logger'], ['learner']]
   assert 'logger' in node_groups.watched(nodes, kept=False)
   # Its node's heartbeats: a real node, killed, is named gone.
-  port = portpicker.pick_unused_port()
-  server = subprocess.Popen(
-      [sys.executable, '-m', 'tests.heartbeat_server', str(port)],
-      cwd=helpers.ROOT, stdout=subprocess.PIPE, text=True,
-      start_new_session=True)
+  server, port = helpers.start_heartbeat_server()
   try:
-    assert int(server.stdout.readline()) == port
     node = types.SimpleNamespace(address=f'localhost:{port}')
     watch = heartbeat.HeartbeatWatch({'logger': [node]}, timeout=2.0,
                                      period=0.2)
-    deadline = time.time() + 60
-    while not watch.all_answered.is_set() and time.time() < deadline:
-      time.sleep(0.2)
-    assert watch.all_answered.is_set()
+    helpers.wait_for(watch.all_answered.is_set, 60, 'its first answer')
     assert watch.dead() is None
     server.send_signal(signal.SIGKILL)
-    gone = None
-    while gone is None and time.time() < deadline + 60:
-      time.sleep(0.2)
-      gone = watch.dead()
-    assert gone is not None and gone.startswith(
-        'the logger has not answered its heartbeats'), gone
+    gone = helpers.wait_for(watch.dead, 60, 'the killed node to be gone')
+    assert gone.startswith('the logger has not answered its heartbeats'), (
+        gone)
     assert watch.gone_labels() == ['logger']
     watch.close()
   finally:
