@@ -326,15 +326,22 @@ def render(data: Dict[str, object]) -> str:
       'the paper\'s 64 actors gave its learner about 1.6 samples per '
       'insert, which at this budget would be about 3,000 updates) with 2 '
       'actors; the file gives each value\'s reason.', '',
+      *commands(ANALYSIS, data), '']
+  return '\n'.join(lines)
+
+
+def commands(analysis: str, data: Dict[str, object]) -> List[str]:
+  """The page's commands, as its "How it was made" gives them: the page's
+  own, one run's (`data['command']`), its final evaluation's."""
+  return [
       '```sh',
-      f'.venv/bin/python -m results.dpg_control --seeds=<seeds> '
+      f'.venv/bin/python -m results.{analysis} --seeds=<seeds> '
       '--tasks=<tasks> --runs=<dir outside the repository>', '```', '',
       'runs, for each task and seed, e.g.:', '', '```sh', data['command'],
       '```', '',
       f'then `programs/evaluate.py --workdir=<workdir> '
       f'--episodes={data["final_episodes"]} --seed=<seed>` on its final '
-      'checkpoint. The same command again resumes what is unfinished.', '']
-  return '\n'.join(lines)
+      'checkpoint. The same command again resumes what is unfinished.']
 
 
 def report(seeds: List[int]):

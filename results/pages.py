@@ -16,6 +16,7 @@ from typing import List
 
 from results import chaos
 from results import dpg_control
+from results import dpg_dmc500k
 from results import long_run
 from results import minatar
 from results import pong_45min
@@ -47,6 +48,8 @@ def render(name: str) -> str:
     return minatar.render(data)
   if name == dpg_control.ANALYSIS:
     return dpg_control.render(data)
+  if name == dpg_dmc500k.ANALYSIS:
+    return dpg_dmc500k.render(data)
   if name == chaos.ANALYSIS:
     return chaos.render(data)
   if name == pong_45min.NAME:

@@ -166,6 +166,27 @@ ANALYSES['dpg_control'] = dict(
               'bring_ball': ['--env=control:manipulator:bring_ball'],
               'humanoid_walk': ['--env=control:humanoid:walk']})
 
+# Ape-X DPG on the state-based table of the DeepMind Control suite at 500K
+# simulator steps (CURL, Laskin et al. 2020, Table 1: "State SAC"), with the
+# `dmc500k` preset, each task at CURL's action repeat (§5.1: 8 on cartpole,
+# 2 on finger and walker, 4 elsewhere) and one update of 256 per 8
+# simulator steps (samples_per_insert 32 x the repeat). Its page is written
+# by results/dpg_dmc500k.py, which runs it.
+DMC500K_FRAMES = 500_000
+DMC500K_REPEATS = {'walker:walk': 2, 'cheetah:run': 4, 'finger:spin': 2,
+                   'cartpole:swingup': 8, 'reacher:easy': 4,
+                   'ball_in_cup:catch': 4}
+ANALYSES['dpg_dmc500k'] = dict(
+    title='Ape-X DPG on the DeepMind Control table (CURL\'s State SAC), '
+          f'{DMC500K_FRAMES:,} simulator steps each',
+    program='apex_dpg', flags=['--preset=dmc500k'],
+    budget=('frames', DMC500K_FRAMES), threshold=None,
+    page='results.dpg_dmc500k',
+    settings={task.replace(':', '_'): [
+        f'--env=control:{task}:repeat={repeat}',
+        f'--samples_per_insert={32 * repeat}']
+              for task, repeat in DMC500K_REPEATS.items()})
+
 
 # A3C (Mnih et al. 2016). Its workers: the A3C paper's Table 2 question (the
 # speed-up with 1-8 actor-learners) on CartPole, the same step budget (over
@@ -277,11 +298,37 @@ ANALYSES.update({
 })
 
 
-def _budget_flags(budget) -> List[str]:
-  kind, value = budget
+def _frames_per_step(setting_flags: List[str]) -> int:
+  """Frames (simulator steps) per agent step of the environment a setting's
+  flags name (its `--env=`; an action repeat's k)."""
+  from agents.envs import environments  # pylint: disable=g-import-not-at-top
+  names = [flag.split('=', 1)[1] for flag in setting_flags
+           if flag.startswith('--env=')]
+  if not names:
+    raise ValueError('A budget of frames needs the setting\'s --env=.')
+  return environments.resolve_any(names[-1]).frames_per_step
+
+
+def step_budget(analysis: str, setting: str) -> Optional[int]:
+  """The actor steps a setting's runs take (scaled by --scale): a budget of
+  ('steps', n); of ('frames', n), n over its environment's frames per step
+  (CURL's count of simulator steps, an action repeat of k taking k); None
+  for a wall-clock budget."""
+  spec = ANALYSES[analysis]
+  kind, value = spec['budget']
   if kind == 'steps':
-    return [f'--max_actor_steps={int(value * FLAGS.scale)}']
-  return [f'--max_seconds={value * FLAGS.scale:g}']
+    return int(value * FLAGS.scale)
+  if kind == 'frames':
+    _, setting_flags = _program_and_flags(spec, setting)
+    return int(value * FLAGS.scale) // _frames_per_step(setting_flags)
+  return None
+
+
+def _budget_flags(analysis: str, setting: str) -> List[str]:
+  steps = step_budget(analysis, setting)
+  if steps is not None:
+    return [f'--max_actor_steps={steps}']
+  return [f'--max_seconds={ANALYSES[analysis]["budget"][1] * FLAGS.scale:g}']
 
 
 def _program_and_flags(spec, setting: str) -> Tuple[str, List[str]]:
@@ -300,7 +347,7 @@ def command(analysis: str, setting: str, seed: int, workdir: str) -> List[str]:
   return [os.path.join('.venv', 'bin', 'python'),
           os.path.join('programs', f'{program}.py'),
           '--lp_launch_type=local_mp', f'--workdir={workdir}',
-          *setting_flags, *_budget_flags(spec['budget']), f'--seed={seed}',
+          *setting_flags, *_budget_flags(analysis, setting), f'--seed={seed}',
           '--log_every=5', '--replay_checkpoint_every=0']
 
 
@@ -450,13 +497,12 @@ def run(analysis: str, setting: str, seed: int, resume: bool = False) -> str:
   if status != 0:
     raise RuntimeError(f'{" ".join(argv)} exited with {status}; see '
                        f'{workdir}/output.txt.')
-  kind, budget = ANALYSES[analysis]['budget']
-  if resume and kind == 'steps' and (
-      steps_reached(workdir) < int(budget * FLAGS.scale)):
+  budget = step_budget(analysis, setting)
+  if resume and budget is not None and steps_reached(workdir) < budget:
     raise RuntimeError(
         f'{workdir} stopped at {steps_reached(workdir):,} actor steps, '
-        f'before its budget of {int(budget * FLAGS.scale):,}: run the same '
-        'command again to resume it.')
+        f'before its budget of {budget:,}: run the same command again to '
+        'resume it.')
   with open(os.path.join(workdir, 'finished.json'), 'w') as f:
     json.dump({'command': launches[0]['command'],
                'seconds': sum(launch['seconds'] for launch in launches),
@@ -579,6 +625,8 @@ def _budget_text(spec) -> str:
   kind, value = spec['budget']
   if kind == 'steps':
     return f'{int(value * FLAGS.scale):,} actor steps'
+  if kind == 'frames':
+    return f'{int(value * FLAGS.scale):,} simulator steps'
   return f'{value * FLAGS.scale / 60:g} minutes of wall-clock'
 
 

@@ -655,6 +655,43 @@ def test_control_observation_is_the_concatenated_dict(domain, task, size,
   reference.close()
 
 
+@pytest.mark.parametrize('domain, task, repeat, action_size',
+                         [('cheetah', 'run', 4, 6), ('cartpole', 'swingup', 8, 1),
+                          ('walker', 'walk', 3, 6)])
+def test_control_action_repeat_is_k_simulator_steps(domain, task, repeat,
+                                                    action_size):
+  """`:repeat=k`, beside dm_control's own task stepped k times per action:
+  the same observations, the k rewards summed, 1000 / k steps an episode
+  (the last agent step takes what is left), k frames a step."""
+  spec = environments.resolve_continuous(
+      f'control:{domain}:{task}:repeat={repeat}')
+  assert spec.frames_per_step == repeat
+  env = spec.make_environment(seed=5)
+  reference = _load_dm_control(domain, task, seed=5)
+  timestep, expected = env.reset(), reference.reset()
+  rng = np.random.default_rng(1)
+  steps = 0
+  while not timestep.last():
+    action = rng.uniform(-1, 1, size=action_size).astype(np.float32)
+    timestep = env.step(action)
+    steps += 1
+    rewards = []
+    for _ in range(repeat):
+      expected = reference.step(action.astype(np.float64))
+      rewards.append(expected.reward)
+      if expected.last():
+        break
+    np.testing.assert_array_equal(
+        timestep.observation, _flatten(expected.observation).astype(np.float32))
+    assert timestep.reward == pytest.approx(sum(rewards), rel=1e-6)
+    assert timestep.last() == expected.last()
+  assert steps == -(-1000 // repeat)
+  assert env.control_timestep == pytest.approx(
+      repeat * reference.control_timestep())
+  env.close()
+  reference.close()
+
+
 @pytest.mark.parametrize('name', ['control:cartpole:balance',
                                   'control:manipulator:bring_ball'])
 def test_control_episodes_are_truncated_after_1000_steps(name):
@@ -749,6 +786,9 @@ def test_continuous_seeding(name):
     ('control:cartpole', 'control:<domain>:<task>'),  # No task.
     ('control:cartpole:', 'control:<domain>:<task>'),
     ('control:cartpole:balance:extra', 'control:<domain>:<task>'),
+    ('control:cartpole:balance:repeat=0', 'from 1 to 100'),
+    ('control:cartpole:balance:repeat=2.5', 'from 1 to 100'),
+    ('control:cartpole:balance:repeat=2:x', 'control:<domain>:<task>'),
     ('control:nope:x', 'no task nope:x'),
     ('control:cartpole:nope', 'no task cartpole:nope'),
     ('gym:NoSuchEnv-v0', 'no environment registered'),

@@ -1,0 +1,286 @@
+"""Ape-X DPG on the state-based table of the DeepMind Control suite at 500K
+simulator steps, beside CURL's State SAC (Laskin et al. 2020, arXiv
+2004.04136, Table 1), with the `dmc500k` preset on 2 CPU cores (a result,
+not a test): runs `results.run dpg_dmc500k` (six tasks, each at CURL's
+action repeat), evaluates each run's final policy over 30 episodes, and
+writes results/dpg_dmc500k.{png,json,md}.
+
+  .venv/bin/python -m results.dpg_dmc500k --seeds=0 --runs=<dir outside repo>
+  .venv/bin/python -m results.dpg_dmc500k --seeds=0,1,2 --tasks=cheetah_run \\
+      --runs=<dir> --dry_run    # what it would run, and no more
+  .venv/bin/python -m results.dpg_dmc500k --seeds=0,1,2 --report_only
+  .venv/bin/python -m results.pages dpg_dmc500k    # the page, from its JSON
+
+The same command again carries on where it stopped (results/page_runs.py):
+a finished run is not run again, an unfinished one resumes from its
+checkpoints, and each run, once finished and evaluated, is banked under
+results/banked/, where the page is made from.
+
+Why these figures: each run's final policy (noiseless, App. D) over
+`FINAL_EPISODES` episodes drawing from the run's seed
+(`results.dpg_control`'s evaluation); over seeds the mean ± sample standard
+deviation; over the six tasks, each run's return divided by State SAC's
+figure for its task, and the interquartile mean (IQM) of those ratios over
+every run of every task with its stratified-bootstrap 95% interval
+(Agarwal et al. 2021, `rliable`: seeds resampled within each task).
+"""
+
+import os
+from typing import Dict, List, Optional
+
+from absl import app
+import numpy as np
+
+from results import dpg_control
+from results import page_runs
+from results import run
+from results import spread
+
+RESULTS = os.path.dirname(os.path.abspath(__file__))
+
+ANALYSIS = 'dpg_dmc500k'
+TASKS = list(run.ANALYSES[ANALYSIS]['settings'])
+ENVS = page_runs.environments(ANALYSIS)
+FINAL = dpg_control.FINAL  # 30 episodes of the final policy, noiseless.
+
+# CURL's Table 1 (Laskin et al. 2020, arXiv 2004.04136), "500K step scores",
+# column "State SAC": mean ± its spread over runs, by task.
+SAC = {'walker_walk': (948, 54), 'cheetah_run': (795, 30),
+       'finger_spin': (923, 21), 'cartpole_swingup': (848, 15),
+       'reacher_easy': (923, 24), 'ball_in_cup_catch': (974, 33)}
+SAC_SOURCE = ('CURL, Laskin et al. 2020 (arXiv 2004.04136), Table 1, '
+              '"500K step scores", column State SAC')
+OURS = 'Ape-X DPG'
+
+
+def chosen_tasks() -> List[str]:
+  """`--tasks` (results.dpg_control's flag), in the page's order; all by
+  default."""
+  return page_runs.chosen(ANALYSIS, dpg_control.FLAGS.tasks, '--tasks',
+                          'task')
+
+
+def action_repeat(env: str) -> int:
+  """k of `control:<domain>:<task>:repeat=<k>` (1 without it)."""
+  last = env.split(':')[-1]
+  return int(last.split('=', 1)[1]) if last.startswith('repeat=') else 1
+
+
+def ratio_interval(records) -> Optional[Dict[str, object]]:
+  """The IQM over every run of every task of its final return over State
+  SAC's, with its stratified-bootstrap 95% interval; over the tasks that
+  have the most seeds (rliable resamples a runs x tasks matrix), None
+  when fewer than 2 seeds are common to them."""
+  seeds = {task: {row['seed'] for row in rows}
+           for task, rows in records.items()}
+  common = set.intersection(*seeds.values()) if seeds else set()
+  if len(common) < 2:
+    return None
+  tasks = [task for task in records if common <= seeds[task]]
+  matrix = np.array([[next(row['final_mean'] for row in records[task]
+                           if row['seed'] == seed) / SAC[task][0]
+                      for task in tasks] for seed in sorted(common)])
+  value, low, high = spread.iqm_interval(matrix)
+  return {'tasks': tasks, 'seeds': sorted(common), 'iqm': value,
+          'low': low, 'high': high}
+
+
+def collect(seeds: List[int]) -> Dict[str, object]:
+  """Writes results/dpg_dmc500k.png and .json from the finished runs,
+  banked or in the runs directory (their final policies evaluated first,
+  where not yet), and returns that JSON's content."""
+  records = {}
+  for task in TASKS:
+    rows = []
+    for seed in seeds:
+      workdir = run.finished_directory(ANALYSIS, task, seed)
+      if workdir:
+        record = dpg_control.run_record(workdir, seed)
+        record['action_repeat'] = action_repeat(record['env'])
+        rows.append(record)
+    if rows:
+      records[task] = rows
+  if not records:
+    raise ValueError('No finished runs of Ape-X DPG on the DeepMind Control '
+                     'table yet.')
+  plot(records, os.path.join(RESULTS, f'{ANALYSIS}.png'))
+  data = {
+      'frames': int(run.ANALYSES[ANALYSIS]['budget'][1] * run.FLAGS.scale),
+      'seeds': seeds, 'final_episodes': FINAL.episodes,
+      'envs': {task: ENVS[task] for task in records},
+      'sac': {task: list(SAC[task]) for task in records},
+      'sac_source': SAC_SOURCE,
+      'command': ' '.join(run.command(ANALYSIS, next(iter(records)),
+                                      seeds[0], '<workdir>')),
+      'notes': run.FLAGS.notes, 'tasks': records,
+      'ratio': ratio_interval(records)}
+  run.write_json(ANALYSIS, data)
+  return data
+
+
+def plot(records: Dict[str, List[Dict[str, object]]], out: str):
+  """One panel per task: each seed's evaluation rounds against simulator
+  steps, its final policy's mean, and State SAC's figure at 500K."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  columns = min(3, len(records))
+  rows_count = -(-len(records) // columns)
+  figure, axes = plt.subplots(rows_count, columns,
+                              figsize=(4.5 * columns, 3.4 * rows_count),
+                              squeeze=False)
+  for axis in axes.ravel()[len(records):]:
+    axis.set_visible(False)
+  for axis, (task, rows) in zip(axes.ravel(), records.items()):
+    for index, row in enumerate(rows):
+      colour = f'C{index}'
+      frames = row['actor_steps'] * row['action_repeat']
+      axis.plot([r['actor_frames'] / 1e3 for r in row['rounds']],
+                [r['mean_return'] for r in row['rounds']], '.-',
+                color=colour, alpha=0.6,
+                label=f'seed {row["seed"]}: evaluator rounds')
+      axis.errorbar([frames / 1e3], [row['final_mean']],
+                    yerr=[row['final_std']], fmt='^', color=colour,
+                    label='final policy' if index == 0 else None)
+    axis.axhline(SAC[task][0], color='k', linestyle=':',
+                 label='State SAC at 500K (CURL)')
+    axis.set_title(ENVS[task])
+    axis.set_xlabel('simulator steps (thousands)')
+    axis.set_ylim(0, 1000)
+    axis.grid(alpha=0.3)
+  axes[0][0].set_ylabel('return')
+  axes[0][0].legend(fontsize=7, loc='upper left')
+  figure.tight_layout()
+  figure.savefig(out, dpi=100)
+  plt.close(figure)
+
+
+def _ratio_text(ratio: Optional[Dict[str, object]], tasks: int) -> str:
+  if ratio is None:
+    return ('The IQM of the returns over State SAC\'s needs at least 2 seeds '
+            'on the same tasks: not yet.')
+  part = ('' if len(ratio['tasks']) == tasks else
+          f' (the {len(ratio["tasks"])} tasks with those seeds: '
+          f'{", ".join(ratio["tasks"])})')
+  return (f'**Over the tasks, the IQM of each run\'s final return divided by '
+          f'State SAC\'s: {ratio["iqm"]:.2f}, 95% interval '
+          f'[{ratio["low"]:.2f}, {ratio["high"]:.2f}]**, over seeds '
+          f'{", ".join(map(str, ratio["seeds"]))}{part}: a stratified '
+          f'bootstrap (`rliable`, {spread.BOOTSTRAP_REPS:,} resamples, seeds '
+          'resampled within each task, percentile intervals). 1.00 would be '
+          'level with SAC.')
+
+
+def _behind(records, final: Dict[str, Dict[int, float]]) -> str:
+  """Where Ape-X DPG is behind State SAC, said task by task."""
+  behind = [task for task in records
+            if np.mean(list(final[task].values())) < SAC[task][0] - SAC[task][1]]
+  if not behind:
+    return ('On no task is the mean of the seeds below State SAC\'s figure '
+            'less its spread.')
+  return ('Behind State SAC (the mean of the seeds below its figure less its '
+          f'spread): {", ".join(behind)}.')
+
+
+def _runs_table(records) -> List[str]:
+  lines = ['| task | seed | final policy (mean ± sd of its episodes) | '
+           'best evaluator round | last round | agent steps | simulator '
+           'steps | learner updates | updates/s | simulator steps/s | '
+           'minutes | launches |', '|' + '---|' * 12]
+  for task, rows in records.items():
+    for row in rows:
+      best, last = row['best_round'], row['last_round']
+      lines.append(
+          f'| {task} | {row["seed"]} | {row["final_mean"]:.1f} ± '
+          f'{row["final_std"]:.1f} | {best["mean_return"]:.1f} (at '
+          f'{best["actor_frames"]:,} steps) | {last["mean_return"]:.1f} | '
+          f'{row["actor_steps"]:,} | '
+          f'{row["actor_steps"] * row["action_repeat"]:,} | '
+          f'{row["learner_updates"]:,} | '
+          f'{row["learner_updates_per_second"]:.1f} | '
+          f'{row["actor_frames_per_second"]:.0f} | '
+          f'{row["wall_clock_minutes"]:.0f} | {row["launches"]} |')
+  return lines
+
+
+def render(data: Dict[str, object]) -> str:
+  """The page (results/dpg_dmc500k.md) from its JSON, `data`, alone."""
+  records = data['tasks']
+  final = {task: {row['seed']: row['final_mean'] for row in rows}
+           for task, rows in records.items()}
+  repeats = {task: rows[0]['action_repeat'] for task, rows in records.items()}
+  sac = {task: data['sac'][task] for task in records}
+  minutes = [row['wall_clock_minutes'] for rows in records.values()
+             for row in rows]
+  seeds_count = sorted({len(rows) for rows in records.values()})
+  lines = [
+      '# Ape-X DPG on the DeepMind Control table at 500K steps', '',
+      f'Ape-X DPG (Horgan et al. 2018, §3.2 and App. D) on the six tasks of '
+      f'the state-based DeepMind Control table, {data["frames"]:,} simulator '
+      'steps a run, counted as CURL counts them (an action repeat of k '
+      'counts k), with the `dmc500k` preset on 2 CPU cores (no GPU), beside '
+      f'State SAC\'s figures ({data["sac_source"]}).', '',
+      f'![Evaluation rounds and final policies]({ANALYSIS}.png)', '',
+      '## Final policies', '',
+      *spread.seed_table(
+          'task', f'final policy, {data["final_episodes"]} episodes', final,
+          extra={'action repeat': [str(repeats[task]) for task in records],
+                 'State SAC at 500K (CURL, Table 1)': [
+                     f'{sac[task][0]} ± {sac[task][1]}' for task in records],
+                 'mean over SAC\'s': [
+                     f'{np.mean(list(final[task].values())) / sac[task][0]:.2f}'
+                     for task in records]}), '',
+      _ratio_text(data['ratio'], len(records)) + ' ' + _behind(records, final),
+      '',
+      f'Each run\'s final policy (its last learner checkpoint, without '
+      f'exploration noise, App. D) over {data["final_episodes"]} episodes '
+      'of `programs/evaluate.py` drawing from the run\'s seed'
+      f'{spread.how_stated(max(seeds_count))}.', '',
+      '## Beside State SAC: what differs', '',
+      f'- **The figures**: State SAC\'s are CURL\'s Table 1 as printed '
+      '(mean ± the spread it gives over its runs); this page\'s are each '
+      f'run\'s final policy over {data["final_episodes"]} episodes, and over '
+      'seeds the mean ± sample sd.',
+      '- **Steps**: both count simulator steps, 500,000 a run. The runs here '
+      'repeat each action as CURL\'s pixel agents do (§5.1: 8 on cartpole, '
+      '2 on finger and walker, 4 elsewhere), which cuts the agent steps to '
+      '62,500-250,000 and the machine time with them.',
+      '- **Updates**: SAC makes one update of 256 per simulator step '
+      '(500,000 a run); the runs here make one per 8 simulator steps '
+      '(`--samples_per_insert` 32 x the repeat: 62,500 a run), the ratio '
+      f'that fits {min(minutes):.0f}-{max(minutes):.0f} minutes a run on 2 '
+      'cores (the runs\' minutes below). The learner sets the pace, so '
+      'SAC\'s ratio would take about 8 times as long a run here.',
+      '- **The agent**: Ape-X DPG as the paper gives it (App. D: a '
+      'deterministic policy with Gaussian noise of 0.3, 3-step returns, '
+      'prioritised replay, the 400-300 critic and 300-200 policy, Adam at '
+      '1e-4), with 2 actors.', '',
+      '## The runs', '',
+      'One run after another, each resumed from its checkpoints if '
+      'interrupted (its minutes: the launches\' sum). The evaluator plays '
+      'rounds of 5 episodes as the learner trains; the best round is the '
+      'best of those, the final policy the figure above.'
+      + (f' {data["notes"]}' if data['notes'] else ''), '',
+      *_runs_table(records), '',
+      '## How it was made', '',
+      '`--preset=dmc500k` (agents/apex_dpg/presets.py) keeps App. D\'s '
+      'networks, Adam rates, batch of 256, target copies, noise and replay; '
+      'it was set from the machine\'s budget before any run of these tasks '
+      'and not changed after them; the file gives each value\'s reason.', '',
+      *dpg_control.commands(ANALYSIS, data), '']
+  return '\n'.join(lines)
+
+
+def report(seeds: List[int]):
+  """Writes results/dpg_dmc500k.{png,json,md} from the finished runs."""
+  run.write_page(ANALYSIS, render(collect(seeds)))
+
+
+def main(argv):
+  del argv
+  page_runs.main(ANALYSIS, chosen_tasks(),
+                 [int(seed) for seed in run.FLAGS.seeds], [FINAL], report)
+
+
+if __name__ == '__main__':
+  app.run(main)

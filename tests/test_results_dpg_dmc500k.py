@@ -1,0 +1,160 @@
+"""results/dpg_dmc500k.py: Ape-X DPG's page on the DeepMind Control table
+at 500K simulator steps, beside CURL's State SAC.
+
+The page is made from runs laid out as the programs leave them
+(tests/test_results_bank.py's), with final evaluations whose values are
+chosen here; its figures are worked out here from those values: each
+task's mean and sample sd, each task's mean over SAC's figure, the IQM of
+every run's ratio (scipy's trimmed mean, as rliable defines it) and which
+tasks are behind SAC. The step budgets: 500K simulator steps over each
+task's action repeat."""
+
+import json
+import os
+
+from absl import flags
+from absl.testing import flagsaver
+import numpy as np
+import pytest
+from scipy import stats
+
+from results import dpg_dmc500k
+from results import run
+from tests.test_results_bank import _make_run
+
+FLAGS = flags.FLAGS
+
+# The final policies' means the runs are given: cheetah far behind SAC,
+# the others near it.
+FINAL = {'walker_walk': [930.0, 910.0, 950.0],
+         'cheetah_run': [400.0, 450.0, 380.0],
+         'finger_spin': [910.0, 900.0, 920.0],
+         'cartpole_swingup': [850.0, 845.0, 855.0],
+         'reacher_easy': [910.0, 940.0, 900.0],
+         'ball_in_cup_catch': [970.0, 975.0, 965.0]}
+REPEATS = {'walker_walk': 2, 'cheetah_run': 4, 'finger_spin': 2,
+           'cartpole_swingup': 8, 'reacher_easy': 4, 'ball_in_cup_catch': 4}
+
+
+def _dmc_run(runs, task, seed, mean, repeat):
+  workdir = os.path.join(runs, 'dpg_dmc500k', task, f'seed{seed}')
+  env = dpg_dmc500k.ENVS[task]
+  _make_run(workdir, env, seed, 500_000 // repeat, evaluated=False)
+  with open(os.path.join(workdir, 'run.json')) as f:
+    manifest = json.load(f)
+  manifest.update(program='apex_dpg', frames_per_step=repeat)
+  with open(os.path.join(workdir, 'run.json'), 'w') as f:
+    json.dump(manifest, f)
+  with open(os.path.join(workdir, dpg_dmc500k.FINAL.file), 'w') as f:
+    json.dump({'program': 'apex_dpg', 'env': env, 'learner_steps': 62_500,
+               'seed': seed, 'episodes': 30, 'returns': [mean] * 30,
+               'mean': mean, 'std': 12.5, 'median': mean, 'min': mean,
+               'max': mean}, f)
+
+
+def _page(tmp_path, monkeypatch, finals):
+  if not FLAGS.is_parsed():
+    FLAGS(['test'])
+  runs = str(tmp_path / 'runs')
+  for task, means in finals.items():
+    for seed, mean in enumerate(means):
+      _dmc_run(runs, task, seed, mean, REPEATS[task])
+  pages = tmp_path / 'pages'
+  pages.mkdir(exist_ok=True)
+  monkeypatch.setattr(run, 'RESULTS', str(pages))
+  monkeypatch.setattr(dpg_dmc500k, 'RESULTS', str(pages))
+  with flagsaver.flagsaver(runs=runs, bank_dir=str(tmp_path / 'bank'),
+                           notes='Nothing else ran.'):
+    dpg_dmc500k.report([0, 1, 2])
+  data = json.loads((pages / 'dpg_dmc500k.json').read_text())
+  return data, (pages / 'dpg_dmc500k.md').read_text()
+
+
+@pytest.fixture
+def page(tmp_path, monkeypatch):
+  return _page(tmp_path, monkeypatch, FINAL)
+
+
+def _rows(text, first):
+  table = [block for block in text.split('\n\n')
+           if block.startswith(first)][0].splitlines()
+  header = [cell.strip() for cell in table[0].strip('|').split('|')]
+  return [dict(zip(header, (cell.strip()
+                            for cell in line.strip('|').split('|'))))
+          for line in table[2:]]
+
+
+def test_each_task_beside_sac_with_its_ratio(page):
+  data, text = page
+  assert dpg_dmc500k.render(data) == text
+  rows = {row['task']: row for row in _rows(text, '| task | final')}
+  assert list(rows) == list(FINAL)
+  sac = {'walker_walk': 948, 'cheetah_run': 795, 'finger_spin': 923,
+         'cartpole_swingup': 848, 'reacher_easy': 923,
+         'ball_in_cup_catch': 974}  # CURL's Table 1, State SAC.
+  for task, means in FINAL.items():
+    row = rows[task]
+    assert row['final policy, 30 episodes'] == (
+        f'{np.mean(means):.1f} ± {np.std(means, ddof=1):.1f}')
+    for seed, mean in enumerate(means):
+      assert row[f'seed {seed}'] == f'{mean:.1f}'
+    assert row['action repeat'] == str(REPEATS[task])
+    assert row['State SAC at 500K (CURL, Table 1)'].startswith(f'{sac[task]} ± ')
+    assert row['mean over SAC\'s'] == f'{np.mean(means) / sac[task]:.2f}'
+
+
+def test_the_iqm_of_the_ratios_and_where_it_is_behind(page):
+  data, text = page
+  sac = {task: value[0] for task, value in data['sac'].items()}
+  ratios = [mean / sac[task] for task, means in FINAL.items()
+            for mean in means]
+  # rliable's IQM: the mean of what is left after a quarter is cut from
+  # each end of all 18 values.
+  expected = stats.trim_mean(ratios, 0.25)
+  ratio = data['ratio']
+  assert ratio['iqm'] == pytest.approx(expected)
+  assert ratio['low'] <= expected <= ratio['high']
+  assert ratio['low'] < ratio['high']
+  assert (f'{expected:.2f}, 95% interval [{ratio["low"]:.2f}, '
+          f'{ratio["high"]:.2f}]') in text
+  # Cheetah's 410 against 795 ± 30 is behind; the others are within SAC's
+  # spread.
+  assert 'Behind State SAC (the mean of the seeds below its figure less its ' \
+         'spread): cheetah_run.' in text
+
+
+def test_the_runs_table_counts_simulator_steps(page):
+  data, text = page
+  rows = _rows(text, '| task | seed |')
+  assert len(rows) == 18
+  for row in rows:
+    repeat = REPEATS[row['task']]
+    assert row['agent steps'] == f'{500_000 // repeat:,}'
+    assert row['simulator steps'] == '500,000'
+  assert data['frames'] == 500_000
+  assert '--preset=dmc500k' in data['command']
+  assert 'Nothing else ran.' in text
+
+
+def test_no_interval_before_two_seeds_share_the_tasks(tmp_path, monkeypatch):
+  data, text = _page(tmp_path, monkeypatch,
+                     {task: means[:1] for task, means in FINAL.items()})
+  assert data['ratio'] is None
+  assert 'needs at least 2 seeds on the same tasks: not yet' in text
+
+
+def test_each_task_runs_500k_simulator_steps():
+  if not FLAGS.is_parsed():
+    FLAGS(['test'])
+  for task, repeat in REPEATS.items():
+    assert run.step_budget('dpg_dmc500k', task) == 500_000 // repeat
+    command = run.command('dpg_dmc500k', task, 0, '/runs/w')
+    assert f'--max_actor_steps={500_000 // repeat}' in command
+    # One update of 256 per 8 simulator steps.
+    assert f'--samples_per_insert={32 * repeat}' in command
+    assert f'--env=control:{task.replace("_", ":", 1)}:repeat={repeat}' in (
+        command) or task == 'ball_in_cup_catch'
+  assert '--env=control:ball_in_cup:catch:repeat=4' in run.command(
+      'dpg_dmc500k', 'ball_in_cup_catch', 0, '/runs/w')
+  with flagsaver.flagsaver(scale=0.1):
+    assert run.step_budget('dpg_dmc500k', 'cartpole_swingup') == 6_250
