@@ -222,7 +222,9 @@ def collect(seeds: List[int]) -> Dict[str, object]:
       'envs': {task: ENVS[task] for task in records},
       'command': ' '.join(run.command(ANALYSIS, next(iter(records)),
                                       seeds[0], '<workdir>')),
-      'notes': FLAGS.notes, 'random': floors, 'tasks': records}
+      'notes': FLAGS.notes, 'random': floors, 'tasks': records,
+      'references': {task: REFERENCES[task] for task in records
+                     if task in REFERENCES}}
   run.write_json(ANALYSIS, data)
   return data
 
@@ -250,6 +252,39 @@ def _how_intervals(count: int) -> str:
           f'{count} seeds have only {math.comb(2 * count - 1, count)} '
           'distinct resamples, so the intervals are rough and tend to be too '
           'narrow, which is why the t-test must agree.')
+
+
+# Other agents on humanoid:stand, for scale (not Ape-X DPG): each seed's
+# evaluation return at the step of the CSVs of the TD-MPC2 repository
+# (github.com/nicklashansen/tdmpc2 at add30b5, results/sac/ and
+# results/tdmpc2/humanoid-stand.csv; seeds 1, 2, 3), whose steps count
+# agent steps at TD-MPC2's action repeat of 2 on DMControl.
+REFERENCES = {
+    'humanoid_stand': {
+        'source': '3 seeds each of results/sac/humanoid-stand.csv and '
+                  'results/tdmpc2/humanoid-stand.csv in the TD-MPC2 '
+                  'repository, github.com/nicklashansen/tdmpc2 at add30b5',
+        'agents': {'SAC': {'500000': [4.6, 6.0, 5.0],
+                           '1000000': [6.3, 6.5, 6.4]},
+                   'TD-MPC2': {'500000': [480.7, 428.8, 357.2],
+                               '1000000': [692.2, 670.7, 628.3]}}}}
+
+
+def _references_text(references) -> List[str]:
+  """Each task's other agents at their steps: the mean over seeds."""
+  lines = []
+  for task, reference in references.items():
+    figures = '; '.join(
+        f'{agent} ' + ' and '.join(
+            f'{np.mean(values):.1f} at {int(step):,} steps'
+            for step, values in by_step.items())
+        for agent, by_step in reference['agents'].items())
+    lines += [f'On {task}, other agents at these budgets, for scale: '
+              f'{figures}. These are the means of {reference["source"]}; '
+              'its steps count agent steps at an action repeat of 2. SAC, '
+              'one update per step, stays near the floor as Ape-X DPG does '
+              'here; TD-MPC2, a model-based agent, leaves it.', '']
+  return lines
 
 
 def _runs_table(records) -> List[str]:
@@ -307,12 +342,12 @@ def render(data: Dict[str, object]) -> str:
       'values; ahead only where the interval excludes 0 and p is below '
       '0.05. ' + _how_intervals(max(counts)), '',
       '## Published figures', '',
-      'None is set beside these. The paper\'s Fig. 3 plots returns against '
-      'wall-clock hours of 8 to 64 actors, which make about 14K transitions '
-      'a second with 64 (§4.2): this budget is its first minute; its text '
-      'gives no values. We know of no published Ape-X DPG or DDPG figure '
-      f'for these tasks at {data["steps"]:,} steps, and one at another '
-      'budget would mislead.', '',
+      *_references_text(data.get('references', {})),
+      'The paper\'s Fig. 3 plots returns against wall-clock hours of 8 to 64 '
+      'actors, which make about 14K transitions a second with 64 (§4.2): '
+      'this budget is its first minute; its text gives no values. We know '
+      'of no published Ape-X DPG or DDPG figure for these tasks at '
+      f'{data["steps"]:,} steps.', '',
       '## The runs', '',
       'One run after another, each resumed from its checkpoints if '
       'interrupted (its minutes: the launches\' sum). The evaluator plays '

@@ -161,7 +161,11 @@ def test_the_runs_table_and_the_command(page):
       ['| humanoid_stand', '2'], ['| bring_ball', '0']]
   assert table[3].startswith('| bring_ball | 0 | 0.5 ± 1.5 |')
   assert '| 500,000 | 62,500 |' in table[0]  # Steps and updates.
-  assert 'None is set beside these.' in text
+  # SAC's and TD-MPC2's means over their CSVs' seeds, beside
+  # humanoid:stand alone.
+  assert ('SAC 5.2 at 500,000 steps and 6.4 at 1,000,000 steps; TD-MPC2 '
+          '422.2 at 500,000 steps and 663.7 at 1,000,000 steps') in text
+  assert list(data['references']) == ['humanoid_stand']
 
 
 def test_a_later_report_keeps_the_random_policys_returns(page, tmp_path,
