@@ -79,12 +79,40 @@ class Recording:
   def get_variables(self, names):
     return self.server.get_variables(names)
 
-  def apply_gradients(self, gradients, steps, statistics=None):
+  def apply_gradients(self, gradients, steps, statistics=None, worker=None):
     before = self.server.get_variables([POLICY])[0]
-    after = self.server.apply_gradients(gradients, steps, statistics)
+    after = self.server.apply_gradients(gradients, steps, statistics, worker)
     self.calls.append(dict(before=before, gradients=gradients, steps=steps,
-                           after=after, statistics=statistics))
+                           after=after, statistics=statistics, worker=worker))
     return after
+
+
+class RowLogger:
+  """An acme logger that keeps the rows it is given."""
+
+  def __init__(self):
+    self.rows: List[Dict[str, float]] = []
+
+  def write(self, row):
+    self.rows.append(dict(row))
+
+  def close(self):
+    pass
+
+
+def test_staleness_counts_the_other_workers_updates_since_a_pull():
+  config = A3CConfig()
+  rows = RowLogger()
+  server = A3CParameterServer(_network(1), config, logger=rows, log_every=0.0)
+  zeros = [np.zeros_like(v) for v in server.get_variables([POLICY])[0]]
+  server.apply_gradients(zeros, 5, {}, worker='a')  # Sent version 1.
+  for _ in range(3):
+    server.apply_gradients(zeros, 5, {}, worker='b')
+  server.apply_gradients(zeros, 5, {}, worker='a')
+  server.apply_gradients(zeros, 5, {}, worker='b')
+  server.apply_gradients(zeros, 5, {})  # Unnamed: not counted.
+  assert [row.get('staleness') for row in rows.rows] == [
+      None, None, 0, 0, 3, 1, None]
 
 
 def _network(seed: int) -> networks.DiscretePolicyValueNetwork:
@@ -125,21 +153,34 @@ def reference_gradients(params, observations, actions, rewards, discounts,
   entropy = -(pi * log_pi).sum(axis=-1)
   advantages = returns - values[:steps]
   beta = config.entropy_weight(continuous=False)
-  d_logits = ((pi - np.eye(NUM_ACTIONS)[actions]) * advantages[:, None]
-              + beta * pi * (log_pi + entropy[:, None]))
-  d_values = -2.0 * config.value_cost * advantages
-  d_hidden = d_logits @ wp.T + d_values[:, None] @ wv.T
-  d_pre = d_hidden * (pre[:steps] > 0)
-  x = observations[:steps]
-  gradients = {
-      'linear_0/w': x.T @ d_pre, 'linear_0/b': d_pre.sum(axis=0),
-      'policy_logits/w': hidden[:steps].T @ d_logits,
-      'policy_logits/b': d_logits.sum(axis=0),
-      'value/w': hidden[:steps].T @ d_values[:, None],
-      'value/b': np.array([d_values.sum()]),
-  }
-  norm = math.sqrt(sum((g**2).sum() for g in gradients.values()))
+  zeros = np.zeros(steps)
+  # The loss's three terms' gradients at the logits and the values.
+  parts = {'policy': ((pi - np.eye(NUM_ACTIONS)[actions]) *
+                      advantages[:, None], zeros),
+           'entropy': (beta * pi * (log_pi + entropy[:, None]), zeros),
+           'value': (np.zeros_like(pi), -2.0 * config.value_cost * advantages)}
+
+  def backward(d_logits, d_values):
+    d_hidden = d_logits @ wp.T + d_values[:, None] @ wv.T
+    d_pre = d_hidden * (pre[:steps] > 0)
+    x = observations[:steps]
+    return {
+        'linear_0/w': x.T @ d_pre, 'linear_0/b': d_pre.sum(axis=0),
+        'policy_logits/w': hidden[:steps].T @ d_logits,
+        'policy_logits/b': d_logits.sum(axis=0),
+        'value/w': hidden[:steps].T @ d_values[:, None],
+        'value/b': np.array([d_values.sum()]),
+    }
+
+  def global_norm(gradients):
+    return math.sqrt(sum((g**2).sum() for g in gradients.values()))
+
+  gradients = backward(sum(d for d, _ in parts.values()),
+                       sum(d for _, d in parts.values()))
+  norm = global_norm(gradients)
   scale = min(1.0, config.max_gradient_norm / norm)
+  reference_gradients.part_norms = {
+      name: global_norm(backward(*part)) for name, part in parts.items()}
   return {name: g * scale for name, g in gradients.items()}, norm
 
 
@@ -166,6 +207,15 @@ def _run(worker, environment, loop: str, episodes: int):
       episodes * EPISODE_LENGTH))
 
 
+def reference_rmsprop_step(mean_square, gradient, learning_rate,
+                           config: A3CConfig):
+  """The step reference_rmsprop takes and its scale, lr / sqrt(g + eps)."""
+  mean_square = (config.rmsprop_decay * mean_square +
+                 (1 - config.rmsprop_decay) * gradient**2)
+  scale = learning_rate / np.sqrt(mean_square + config.rmsprop_epsilon)
+  return scale * gradient, scale
+
+
 @pytest.mark.parametrize('max_gradient_norm, loop, ending', [
     (40.0, 'acme', 'terminal'),
     (0.5, 'acme', 'terminal'),
@@ -175,10 +225,16 @@ def _run(worker, environment, loop: str, episodes: int):
 ])
 def test_a_worker_sends_algorithm_s3s_gradient(max_gradient_norm, loop,
                                                ending):
+  # The gradient's parts are logged too (a lower clip: they would be
+  # checked against unclipped ones the same way).
   config = A3CConfig(t_max=5, learning_rate=0.01,
-                     max_gradient_norm=max_gradient_norm)
+                     max_gradient_norm=max_gradient_norm,
+                     log_gradient_parts=True)
   total_steps = 100
-  server = A3CParameterServer(_network(1), config, total_steps=total_steps)
+  rows = RowLogger()
+  server = A3CParameterServer(_network(1), config, total_steps=total_steps,
+                              logger=rows, log_every=0.0)
+  server_rows = rows.rows  # One a update (log_every 0).
   recording = Recording(server)
   # The worker's own copy starts elsewhere: it must act and learn with the
   # shared parameters (Algorithm S3 synchronises before each rollout).
@@ -212,8 +268,13 @@ def test_a_worker_sends_algorithm_s3s_gradient(max_gradient_norm, loop,
     for name in names:
       np.testing.assert_allclose(sent[name], expected[name], rtol=2e-4,
                                  atol=1e-6, err_msg=f'update {index}: {name}')
-    assert call['statistics']['gradient_norm'] == pytest.approx(norm,
-                                                                rel=1e-4)
+    statistics = call['statistics']
+    assert statistics['gradient_norm'] == pytest.approx(norm, rel=1e-4)
+    assert statistics['clipped_gradient_norm'] == pytest.approx(
+        min(norm, max_gradient_norm), rel=1e-4)
+    for part, part_norm in reference_gradients.part_norms.items():
+      assert statistics[f'{part}_gradient_norm'] == pytest.approx(
+          part_norm, rel=1e-4, abs=1e-7), part
     if max_gradient_norm < 1.0:
       assert norm > max_gradient_norm  # The clipping was exercised.
     # The server's update: shared RMSProp at the annealed rate, T counting
@@ -223,11 +284,25 @@ def test_a_worker_sends_algorithm_s3s_gradient(max_gradient_norm, loop,
     if mean_squares is None:
       mean_squares = {name: np.zeros_like(p) for name, p in params.items()}
     after = _by_name(server._network, call['after'])  # pylint: disable=protected-access
+    steps, scales = [], []
     for name in names:
+      step, scale = reference_rmsprop_step(mean_squares[name], sent[name],
+                                           learning_rate, config)
+      steps.append(step)
+      scales.append(scale)
       theta, mean_squares[name] = reference_rmsprop(
           params[name], mean_squares[name], sent[name], learning_rate, config)
       np.testing.assert_allclose(after[name], theta, rtol=1e-5, atol=1e-7,
                                  err_msg=f'update {index}: {name}')
+    # What the server logs of its update: the step's global norm and the
+    # mean effective learning rate over every parameter.
+    logged = server_rows[index]
+    assert logged['update_norm'] == pytest.approx(
+        math.sqrt(sum((step**2).sum() for step in steps)), rel=1e-4)
+    assert logged['step_size'] == pytest.approx(
+        np.concatenate([scale.ravel() for scale in scales]).mean(), rel=1e-5)
+    # One worker: nothing else updates between its pulls.
+    assert logged.get('staleness') == (None if index == 0 else 0)
   # The worker continues with the newest parameters.
   for variable, value in zip(worker._variables, recording.calls[-1]['after']):  # pylint: disable=protected-access
     np.testing.assert_array_equal(variable.numpy(), value)

@@ -4,6 +4,7 @@ an episode computes the rollout's gradients, sends them to the shared
 parameters and continues with the newest ones. Without a parameter server
 to send to (the evaluator) it only acts, with the most likely action."""
 
+import uuid
 from typing import List, Optional, Sequence, Union
 
 import acme
@@ -73,6 +74,9 @@ class A3CActor(acme.Actor):
     self._episode_ended = False
     self._raw_action: Optional[np.ndarray] = None
     self._synchronised = False
+    # How the parameter server tells this worker's updates from the others'
+    # (their staleness).
+    self._name = f'worker-{uuid.uuid4().hex[:12]}'
 
   # The network, as tf.functions.
 
@@ -83,7 +87,8 @@ class A3CActor(acme.Actor):
   def _rollout_gradients(self, observations, actions, rewards, discounts):
     """Algorithm S3's accumulated gradients of one rollout: `observations`
     are its T states and the one after its last step."""
-    with tf.GradientTape() as tape:
+    parts = self._config.log_gradient_parts
+    with tf.GradientTape(persistent=parts) as tape:
       outputs = self._network(observations)
       taken = tf.nest.map_structure(lambda x: x[:-1], outputs)
       returns = losses.n_step_returns(rewards, discounts,
@@ -92,11 +97,25 @@ class A3CActor(acme.Actor):
                                          tf.stop_gradient(returns),
                                          self._entropy_cost,
                                          self._config.value_cost)
+      # The loss is the policy term - beta entropy + c value: each on its
+      # own (the entropy term's and the value term's with their weights).
+      terms = {'policy': statistics['policy_loss'],
+               'value': self._config.value_cost * statistics['value_loss'],
+               'entropy': -self._entropy_cost * statistics['entropy_sum']}
     gradients = tape.gradient(loss, self._variables)
+    if parts:
+      for name, term in terms.items():
+        statistics[f'{name}_gradient_norm'] = tf.linalg.global_norm(
+            [g if g is not None else tf.zeros_like(v) for g, v in zip(
+                tape.gradient(term, self._variables), self._variables)])
+      del tape
     gradients, norm = tf.clip_by_global_norm(gradients,
                                              self._config.max_gradient_norm)
+    statistics.pop('entropy_sum')
     statistics['loss'] = loss
     statistics['gradient_norm'] = norm
+    statistics['clipped_gradient_norm'] = tf.minimum(
+        norm, self._config.max_gradient_norm)
     return gradients, statistics
 
   # The program's actor loop: one environment for a worker (A3C's has
@@ -204,7 +223,8 @@ class A3CActor(acme.Actor):
         np.asarray(self._discounts, np.float32))
     parameters = self._server.apply_gradients(
         [g.numpy() for g in gradients], len(self._rewards),
-        {key: float(value) for key, value in statistics.items()})
+        {key: float(value) for key, value in statistics.items()},
+        worker=self._name)
     self._assign(parameters)
     self._observations, self._actions = [], []
     self._rewards, self._discounts = [], []

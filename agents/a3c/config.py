@@ -65,6 +65,12 @@ class A3CConfig(AgentConfig):
   §8, "all non-output layers shared"). False: the value has a torso of its
   own, the same shape, and shares nothing with the policy, as Supp. §9's
   continuous-control networks (which always share nothing)."""
+  log_gradient_parts: bool = False
+  """Also log the global norm of each part of a worker's gradient on its
+  own: the policy term's (`policy_gradient_norm`), the value term's with
+  its weight (`value_gradient_norm`) and the entropy term's with its weight
+  (`entropy_gradient_norm`), before clipping; which of them moves the
+  shared parameters (docs/a3c.md). Costs two more gradients a rollout."""
   evaluation_epsilon: float = 0.0
   """The evaluator acts with the policy's most likely action (its mean with
   continuous actions), with this probability of a uniformly random discrete

@@ -58,6 +58,9 @@ class A3CParameterServer(acme.VariableSource):
     self._statistics: Dict[str, List[float]] = {}
     # Set by every update; `try_step` waits on it.
     self._updated = threading.Event()
+    # The update count at which each named worker was last sent the
+    # parameters (`apply_gradients`' staleness).
+    self._sent: Dict[str, int] = {}
 
   @property
   def state(self) -> Dict[str, tf.Module]:
@@ -93,22 +96,37 @@ class A3CParameterServer(acme.VariableSource):
             for _ in names]
 
   def apply_gradients(self, gradients: Sequence[np.ndarray], steps: int,
-                      statistics: Optional[Dict[str, float]] = None
-                      ) -> List[np.ndarray]:
+                      statistics: Optional[Dict[str, float]] = None,
+                      worker: Optional[str] = None) -> List[np.ndarray]:
     """One worker's update from a rollout of `steps` environment steps;
     returns the newest parameters (Algorithm S3: the worker synchronises
-    with them before its next rollout)."""
+    with them before its next rollout).
+
+    With `worker` (a name of the worker's own), the logs also say how stale
+    its gradient was: `staleness`, the updates other workers applied
+    between the parameters this worker was last sent and this update."""
     if len(gradients) != len(self._variables):
       raise ValueError(f'{len(gradients)} gradients for '
                        f'{len(self._variables)} variables.')
-    self._optimizer.apply([np.asarray(g) for g in gradients],
-                          tf.constant(self.learning_rate, tf.float32))
+    statistics = dict(statistics or {})
+    sent = self._sent.get(worker) if worker is not None else None
+    if sent is not None:
+      statistics['staleness'] = self.num_steps - sent
+    applied = self._optimizer.apply(
+        [np.asarray(g) for g in gradients],
+        tf.constant(self.learning_rate, tf.float32))
+    statistics.update({key: float(value) for key, value in applied.items()})
     self._num_steps.assign_add(steps)
     self._num_updates.assign_add(1)
     self._counter.increment(steps=1)
-    self._record(statistics or {})
+    self._record(statistics)
     self._updated.set()
-    return self.get_variables([POLICY])[0]
+    # The version sent is at least this one (others may apply meanwhile).
+    version = self.num_steps
+    parameters = self.get_variables([POLICY])[0]
+    if worker is not None:
+      self._sent[worker] = version
+    return parameters
 
   def get_variables_if_newer(self, names: Sequence[str], version):
     """(version, variables), variables None if `version` is current (see

@@ -47,4 +47,8 @@ def a3c_loss(outputs: PolicyValue, actions: tf.Tensor, returns: tf.Tensor,
   loss = policy_loss - entropy_cost * entropy + value_cost * value_loss
   return loss, {'policy_loss': policy_loss, 'value_loss': value_loss,
                 'entropy': tf.reduce_mean(entropies),
-                'advantage': tf.reduce_mean(advantages)}
+                'entropy_sum': entropy,
+                'advantage': tf.reduce_mean(advantages),
+                'advantage_abs': tf.reduce_mean(tf.abs(advantages)),
+                'value': tf.reduce_mean(outputs.value),
+                'return': tf.reduce_mean(returns)}

@@ -32,15 +32,26 @@ class SharedRMSProp(tf.Module):
 
   @tf.function
   def apply(self, gradients: Sequence[tf.Tensor], learning_rate: tf.Tensor):
-    """Applies one worker's gradients (one per variable, in order)."""
+    """Applies one worker's gradients (one per variable, in order); returns
+    what it did, for the logs: `update_norm`, the global norm of the step
+    taken (every variable's change), and `step_size`, the mean over every
+    parameter of learning_rate / sqrt(g + epsilon), the factor by which
+    this update scaled its gradient (the effective learning rate)."""
     learning_rate = tf.cast(learning_rate, tf.float32)
+    squares, scales, count = [], [], 0
     for variable, mean_square, gradient in zip(self._variables,
                                                self.mean_squares, gradients):
       gradient = tf.cast(gradient, variable.dtype)
       mean_square.assign(self._decay * mean_square +
                          (1.0 - self._decay) * tf.square(gradient))
-      variable.assign_sub(learning_rate * gradient /
-                          tf.sqrt(mean_square + self._epsilon))
+      scale = learning_rate / tf.sqrt(mean_square + self._epsilon)
+      step = scale * gradient
+      variable.assign_sub(step)
+      squares.append(tf.reduce_sum(tf.square(step)))
+      scales.append(tf.reduce_sum(scale))
+      count += variable.shape.num_elements()
+    return {'update_norm': tf.sqrt(tf.add_n(squares)),
+            'step_size': tf.add_n(scales) / count}
 
 
 def annealed_learning_rate(initial: float, steps: int,
