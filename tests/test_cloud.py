@@ -290,6 +290,18 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
           'cap); each cacher serves up to 8 actors and sends 232 MB/s (1.86 '
           'Gbps, 46% of its 4 Gbps cap).') in out, out
   assert '--variable_cachers=32: the fewest' in out, out
+  # docs/google_cloud.md's worked example is this plan's: its figures are
+  # the ones the plan printed.
+  with open(os.path.join(helpers.ROOT, 'docs', 'google_cloud.md')) as f:
+    page = ' '.join(f.read().split())
+  alone = re.search(r'256 actors would take ([\d,]+) MB/s \(([\d.]+) Gbps',
+                    out)
+  sends = re.search(r'the learner sends (\d+) MB/s \(([\d.]+) Gbps', out)
+  cacher = re.search(r'serves up to (\d+) actors and sends (\d+) MB/s', out)
+  assert (f'~{float(alone[1].replace(",", "")) / 1000:.1f} GB/s, '
+          f'{float(alone[2]):.0f} Gbps') in page
+  assert (f'serves {cacher[1]} actors ({cacher[2]} MB/s), so 32 cachers, '
+          f'which take {sends[1]} MB/s ({sends[2]} Gbps)') in page
   assert 'A cacher adds up to 0.5 s to the age of the parameters' in out, out
   # A plan creates nothing where the run's files would go.
   assert not workdir.exists()
