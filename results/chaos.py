@@ -41,8 +41,12 @@ RUNS_FLAG = bank.FLAGS['runs']
 RESULTS = os.path.dirname(os.path.abspath(__file__))
 BANK = os.path.join(RESULTS, 'banked', 'chaos')
 PAGE = os.path.join(RESULTS, 'chaos.md')
+# The final policy's episodes (programs/evaluate.py --output), where made:
+# the MinAtar soak's and its twin's.
+FINAL_EVALUATION = 'final_evaluation.json'
 SMALL_FILES = ('chaos.json', 'faults.jsonl', 'stop.json',
-               'logs/evaluator/logs.csv', 'logs/learner/logs.csv')
+               'logs/evaluator/logs.csv', 'logs/learner/logs.csv',
+               FINAL_EVALUATION)
 SEEDS = (0, 1, 2)
 
 
@@ -101,7 +105,51 @@ def collect() -> Dict[str, Any]:
                     'launched_at': launches[0] if launches else None,
                     'relaunched_at': (launches[-1] if len(launches) > 1
                                       else None)}
+      final = os.path.join(BANK, name, FINAL_EVALUATION)
+      if os.path.exists(final):
+        with open(final) as f:
+          evaluation = json.load(f)
+        data[name]['final_policy'] = {
+            key: evaluation[key] for key in
+            ('episodes', 'seed', 'learner_steps', 'returns', 'mean', 'std')}
   return data
+
+
+def welch_interval(a: List[float], b: List[float]) -> Dict[str, float]:
+  """mean(a) - mean(b) with its 95% Welch interval and Welch's p."""
+  from scipy import stats  # pylint: disable=g-import-not-at-top
+  test = stats.ttest_ind(a, b, equal_var=False)
+  interval = test.confidence_interval(0.95)
+  return {'difference': statistics.mean(a) - statistics.mean(b),
+          'low': float(interval.low), 'high': float(interval.high),
+          'p': float(test.pvalue)}
+
+
+def _final_policies(soak: Dict[str, Any], twin: Dict[str, Any]) -> List[str]:
+  """The two final policies' episodes side by side, if both were
+  evaluated."""
+  if 'final_policy' not in soak or 'final_policy' not in twin:
+    return []
+  faults, calm = soak['final_policy'], twin['final_policy']
+  compared = welch_interval(faults['returns'], calm['returns'])
+  holds = compared['low'] <= 0 <= compared['high']
+  return [
+      f'Each run\'s final policy (its last learner checkpoint, '
+      f'`programs/evaluate.py --episodes={faults["episodes"]} '
+      f'--seed={faults["seed"]}`): with faults '
+      f'{spread.mean_and_sd(faults["returns"])} (learner step '
+      f'{int(faults["learner_steps"]):,}), without '
+      f'{spread.mean_and_sd(calm["returns"])} (learner step '
+      f'{int(calm["learner_steps"]):,}), over their episodes (mean ± sample '
+      f'sd). With faults less without: {compared["difference"]:.1f}, 95% '
+      f'interval {spread.interval_text(compared["low"], compared["high"])} '
+      f'(Welch, over episodes), p = {compared["p"]:.2f}: '
+      + ('no difference shown. One run each: the interval is over the '
+         'episodes of one policy each, not over runs.' if holds else
+         ('the run with faults ahead' if compared['low'] > 0 else
+          'the run without faults ahead') +
+         ' on these episodes. One run each: the interval is over the '
+         'episodes of one policy each, not over runs.'), '']
 
 
 def _signal(fault: Dict[str, Any]) -> str:
@@ -272,6 +320,7 @@ def render(data: Dict[str, Any]) -> str:
               f'{_final(twin):.1f} (learner step '
               f'{int(twin["evaluation"]["learner_steps"]):,}).', '']
              if twin else ['Its twin without faults is not run yet.', ''])
+    text += _final_policies(soak, twin) if twin else []
     text += fault_table(soak) + ['']
   else:
     text += ['Not run yet: a MinAtar run of at least 60 minutes with a '

@@ -266,3 +266,26 @@ def test_the_readme_table_gives_the_sample_sd_of_each_analysis():
       values = [run_['final_return'] for run_ in runs]
       assert (f'{setting} {_mean_and_sd(values)} ({min(values):.1f} to '
               f'{max(values):.1f})') in row
+
+
+def test_the_soak_and_its_twin_final_policies_are_compared_over_episodes():
+  # Hand-made episodes: the twin's are 10 higher, with a spread of 1.
+  with_faults = [10.0, 12.0] * 15
+  without = [20.0, 22.0] * 15
+  soak = {'final_policy': {'episodes': 30, 'seed': 0, 'learner_steps': 1000,
+                           'returns': with_faults, 'mean': 11.0, 'std': 1.0}}
+  twin = {'final_policy': {'episodes': 30, 'seed': 0, 'learner_steps': 900,
+                           'returns': without, 'mean': 21.0, 'std': 1.0}}
+  text = ' '.join(chaos._final_policies(soak, twin))  # pylint: disable=protected-access
+  # Welch by hand: both variances 30/29, so se = sqrt(2 * 30/29 / 30).
+  se = (2 * (30 / 29) / 30) ** 0.5
+  assert 'with faults 11.0 ± 1.0 (learner step 1,000)' in text
+  assert 'without 21.0 ± 1.0 (learner step 900)' in text
+  assert 'With faults less without: -10.0, 95% interval' in text
+  low = -10.0 - 2.0017 * se  # t(0.975, 58 degrees of freedom) = 2.0017.
+  assert f'[{low:.1f}, ' in text
+  assert 'the run without faults ahead on these episodes' in text
+  # Level episodes: no difference.
+  twin['final_policy']['returns'] = [11.0, 11.0] + with_faults[2:]
+  assert 'no difference shown' in ' '.join(chaos._final_policies(soak, twin))  # pylint: disable=protected-access
+  assert chaos._final_policies(soak, {}) == []  # pylint: disable=protected-access
