@@ -29,7 +29,8 @@ class RunOptions:
   frames; default atari:Pong), gym:<id> (discrete actions, vector observations),
   minatar:<game> (its minimal action set) or minatar:<game>:full (all 6
   actions, as Young & Tian's DQN). Ape-X DPG: control:<domain>:<task> (dm_control; default
-  control:manipulator:bring_ball), gym:<id> (a bounded 1-D Box action
+  control:manipulator:bring_ball; :repeat=<k> after the task repeats each
+  action k simulator steps), gym:<id> (a bounded 1-D Box action
   space). A bad name is answered with the accepted forms."""
   plugins: str = ''
   """Modules of your own to import before the environment is resolved,
