@@ -210,6 +210,27 @@ def _dpg_control_row() -> List[str]:
           f'IQM\'s difference: {supported} | {_link("dpg_control.md")} |']
 
 
+def _dpg_dmc500k_row() -> List[str]:
+  """Ape-X DPG on the DeepMind Control table beside State SAC
+  (results/dpg_dmc500k.py): a row once its page has runs."""
+  if not os.path.exists(os.path.join(RESULTS, 'dpg_dmc500k.json')):
+    return []
+  data = pages.load('dpg_dmc500k')
+  figures = '; '.join(
+      f'{task} {_spread([row["final_mean"] for row in rows])} (State SAC '
+      f'{data["sac"][task][0]})' for task, rows in data['tasks'].items())
+  ratio = data['ratio']
+  supported = ('the IQM of each run\'s return over State SAC\'s: '
+               f'{ratio["iqm"]:.2f} '
+               f'{spread.interval_text(ratio["low"], ratio["high"], "{:.2f}")}'
+               if ratio else 'fewer than 2 seeds on every task: no interval')
+  return [f'| Ape-X DPG on the DeepMind Control table, `dmc500k` preset, on '
+          f'2 cores; {data["frames"]:,} simulator steps (CURL\'s action '
+          f'repeats) | final policy, {data["final_episodes"]} episodes: '
+          f'{figures} | {_seed_counts(data["tasks"])} | {supported} | '
+          f'{_link("dpg_dmc500k.md")} |']
+
+
 def table() -> str:
   """The table, as the README shows it."""
   rows: List[str] = [
@@ -219,6 +240,7 @@ def table() -> str:
   rows += [_long_run_row(name, what) for name, what in LONG_RUNS.items()]
   rows.append(_minatar_row())
   rows += _dpg_control_row()
+  rows += _dpg_dmc500k_row()
   rows += [_analysis_row(name) for name in ANALYSES
            if os.path.exists(os.path.join(RESULTS, f'{name}.json'))]
   return '\n'.join(rows)

@@ -158,3 +158,19 @@ def test_each_task_runs_500k_simulator_steps():
       'dpg_dmc500k', 'ball_in_cup_catch', 0, '/runs/w')
   with flagsaver.flagsaver(scale=0.1):
     assert run.step_budget('dpg_dmc500k', 'cartpole_swingup') == 6_250
+
+
+def test_the_readme_row(page, tmp_path, monkeypatch):
+  from results import pages  # pylint: disable=g-import-not-at-top
+  from results import table  # pylint: disable=g-import-not-at-top
+  data, _ = page
+  monkeypatch.setattr(table, 'RESULTS', str(tmp_path / 'pages'))
+  monkeypatch.setattr(pages, 'RESULTS', str(tmp_path / 'pages'))
+  row, = table._dpg_dmc500k_row()  # pylint: disable=protected-access
+  means = FINAL['cheetah_run']
+  assert (f'cheetah_run {np.mean(means):.1f} ± {np.std(means, ddof=1):.1f} '
+          f'({min(means):.1f} to {max(means):.1f}) (State SAC 795)') in row
+  ratio = data['ratio']
+  assert (f'{ratio["iqm"]:.2f} [{ratio["low"]:.2f}, {ratio["high"]:.2f}]'
+          in row)
+  assert '| 3 |' in row and 'dpg_dmc500k.md' in row
