@@ -1,0 +1,276 @@
+"""Why A3C unlearns: runs that collapse, with the parameter node's logs of
+what moved the shared parameters as it happened (a result, not a test).
+
+  .venv/bin/python -m results.a3c_diagnosis --runs=<dir outside the repo>
+
+reads each run `<dir>/<name>/` of `RUNS` that has ended (its stop.json),
+banks its run record and CSV logs under results/banked/a3c_diagnosis/<name>/
+(a banked file is never changed), gathers the page's data from the banked
+copies alone into results/a3c_diagnosis.json, and writes
+results/a3c_diagnosis.{md,png}. Each run is `programs/a3c.py` with
+`--log_gradient_parts --log_every=2` (agents/a3c/config.py), so the
+learner's log has, every 2 s, the means over the updates applied of: the
+policy's entropy, the advantage's mean magnitude, the value and the
+n-step return, the policy and value losses, the gradient's global norm
+before the clip and each of its three terms' (policy, value with its
+weight, entropy with its weight), the norm of the step shared RMSProp took
+and its mean effective learning rate, and how many other workers' updates
+landed between a worker's pull and its gradient (staleness).
+
+The page shows each run's evaluation rounds and, in windows of actor
+steps, the medians of those logged quantities: the collapse, and what
+changed before it.
+"""
+
+import json
+import os
+import shutil
+from typing import Any, Dict, List, Optional
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from launch.runs import curves as curves_lib
+from launch.runs import loggers
+from launch.runs import run_manifest
+from results import bank
+
+# --runs, the directory of the runs, is results/bank.py's flag.
+FLAGS = flags.FLAGS
+RUNS_FLAG = bank.FLAGS['runs']
+
+RESULTS = os.path.dirname(os.path.abspath(__file__))
+ANALYSIS = 'a3c_diagnosis'
+BANK = os.path.join(RESULTS, 'banked', ANALYSIS)
+DATA = os.path.join(RESULTS, f'{ANALYSIS}.json')
+PAGE = os.path.join(RESULTS, f'{ANALYSIS}.md')
+
+# The runs, as launched (with --max_actor_steps=200000 --log_gradient_parts
+# --log_every=2 each): what each shows.
+RUNS = {
+    'acrobot_on_cartpole_s0': (
+        'the `acrobot` preset on gym:CartPole-v1, seed 0',
+        ['--preset=acrobot', '--env=gym:CartPole-v1', '--seed=0']),
+    'cartpole_on_acrobot_s1': (
+        'the `cartpole` preset on gym:Acrobot-v1, seed 1',
+        ['--preset=cartpole', '--env=gym:Acrobot-v1', '--seed=1']),
+    'cartpole_on_acrobot_s0': (
+        'the `cartpole` preset on gym:Acrobot-v1, seed 0',
+        ['--preset=cartpole', '--env=gym:Acrobot-v1', '--seed=0']),
+    'cartpole_on_cartpole_s0': (
+        'the `cartpole` preset on gym:CartPole-v1, seed 0 (a run that '
+        'learns, for reference)',
+        ['--preset=cartpole', '--env=gym:CartPole-v1', '--seed=0']),
+}
+COMMON_FLAGS = ['--max_actor_steps=200000', '--log_gradient_parts',
+                '--log_every=2']
+SMALL_FILES = ('run.json', 'stop.json', 'logs/learner/logs.csv',
+               'logs/evaluator/logs.csv')
+# The learner log's columns the page reads, in its order.
+COLUMNS = ('entropy', 'advantage_abs', 'value', 'return', 'policy_loss',
+           'value_loss', 'gradient_norm', 'policy_gradient_norm',
+           'value_gradient_norm', 'entropy_gradient_norm', 'update_norm',
+           'step_size', 'staleness', 'learning_rate')
+WINDOW_STEPS = 10_000  # Actor steps of a window of the learner's log.
+
+
+def bank_runs(runs: str) -> List[str]:
+  """Copies the small records of each ended run of `runs` (among `RUNS`)
+  into the bank, files it holds already left as they are; the names."""
+  banked = []
+  for name in RUNS:
+    run = os.path.join(runs, name)
+    if not os.path.isfile(os.path.join(run, 'stop.json')):
+      continue
+    for path in SMALL_FILES:
+      source, target = os.path.join(run, path), os.path.join(BANK, name, path)
+      if os.path.exists(source) and not os.path.exists(target):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(source, target)
+    banked.append(name)
+  return banked
+
+
+def evaluation_rounds(workdir: str) -> List[Dict[str, float]]:
+  """The evaluator's complete rounds: mean return and the actor steps at
+  the round's first episode's end."""
+  manifest = run_manifest.read_manifest(workdir)
+  per_round = int(manifest['flags']['evaluation_episodes'])
+  episodes = curves_lib.read_log(workdir, 'evaluator')
+  count = len(episodes.get('episode_return', ()))
+  started = episodes.get(loggers.ROUND_STARTED, np.full(count, np.nan))
+  return [{'actor_steps': int(episodes['actor_steps'][indices[0]]),
+           'mean_return': float(np.mean(episodes['episode_return'][indices]))}
+          for indices in loggers.split_rounds(started, per_round)]
+
+
+def windows(workdir: str) -> List[Dict[str, Optional[float]]]:
+  """The learner log's rows in windows of `WINDOW_STEPS` actor steps: each
+  column's median over the window's rows (None where it has none)."""
+  log = curves_lib.read_log(workdir, 'learner')
+  steps = log['actor_steps']
+  out = []
+  for start in range(0, int(np.nanmax(steps)) + 1, WINDOW_STEPS):
+    rows = (steps >= start) & (steps < start + WINDOW_STEPS)
+    if not rows.any():
+      continue
+    row = {'from_steps': start, 'rows': int(rows.sum())}
+    for column in COLUMNS:
+      values = log.get(column, np.array([]))
+      values = values[rows] if len(values) else values
+      values = values[np.isfinite(values)] if len(values) else values
+      row[column] = float(np.median(values)) if len(values) else None
+    out.append(row)
+  return out
+
+
+def keeps(rounds: List[Dict[str, float]], floor: float,
+          ceiling: float) -> Dict[str, Any]:
+  """Issue 56's rule, measured from the task's floor: the final round is
+  kept if it is at most 10% of (best - floor) below the best round, or
+  10% of the task's range where the best is within 10% of the range of
+  the floor."""
+  best = max(rounds, key=lambda row: row['mean_return'])
+  final = rounds[-1]
+  above = best['mean_return'] - floor
+  span = ceiling - floor
+  tolerance = 0.1 * above if above >= 0.1 * span else 0.1 * span
+  return {'best': best, 'final': final,
+          'kept': final['mean_return'] >= best['mean_return'] - tolerance}
+
+
+# Each task's return range (floor, ceiling): CartPole-v1 0 to 500,
+# Acrobot-v1 -500 to 0 (its episodes end at 500 steps).
+RANGES = {'gym:CartPole-v1': (0.0, 500.0), 'gym:Acrobot-v1': (-500.0, 0.0)}
+
+
+def collect() -> Dict[str, Any]:
+  data = {}
+  for name in RUNS:
+    workdir = os.path.join(BANK, name)
+    if not os.path.isfile(os.path.join(workdir, 'stop.json')):
+      continue
+    env = run_manifest.read_manifest(workdir)['env']
+    rounds = evaluation_rounds(workdir)
+    data[name] = {'env': env, 'rounds': rounds, 'windows': windows(workdir),
+                  **keeps(rounds, *RANGES[env])}
+  return data
+
+
+def _cell(value: Optional[float], form: str) -> str:
+  return '-' if value is None else format(value, form)
+
+
+# The windows' columns as the page shows them: title, format.
+SHOWN = (('entropy', 'entropy', '.2f'), ('advantage_abs', '|A|', '.3g'),
+         ('value', 'V', '.3g'), ('return', 'R', '.3g'),
+         ('gradient_norm', 'gradient norm', '.3g'),
+         ('policy_gradient_norm', 'policy term', '.3g'),
+         ('value_gradient_norm', 'value term', '.3g'),
+         ('entropy_gradient_norm', 'entropy term', '.3g'),
+         ('update_norm', 'step norm', '.3g'),
+         ('step_size', 'lr / sqrt(g + eps)', '.3g'),
+         ('staleness', 'staleness', '.1f'))
+
+
+def _round_near(rounds, steps: int) -> str:
+  """The evaluation round nearest to `steps` actor steps."""
+  near = min(rounds, key=lambda row: abs(row['actor_steps'] - steps))
+  return f'{near["mean_return"]:.1f}'
+
+
+def render(data: Dict[str, Any]) -> str:
+  lines = ['# Why A3C unlearns: the logged quantities', '',
+           'Runs of `programs/a3c.py` that learn and then lose it, logged by '
+           'the parameter node every 2 s (`--log_gradient_parts`, '
+           'results/a3c_diagnosis.py says what each column is). Every run: '
+           f'`{" ".join(COMMON_FLAGS)}` and its own flags below, 4 workers '
+           'on 2 CPU cores, one run at a time.', '']
+  if not data:
+    return '\n'.join(lines + ['No run yet.', ''])
+  lines += [f'![Evaluation rounds and logged quantities]({ANALYSIS}.png)', '']
+  for name, run in data.items():
+    what, run_flags = RUNS[name]
+    best, final = run['best'], run['final']
+    lines += [f'## {what}', '', f'`{" ".join(run_flags)}`', '',
+              f'Best evaluation round {best["mean_return"]:.1f} at '
+              f'{best["actor_steps"]:,} actor steps; the last '
+              f'{final["mean_return"]:.1f} at {final["actor_steps"]:,}: '
+              + ('kept' if run['kept'] else 'not kept') + ' (within 10% of '
+              'the best, or of the return range where the best is near the '
+              'floor).', '',
+              '| actor steps | evaluation | ' + ' | '.join(
+                  title for _, title, _ in SHOWN) + ' |',
+              '|---|---|' + '---|' * len(SHOWN)]
+    for window in run['windows']:
+      lines.append(
+          f'| {window["from_steps"] // 1000}K | '
+          f'{_round_near(run["rounds"], window["from_steps"] + WINDOW_STEPS // 2)} | '
+          + ' | '.join(_cell(window[column], form)
+                       for column, _, form in SHOWN) + ' |')
+    lines.append('')
+  lines += ['Each row: the medians over the learner log\'s rows (one every '
+            '2 s, each the mean over the updates applied in it) of the '
+            f'window of {WINDOW_STEPS:,} actor steps from that step; the '
+            'evaluation round nearest the window\'s middle. The three '
+            'terms: the global norm of the gradient of each term of the '
+            'loss alone (policy, value with its weight, entropy with its '
+            'weight), before the clip at 40.', '']
+  return '\n'.join(lines)
+
+
+def plot(data: Dict[str, Any], out: str):
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  figure, axes = plt.subplots(len(data), 4, figsize=(18, 3.2 * len(data)),
+                              squeeze=False)
+  for row, (name, run) in zip(axes, data.items()):
+    x = [w['from_steps'] / 1e3 for w in run['windows']]
+    row[0].plot([r['actor_steps'] / 1e3 for r in run['rounds']],
+                [r['mean_return'] for r in run['rounds']], '.-')
+    row[0].set_title(RUNS[name][0], fontsize=8)
+    row[0].set_ylabel('evaluation return')
+    row[1].plot(x, [w['entropy'] for w in run['windows']], label='entropy')
+    row[1].plot(x, [w['advantage_abs'] for w in run['windows']], label='|A|')
+    row[1].set_yscale('log')
+    row[1].legend(fontsize=7)
+    for column in ('policy_gradient_norm', 'value_gradient_norm',
+                   'entropy_gradient_norm'):
+      row[2].plot(x, [w[column] for w in run['windows']],
+                  label=column.replace('_gradient_norm', ''))
+    row[2].set_yscale('log')
+    row[2].set_title('gradient norm of each term', fontsize=8)
+    row[2].legend(fontsize=7)
+    row[3].plot(x, [w['update_norm'] for w in run['windows']],
+                label='step norm')
+    row[3].plot(x, [w['step_size'] for w in run['windows']],
+                label='lr / sqrt(g + eps)')
+    row[3].set_yscale('log')
+    row[3].legend(fontsize=7)
+    for axis in row:
+      axis.set_xlabel('actor steps (thousands)')
+      axis.grid(alpha=0.3)
+  figure.tight_layout()
+  figure.savefig(out, dpi=90)
+  plt.close(figure)
+
+
+def main(argv):
+  del argv
+  if FLAGS.runs:
+    print('banked:', ', '.join(bank_runs(FLAGS.runs)) or 'nothing new')
+  data = collect()
+  if data:
+    plot(data, os.path.join(RESULTS, f'{ANALYSIS}.png'))
+  with open(DATA, 'w') as f:
+    json.dump(data, f, indent=1)
+    f.write('\n')
+  with open(PAGE, 'w') as f:
+    f.write(render(data))
+  print(f'wrote {DATA} and {PAGE}')
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,52 @@
+"""results/a3c_diagnosis.py: the rule by which a run keeps what it
+learned, and the learner log's windows, against values worked out here."""
+
+import csv
+
+import numpy as np
+import pytest
+
+from results import a3c_diagnosis
+
+
+def _rounds(*returns):
+  return [{'actor_steps': 10_000 * (index + 1), 'mean_return': value}
+          for index, value in enumerate(returns)]
+
+
+@pytest.mark.parametrize('returns, floor, ceiling, kept', [
+    ((475.0, 500.0, 87.1), 0.0, 500.0, False),  # The issue's CartPole run.
+    ((475.0, 500.0, 451.0), 0.0, 500.0, True),  # 49 below 500: within 50.
+    ((475.0, 500.0, 449.0), 0.0, 500.0, False),
+    ((-100.0, -76.6, -236.0), -500.0, 0.0, False),  # The issue's Acrobot.
+    ((-100.0, -80.0, -120.0), -500.0, 0.0, True),  # 40 below: within 42.
+    ((-100.0, -80.0, -123.0), -500.0, 0.0, False),
+    # A best near the floor: 10% of the range (50) is the tolerance.
+    ((-480.0, -470.0, -500.0), -500.0, 0.0, True),
+    ((-480.0, -440.0, -495.0), -500.0, 0.0, False),
+])
+def test_a_run_keeps_within_a_tenth_of_its_best(returns, floor, ceiling, kept):
+  result = a3c_diagnosis.keeps(_rounds(*returns), floor, ceiling)
+  assert result['kept'] == kept
+  assert result['best']['mean_return'] == max(returns)
+  assert result['final']['mean_return'] == returns[-1]
+
+
+def test_windows_are_medians_of_the_learner_log(tmp_path):
+  workdir = tmp_path / 'run'
+  (workdir / 'logs' / 'learner').mkdir(parents=True)
+  rows = [{'actor_steps': 2_500 * i, 'entropy': float(i),
+           'staleness': '' if i == 0 else 3.0, 'walltime': 100.0 + i}
+          for i in range(9)]  # 0 to 20,000 actor steps.
+  with open(workdir / 'logs' / 'learner' / 'logs.csv', 'w', newline='') as f:
+    writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+  windows = a3c_diagnosis.windows(str(workdir))
+  # Rows 0-3 are below 10,000, rows 4-7 below 20,000, row 8 at 20,000.
+  assert [w['from_steps'] for w in windows] == [0, 10_000, 20_000]
+  assert [w['rows'] for w in windows] == [4, 4, 1]
+  assert [w['entropy'] for w in windows] == [np.median([0, 1, 2, 3]),
+                                             np.median([4, 5, 6, 7]), 8.0]
+  assert windows[0]['staleness'] == 3.0  # The empty cell is left out.
+  assert windows[0]['update_norm'] is None  # A column the log lacks.
