@@ -142,8 +142,9 @@ class WorkerBuilder(Builder):
 
   The learner (`make_learner`) is an `acme.VariableSource` with `state`,
   `num_steps`, `try_step(timeout)` (True once an update arrived),
-  `write_final_log()` and `apply_gradients(gradients, steps, statistics)`,
-  which returns the newest parameters; the launch serves that call to the
+  `write_final_log()` and `apply_gradients(gradients, steps, statistics)`
+  (and whatever keyword arguments its own workers add), which returns the
+  newest parameters; the launch serves that call to the
   workers. A worker (`make_worker`) is an actor of one environment whose
   `parameter_server` is the learner, or a handle to its node."""
 

@@ -30,10 +30,13 @@ class SharedParametersNode(nodes.LearningNode):
   a stop. Made as a `LearningNode` is, with no `learner_args`: (builder,
   counter, options)."""
 
-  def apply_gradients(self, gradients, steps: int, statistics=None):
-    """A worker's update (the learner's `apply_gradients`); returns the
+  def apply_gradients(self, gradients, steps: int, statistics=None,
+                      **extras):
+    """A worker's update (the learner's `apply_gradients`, with any keyword
+    arguments the agent's workers add, e.g. A3C's `worker`); returns the
     newest parameters."""
-    return self._learner.apply_gradients(gradients, steps, statistics)
+    return self._learner.apply_gradients(gradients, steps, statistics,
+                                         **extras)
 
 
 class WorkerNode(nodes.ActingNode):
