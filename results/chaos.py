@@ -132,6 +132,9 @@ def _final_policies(soak: Dict[str, Any], twin: Dict[str, Any]) -> List[str]:
     return []
   faults, calm = soak['final_policy'], twin['final_policy']
   compared = welch_interval(faults['returns'], calm['returns'])
+  learner = [fault for fault in soak['faults'] if fault['kind'] == 'learner'
+             and 'lost' in fault]
+  lost = sum(fault['lost'].get('updates', 0) for fault in learner)
   holds = compared['low'] <= 0 <= compared['high']
   return [
       f'Each run\'s final policy (its last learner checkpoint, '
@@ -149,7 +152,15 @@ def _final_policies(soak: Dict[str, Any], twin: Dict[str, Any]) -> List[str]:
          ('the run with faults ahead' if compared['low'] > 0 else
           'the run without faults ahead') +
          ' on these episodes. One run each: the interval is over the '
-         'episodes of one policy each, not over runs.'), '']
+         'episodes of one policy each, not over runs.'),
+      '',
+      f'The soak\'s learner lost {lost:,} updates over its {len(learner)} '
+      'faults, each within its bound (the updates since its newest '
+      'checkpoint, one every `--checkpoint_every` seconds): its final '
+      f'policy had made {int(faults["learner_steps"]):,} updates where the '
+      f'twin\'s had made {int(calm["learner_steps"]):,}. The last rounds\' '
+      'learner steps above are the counter\'s, which counts updates a fault '
+      'undid and loses what its own faults undo.', '']
 
 
 def _signal(fault: Dict[str, Any]) -> str:

@@ -273,7 +273,11 @@ def test_the_soak_and_its_twin_final_policies_are_compared_over_episodes():
   with_faults = [10.0, 12.0] * 15
   without = [20.0, 22.0] * 15
   soak = {'final_policy': {'episodes': 30, 'seed': 0, 'learner_steps': 1000,
-                           'returns': with_faults, 'mean': 11.0, 'std': 1.0}}
+                           'returns': with_faults, 'mean': 11.0, 'std': 1.0},
+          'faults': [{'kind': 'learner', 'lost': {'updates': 300}},
+                     {'kind': 'actor', 'lost': {}},
+                     {'kind': 'learner', 'lost': {'updates': 1200}},
+                     {'kind': 'learner'}]}  # Not recovered: nothing lost.
   twin = {'final_policy': {'episodes': 30, 'seed': 0, 'learner_steps': 900,
                            'returns': without, 'mean': 21.0, 'std': 1.0}}
   text = ' '.join(chaos._final_policies(soak, twin))  # pylint: disable=protected-access
@@ -285,6 +289,7 @@ def test_the_soak_and_its_twin_final_policies_are_compared_over_episodes():
   low = -10.0 - 2.0017 * se  # t(0.975, 58 degrees of freedom) = 2.0017.
   assert f'[{low:.1f}, ' in text
   assert 'the run without faults ahead on these episodes' in text
+  assert 'The soak\'s learner lost 1,500 updates over its 2 faults' in text
   # Level episodes: no difference.
   twin['final_policy']['returns'] = [11.0, 11.0] + with_faults[2:]
   assert 'no difference shown' in ' '.join(chaos._final_policies(soak, twin))  # pylint: disable=protected-access
