@@ -71,7 +71,7 @@ SMALL_FILES = ('run.json', 'stop.json', 'logs/learner/logs.csv',
 COLUMNS = ('entropy', 'advantage_abs', 'value', 'return', 'policy_loss',
            'value_loss', 'gradient_norm', 'policy_gradient_norm',
            'value_gradient_norm', 'entropy_gradient_norm', 'update_norm',
-           'step_size', 'staleness', 'learning_rate')
+           'step_size', 'staleness', 'learning_rate', 'reward_scale')
 WINDOW_STEPS = 10_000  # Actor steps of a window of the learner's log.
 
 
@@ -171,7 +171,8 @@ SHOWN = (('entropy', 'entropy', '.2f'), ('advantage_abs', '|A|', '.3g'),
          ('entropy_gradient_norm', 'entropy term', '.3g'),
          ('update_norm', 'step norm', '.3g'),
          ('step_size', 'lr / sqrt(g + eps)', '.3g'),
-         ('staleness', 'staleness', '.1f'))
+         ('staleness', 'staleness', '.1f'),
+         ('reward_scale', 'reward scale', '.3g'))
 
 
 def _round_near(rounds, steps: int) -> str:

@@ -221,9 +221,12 @@ class A3CActor(acme.Actor):
         observations, np.asarray(self._actions),
         np.asarray(self._rewards, np.float32),
         np.asarray(self._discounts, np.float32))
+    statistics = {key: float(value) for key, value in statistics.items()}
+    if self._return_scale is not None:
+      # What each reward was multiplied by (--normalize_rewards).
+      statistics['reward_scale'] = self._return_scale.factor
     parameters = self._server.apply_gradients(
-        [g.numpy() for g in gradients], len(self._rewards),
-        {key: float(value) for key, value in statistics.items()},
+        [g.numpy() for g in gradients], len(self._rewards), statistics,
         worker=self._name)
     self._assign(parameters)
     self._observations, self._actions = [], []

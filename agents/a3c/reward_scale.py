@@ -45,9 +45,15 @@ class ReturnScale:
     self._squares += delta * (self._return - self._mean)
     if last:
       self._return = 0.0
-    if self._count < 2:  # No spread yet: the first reward passes as it is.
-      return reward
-    return reward / math.sqrt(self.variance + self._epsilon)
+    return reward * self.factor
+
+  @property
+  def factor(self) -> float:
+    """What a reward is multiplied by now: 1 / the returns' standard
+    deviation (1 before there are two returns to spread)."""
+    if self._count < 2:
+      return 1.0
+    return 1.0 / math.sqrt(self.variance + self._epsilon)
 
   @property
   def variance(self) -> float:
