@@ -137,7 +137,8 @@ def keeps(rounds: List[Dict[str, float]], floor: float,
   span = ceiling - floor
   tolerance = 0.1 * above if above >= 0.1 * span else 0.1 * span
   return {'best': best, 'final': final,
-          'kept': final['mean_return'] >= best['mean_return'] - tolerance}
+          'kept': final['mean_return'] >= best['mean_return'] - tolerance,
+          'learned': above >= 0.1 * span}
 
 
 # Each task's return range (floor, ceiling): CartPole-v1 0 to 500,
@@ -198,9 +199,10 @@ def render(data: Dict[str, Any]) -> str:
               f'Best evaluation round {best["mean_return"]:.1f} at '
               f'{best["actor_steps"]:,} actor steps; the last '
               f'{final["mean_return"]:.1f} at {final["actor_steps"]:,}: '
-              + ('kept' if run['kept'] else 'not kept') + ' (within 10% of '
-              'the best, or of the return range where the best is near the '
-              'floor).', '',
+              + ('never left the floor (its best within 10% of the return '
+                 'range of it)' if not run.get('learned', True) else
+                 'kept' if run['kept'] else 'not kept') + ' (kept: within '
+              '10% of the best, measured from the floor).', '',
               '| actor steps | evaluation | ' + ' | '.join(
                   title for _, title, _ in SHOWN) + ' |',
               '|---|---|' + '---|' * len(SHOWN)]

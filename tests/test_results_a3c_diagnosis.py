@@ -30,6 +30,8 @@ def test_a_run_keeps_within_a_tenth_of_its_best(returns, floor, ceiling, kept):
   assert result['kept'] == kept
   assert result['best']['mean_return'] == max(returns)
   assert result['final']['mean_return'] == returns[-1]
+  # Learned: the best is 10% of the range or more above the floor.
+  assert result['learned'] == (max(returns) - floor >= 0.1 * (ceiling - floor))
 
 
 def test_windows_are_medians_of_the_learner_log(tmp_path):
