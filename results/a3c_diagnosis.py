@@ -24,7 +24,6 @@ changed before it.
 
 import json
 import os
-import shutil
 from typing import Any, Dict, List, Optional
 
 from absl import app
@@ -83,11 +82,7 @@ def bank_runs(runs: str) -> List[str]:
     run = os.path.join(runs, name)
     if not os.path.isfile(os.path.join(run, 'stop.json')):
       continue
-    for path in SMALL_FILES:
-      source, target = os.path.join(run, path), os.path.join(BANK, name, path)
-      if os.path.exists(source) and not os.path.exists(target):
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copyfile(source, target)
+    bank.copy_missing(run, os.path.join(BANK, name), list(SMALL_FILES))
     banked.append(name)
   return banked
 

@@ -187,6 +187,17 @@ def _copy(workdir: str, banked: str, paths: List[str]):
     os.replace(f'{target}.partial', target)
 
 
+def copy_missing(workdir: str, banked: str, paths: List[str]):
+  """Copies each of `paths` that `workdir` has and `banked` does not yet:
+  a banked file is never changed (results/chaos.py's and
+  results/a3c_diagnosis.py's records)."""
+  for path in paths:
+    source, target = os.path.join(workdir, path), os.path.join(banked, path)
+    if os.path.exists(source) and not os.path.exists(target):
+      os.makedirs(os.path.dirname(target), exist_ok=True)
+      shutil.copyfile(source, target)
+
+
 def choose(workdir: str, banked: str) -> Optional[str]:
   """The finished run to read: the one in the runs directory (`workdir`)
   if the bank has none, or an identical one (its checkpoints let it be

@@ -22,7 +22,6 @@ from that (`render`, as `results/pages.py` does). The runs it knows:
 
 import json
 import os
-import shutil
 import statistics
 from typing import Any, Dict, List, Optional
 
@@ -61,12 +60,7 @@ def bank_runs(runs: str) -> List[str]:
     faults = os.path.join(run, keeper.FAULTS)
     records = [os.path.join(keeper.FAULTS, name) for name in (
         sorted(os.listdir(faults)) if os.path.isdir(faults) else ())]
-    for path in (*SMALL_FILES, *records):
-      source = os.path.join(run, path)
-      target = os.path.join(BANK, name, path)
-      if os.path.exists(source) and not os.path.exists(target):
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copyfile(source, target)
+    bank.copy_missing(run, os.path.join(BANK, name), [*SMALL_FILES, *records])
     banked.append(name)
   return banked
 
