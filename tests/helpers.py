@@ -418,6 +418,29 @@ def pid(workdir, label: str) -> Optional[int]:
   return read_pid(os.path.join(str(workdir), 'nodes', f'{label}.pid'))
 
 
+def replay_checkpoints(workdir, label: str = 'replay',
+                       complete: bool = True) -> List[str]:
+  """The names of a replay node's Reverb checkpoints in
+  <workdir>/checkpoints/<label>: those with their DONE marker, or (complete
+  False) every one begun, finished or not."""
+  directory = os.path.join(str(workdir), 'checkpoints', label)
+  if not os.path.isdir(directory):
+    return []
+  return sorted(name for name in os.listdir(directory)
+                if not complete or
+                os.path.exists(os.path.join(directory, name, 'DONE')))
+
+
+def wait_for_a_new_replay_checkpoint(program, workdir, label: str = 'replay'):
+  """Waits for a complete replay checkpoint begun after this call: one that
+  holds what the table held now. (One already there, or being written, may
+  be older than the items the caller has seen the learner use.)"""
+  before = set(replay_checkpoints(workdir, label, complete=False))
+  program.wait_until(
+      lambda: set(replay_checkpoints(workdir, label)) - before,
+      START_TIMEOUT, f'a {label} checkpoint begun after this point')
+
+
 def every_node_logged(workdir, num_actors: int, evaluator: bool = True
                       ) -> bool:
   """Whether the learner has logged a row after an update, every actor a

@@ -148,20 +148,11 @@ def _read_counter_checkpoint(workdir) -> Dict[str, int]:
   return state['counts']
 
 
-def _replay_checkpoints(workdir) -> List[str]:
-  """Complete Reverb checkpoints (those with their DONE marker)."""
-  directory = checkpointing.checkpoint_directory(str(workdir), 'replay')
-  if not os.path.isdir(directory):
-    return []
-  return sorted(name for name in os.listdir(directory)
-                if os.path.exists(os.path.join(directory, name, 'DONE')))
-
-
 class _ReplayCheckpoint:
   """The newest replay checkpoint, loaded into an in-process server."""
 
   def __init__(self, workdir, builder: ApeXDQNBuilder):
-    assert _replay_checkpoints(workdir), 'no replay checkpoint'
+    assert helpers.replay_checkpoints(workdir), 'no replay checkpoint'
     self._server = reverb.Server(
         builder.make_replay_tables(),
         checkpointer=reverb.checkpointers.DefaultCheckpointer(
@@ -399,9 +390,10 @@ def test_kill_9_then_relaunch_resumes_then_ctrl_c_saves_the_last_steps(
   program = _launch(launch, 'first', workdir, extra=periods)
   program.wait_until(
       lambda: (_all_nodes_running(workdir) and
-               _learner_checkpoint_steps(workdir) > 200 and
-               _replay_checkpoints(workdir)),
-      START_TIMEOUT, 'learner and replay checkpoints')
+               _learner_checkpoint_steps(workdir) > 200),
+      START_TIMEOUT, 'a learner checkpoint')
+  # The learner has sampled items: a replay checkpoint begun now holds them.
+  helpers.wait_for_a_new_replay_checkpoint(program, workdir)
   _kill_right_after_a_log_row(program, workdir)
   program.wait_exit(30, 'SIGKILL')
   _, left = psutil.wait_procs(list(program.seen.values()), timeout=10)
@@ -555,7 +547,8 @@ def test_crashes_and_non_finite_steps_cost_episodes_not_the_run(tmp_path,
 
   # Non-finite steps: counted, and none in the replay's final checkpoint.
   assert _max_count(workdir, 'actor_nonfinite_steps') > 0
-  assert len(_replay_checkpoints(workdir)) == 1, _replay_checkpoints(workdir)
+  checkpoints = helpers.replay_checkpoints(workdir)
+  assert len(checkpoints) == 1, checkpoints
   stored = _ReplayCheckpoint(workdir, _builder(FAULTY_ENV))
   try:
     items = stored.read_all_items()

@@ -30,13 +30,6 @@ def _learner_steps(workdir) -> int:
   return helpers.last(workdir, 'learner', 'learner_steps')
 
 
-def _has_replay_checkpoint(workdir) -> bool:
-  directory = os.path.join(workdir, 'checkpoints', 'replay')
-  return os.path.isdir(directory) and any(
-      os.path.exists(os.path.join(directory, name, 'DONE'))
-      for name in os.listdir(directory))
-
-
 @pytest.mark.parametrize('replay_checkpoints', [True, False])
 def test_learning_survives_a_replay_server_restart(tmp_path, launch,
                                                    replay_checkpoints):
@@ -47,9 +40,9 @@ def test_learning_survives_a_replay_server_restart(tmp_path, launch,
   program.wait_until(lambda: _learner_steps(tmp_path) >= 200,
                      helpers.START_TIMEOUT, 'the learner to take 200 steps')
   if replay_checkpoints:
-    # The first checkpoint may come after the learner's 200th step.
-    program.wait_until(lambda: _has_replay_checkpoint(tmp_path),
-                       helpers.START_TIMEOUT, 'a replay checkpoint')
+    # The learner has sampled items: a checkpoint begun now holds them.
+    # (The newest one may have been made before the first insert.)
+    helpers.wait_for_a_new_replay_checkpoint(program, tmp_path)
   server_pid = helpers.pid(tmp_path, 'replay_server')
   program.note_processes()
   assert server_pid in program.seen, 'replay_server.pid is not of the run'
