@@ -36,7 +36,7 @@ this budget; one at another budget would mislead.
 import json
 import math
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from absl import app
 from absl import flags
@@ -90,11 +90,12 @@ def evaluate(workdir: str, seed: int) -> Dict[str, object]:
 
 def random_returns(env_name: str, episodes: int, seed: int) -> List[float]:
   """The returns of `episodes` episodes of `env_name` under actions drawn
-  uniformly within its action bounds: one environment seeded `seed` (its
-  episodes start from states of their own) and actions drawn from a
-  generator seeded `seed`."""
-  spec = environments.resolve_continuous(env_name)
+  uniformly: within its action bounds, or among its discrete actions. One
+  environment seeded `seed` (its episodes start from states of their own)
+  and actions drawn from a generator seeded `seed`."""
+  spec = environments.resolve_any(env_name)
   bounds = spec.spec.actions
+  discrete = hasattr(bounds, 'num_values')
   rng = np.random.default_rng(seed)
   environment = spec.make_environment(seed=seed, evaluation=True)
   returns = []
@@ -103,8 +104,12 @@ def random_returns(env_name: str, episodes: int, seed: int) -> List[float]:
       timestep = environment.reset()
       total = 0.0
       while not timestep.last():
-        action = rng.uniform(bounds.minimum, bounds.maximum).astype(
-            bounds.dtype)
+        if discrete:
+          action = np.asarray(rng.integers(bounds.num_values),
+                              dtype=bounds.dtype)
+        else:
+          action = rng.uniform(bounds.minimum, bounds.maximum).astype(
+              bounds.dtype)
         timestep = environment.step(action)
         total += float(timestep.reward)
       returns.append(total)
@@ -140,9 +145,11 @@ def run_record(workdir: str, seed: int) -> Dict[str, object]:
 
 
 def plot_tasks(records: Dict[str, List[Dict[str, object]]],
-               floors: Dict[str, Dict[str, float]], out: str):
-  """One panel per task: each seed's evaluation rounds against actor
-  steps, its final policy's mean, and the random policy's mean."""
+               floors: Dict[str, Dict[str, float]], envs: Dict[str, str],
+               out: str):
+  """One panel per task (titled with its environment, `envs`): each seed's
+  evaluation rounds against actor steps, its final policy's mean, and the
+  random policy's mean."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
@@ -161,7 +168,7 @@ def plot_tasks(records: Dict[str, List[Dict[str, object]]],
                     label='final policy' if index == 0 else None)
     axis.axhline(floors[task]['mean'], color='k', linestyle=':',
                  label='random policy')
-    axis.set_title(ENVS[task])
+    axis.set_title(envs[task])
     axis.set_xlabel('actor steps (thousands)')
     axis.grid(alpha=0.3)
   axes[0].set_ylabel('return')
@@ -171,27 +178,30 @@ def plot_tasks(records: Dict[str, List[Dict[str, object]]],
   plt.close(figure)
 
 
-def kept_floors() -> Dict[str, Dict[str, object]]:
-  """The random policy's figures of each task that the page's JSON holds
-  from an earlier report (`random_floor`'s), if any."""
-  path = os.path.join(RESULTS, f'{ANALYSIS}.json')
+def kept_floors(analysis: str = ANALYSIS) -> Dict[str, Dict[str, object]]:
+  """The random policy's figures of each task that the page's JSON
+  (`analysis`'s) holds from an earlier report (`random_floor`'s), if
+  any."""
+  path = os.path.join(RESULTS, f'{analysis}.json')
   if not os.path.exists(path):
     return {}
   with open(path) as f:
     return json.load(f).get('random', {})
 
 
-def random_floor(task: str, kept: Dict[str, object]) -> Dict[str, object]:
-  """The random policy's returns on `task` (`RANDOM_EPISODES`, seeded
-  `RANDOM_SEED`) and their mean and sample sd: `kept` (an earlier report's,
-  `kept_floors`) when they were played so, else played now (about 40 s a
-  task)."""
-  if (kept.get('env') == ENVS[task] and kept.get('seed') == RANDOM_SEED
+def random_floor(task: str, kept: Dict[str, object],
+                 envs: Optional[Dict[str, str]] = None) -> Dict[str, object]:
+  """The random policy's returns on `task` (its environment in `envs`, this
+  page's by default; `RANDOM_EPISODES`, seeded `RANDOM_SEED`) and their
+  mean and sample sd: `kept` (an earlier report's, `kept_floors`) when they
+  were played so, else played now (about 40 s a dm_control task)."""
+  env = (envs or ENVS)[task]
+  if (kept.get('env') == env and kept.get('seed') == RANDOM_SEED
       and len(kept.get('returns', ())) == RANDOM_EPISODES):
     returns = kept['returns']
   else:
-    returns = random_returns(ENVS[task], RANDOM_EPISODES, seed=RANDOM_SEED)
-  return {'env': ENVS[task], 'seed': RANDOM_SEED,
+    returns = random_returns(env, RANDOM_EPISODES, seed=RANDOM_SEED)
+  return {'env': env, 'seed': RANDOM_SEED,
           'returns': [float(value) for value in returns],
           'mean': float(np.mean(returns)),
           'std': float(np.std(returns, ddof=1)), 'episodes': len(returns)}
@@ -215,7 +225,7 @@ def collect(seeds: List[int]) -> Dict[str, object]:
   if not records:
     raise ValueError('No finished runs of Ape-X DPG on the control tasks '
                      'yet.')
-  plot_tasks(records, floors, os.path.join(RESULTS, f'{ANALYSIS}.png'))
+  plot_tasks(records, floors, ENVS, os.path.join(RESULTS, f'{ANALYSIS}.png'))
   data = {
       'steps': int(run.ANALYSES[ANALYSIS]['budget'][1] * FLAGS.scale),
       'seeds': seeds, 'final_episodes': FINAL_EPISODES,

@@ -14,6 +14,7 @@ import os
 import sys
 from typing import List
 
+from results import a3c_default
 from results import a3c_diagnosis
 from results import chaos
 from results import dpg_control
@@ -55,6 +56,8 @@ def render(name: str) -> str:
     return chaos.render(data)
   if name == a3c_diagnosis.ANALYSIS:
     return a3c_diagnosis.render(data)
+  if name == a3c_default.ANALYSIS:
+    return a3c_default.render(data)
   if name == pong_45min.NAME:
     with open(page_path(name)) as f:
       return pong_45min.with_current_opening(f.read(), data)

@@ -297,6 +297,30 @@ ANALYSES.update({
     'a3c_pendulum': _a3c_beside_cartpole('gym:Pendulum-v1', 'pendulum', -200),
 })
 
+# A3C's one configuration on every task: the flags it runs with beside the
+# program's defaults, each task's own environment, and a budget of its own
+# where 200K actor steps is not enough; no setting changes anything else.
+# Its page is written by results/a3c_default.py, which runs it. Every run logs what moves the
+# parameters (--log_gradient_parts), as results/a3c_diagnosis.md's did.
+A3C_CONFIGURATION = ['--discount=0.99', '--normalize_rewards',
+                     '--value_cost=0.5', '--noshared_torso']
+A3C_TASKS = {
+    'cartpole': 'gym:CartPole-v1',
+    'acrobot': 'gym:Acrobot-v1',
+    'pendulum': 'gym:Pendulum-v1',
+    'cartpole_balance': 'control:cartpole:balance',
+}
+ANALYSES['a3c_default'] = dict(
+    title='A3C, one configuration on every task: learned, and kept to the '
+          'end of the budget',
+    program='a3c', flags=[], budget=('steps', 200_000), threshold=None,
+    page='results.a3c_default',
+    settings={task: [f'--env={env}', *A3C_CONFIGURATION, '--num_actors=4',
+                     '--evaluation_period=2000', '--evaluation_episodes=10',
+                     '--log_gradient_parts']
+              for task, env in A3C_TASKS.items()},
+    budgets={})
+
 
 def _frames_per_step(setting_flags: List[str]) -> int:
   """Frames (simulator steps) per agent step of the environment a setting's
@@ -309,13 +333,20 @@ def _frames_per_step(setting_flags: List[str]) -> int:
   return environments.resolve_any(names[-1]).frames_per_step
 
 
+def setting_budget(analysis: str, setting: str) -> Tuple[str, float]:
+  """A setting's budget: its own (the analysis's `budgets`), else the
+  analysis's."""
+  spec = ANALYSES[analysis]
+  return spec.get('budgets', {}).get(setting, spec['budget'])
+
+
 def step_budget(analysis: str, setting: str) -> Optional[int]:
   """The actor steps a setting's runs take (scaled by --scale): a budget of
   ('steps', n); of ('frames', n), n over its environment's frames per step
   (CURL's count of simulator steps, an action repeat of k taking k); None
   for a wall-clock budget."""
   spec = ANALYSES[analysis]
-  kind, value = spec['budget']
+  kind, value = setting_budget(analysis, setting)
   if kind == 'steps':
     return int(value * FLAGS.scale)
   if kind == 'frames':
@@ -328,7 +359,8 @@ def _budget_flags(analysis: str, setting: str) -> List[str]:
   steps = step_budget(analysis, setting)
   if steps is not None:
     return [f'--max_actor_steps={steps}']
-  return [f'--max_seconds={ANALYSES[analysis]["budget"][1] * FLAGS.scale:g}']
+  seconds = setting_budget(analysis, setting)[1] * FLAGS.scale
+  return [f'--max_seconds={seconds:g}']
 
 
 def _program_and_flags(spec, setting: str) -> Tuple[str, List[str]]:

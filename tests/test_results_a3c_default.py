@@ -1,0 +1,171 @@
+"""results/a3c_default.py: A3C's one configuration on every task.
+
+The random policy, each task's floor, is played on a real discrete gym
+task and checked against a loop written here on gymnasium itself, with the
+same seeds. The page is made from runs laid out as the programs leave them
+(tests/test_results_bank.py's), with evaluation rounds and learner logs
+whose values are chosen here, so that which runs kept what they learned,
+which lost it and which never learned is known beforehand."""
+
+import json
+import os
+
+from absl import flags
+from absl.testing import flagsaver
+import gymnasium
+import numpy as np
+import pytest
+
+from results import a3c_default
+from results import dpg_control
+from results import pages
+from results import run
+from tests.test_results_bank import START
+from tests.test_results_bank import _make_run
+from tests.test_results_bank import _write_csv
+from tests.test_results_dpg_dmc500k import _rows
+
+FLAGS = flags.FLAGS
+
+
+def test_the_random_policy_of_a_discrete_task_is_uniform_actions():
+  returns = dpg_control.random_returns('gym:CartPole-v1', 2, seed=3)
+  # The same episodes, played on gymnasium directly: the environment seeded
+  # at its first reset, the actions drawn from a generator of the seed.
+  environment = gymnasium.make('CartPole-v1')
+  rng = np.random.default_rng(3)
+  expected = []
+  for episode in range(2):
+    environment.reset(seed=3 if episode == 0 else None)
+    total, done = 0.0, False
+    while not done:
+      _, reward, terminated, truncated, _ = environment.step(
+          int(rng.integers(2)))
+      total += reward
+      done = terminated or truncated
+    expected.append(total)
+  assert returns == pytest.approx(expected)
+  assert returns[0] != returns[1]  # Episodes of their own.
+
+
+# Each run's evaluation rounds (10 episodes each, all of the round's
+# return) and its final policy's mean. CartPole: seed 0 keeps (490 is 10
+# below its best 500, within 10% of 500 - 20), seed 1 loses it (300 is 200
+# below), seed 2 never learns (its best, 40, is within 10% of the range, 48,
+# of the floor 20). Acrobot, one seed: -90 is 10 below -80, within 42.
+ROUNDS = {'cartpole': {0: [100.0, 500.0, 490.0], 1: [450.0, 500.0, 300.0],
+                       2: [20.0, 40.0, 30.0]},
+          'acrobot': {0: [-500.0, -80.0, -90.0]}}
+FINALS = {'cartpole': {0: 495.0, 1: 310.5, 2: 25.0}, 'acrobot': {0: -88.0}}
+FLOORS = {'cartpole': [20.0, 19.0, 21.0], 'acrobot': [-500.0, -500.0, -500.0]}
+
+
+def _a3c_run(runs, task, seed):
+  workdir = os.path.join(runs, 'a3c_default', task, f'seed{seed}')
+  steps = 200_000
+  _make_run(workdir, a3c_default.ENVS[task], seed, steps, evaluated=False)
+  with open(os.path.join(workdir, 'run.json')) as f:
+    manifest = json.load(f)
+  manifest['program'] = 'a3c'
+  with open(os.path.join(workdir, 'run.json'), 'w') as f:
+    json.dump(manifest, f)
+  rounds = ROUNDS[task][seed]
+  _write_csv(os.path.join(workdir, 'logs', 'evaluator', 'logs.csv'), [
+      {'actor_steps': steps * (index + 1) // 4,
+       'learner_steps': steps * (index + 1) // 20,
+       'episode_return': value, 'round_started': START + 200 * index,
+       'round_learner_steps': steps * index // 20,
+       'walltime': START + 200 * index + episode}
+      for index, value in enumerate(rounds) for episode in range(10)])
+  # Two windows of the learner's log: entropy 0.6 then 0.2 + seed / 10;
+  # the value term's gradient 4 then 8 times the policy term's.
+  _write_csv(os.path.join(workdir, 'logs', 'learner', 'logs.csv'), [
+      {'actor_steps': 5_000 * i, 'learner_steps': 1_000 * i,
+       'entropy': 0.6 if i < 2 else 0.2 + seed / 10,
+       'policy_gradient_norm': 2.0,
+       'value_gradient_norm': 8.0 if i < 2 else 16.0,
+       'walltime': START + 10 * i} for i in range(4)])
+  mean = FINALS[task][seed]
+  with open(os.path.join(workdir, a3c_default.FINAL.file), 'w') as f:
+    json.dump({'program': 'a3c', 'env': a3c_default.ENVS[task],
+               'learner_steps': 40_000, 'seed': seed, 'episodes': 30,
+               'returns': [mean] * 30, 'mean': mean, 'std': 2.5,
+               'median': mean, 'min': mean, 'max': mean}, f)
+
+
+@pytest.fixture
+def page(tmp_path, monkeypatch):
+  if not FLAGS.is_parsed():
+    FLAGS(['test'])
+  runs = str(tmp_path / 'runs')
+  for task, seeds in ROUNDS.items():
+    for seed in seeds:
+      _a3c_run(runs, task, seed)
+  pages_dir = tmp_path / 'pages'
+  pages_dir.mkdir()
+  for module in (run, dpg_control, a3c_default):
+    monkeypatch.setattr(module, 'RESULTS', str(pages_dir))
+  tasks = {env: task for task, env in a3c_default.ENVS.items()}
+  monkeypatch.setattr(dpg_control, 'random_returns',
+                      lambda env, episodes, seed: FLOORS[tasks[env]])
+  with flagsaver.flagsaver(runs=runs, bank_dir=str(tmp_path / 'bank'),
+                           notes='Nothing else ran.'):
+    a3c_default.report([0, 1, 2])
+  data = json.loads((pages_dir / 'a3c_default.json').read_text())
+  return data, (pages_dir / 'a3c_default.md').read_text()
+
+
+def test_each_run_is_said_to_keep_lose_or_never_learn(page):
+  data, text = page
+  assert a3c_default.render(data) == text
+  assert list(data['tasks']) == ['cartpole', 'acrobot']
+  assert ('**Not every run learned its task and kept it.** cartpole: kept '
+          'on 1 of 3 seeds; learned and lost on seed 1; never learned on '
+          'seed 2; acrobot: kept on 1 of 1 seeds.') in text
+  rows = {(row['task'], row['seed']): row
+          for row in _rows(text, '| task | seed | best')}
+  assert rows[('cartpole', '0')]['verdict'] == 'kept'
+  assert rows[('cartpole', '1')]['verdict'] == 'lost'
+  assert rows[('cartpole', '2')]['verdict'] == 'never learned'
+  assert rows[('acrobot', '0')]['verdict'] == 'kept'
+  assert rows[('cartpole', '1')]['best round (at actor steps)'] == (
+      '500.0 (at 100,000)')
+  assert rows[('cartpole', '1')]['last round'] == '300.0'
+  assert rows[('cartpole', '1')]['final policy (mean ± sd of its '
+                                 'episodes)'] == '310.5 ± 2.5'
+  # The last window's median entropy, and the median over the windows of
+  # the value term over the policy term (4 and 8: 6).
+  assert rows[('cartpole', '2')]['entropy at the end'] == '0.40'
+  assert rows[('cartpole', '0')]['value term / policy term (median)'] == '6.0'
+
+
+def test_the_final_policies_beside_the_floor(page):
+  data, text = page
+  rows = {row['task']: row for row in _rows(text, '| task | final')}
+  finals = list(FINALS['cartpole'].values())
+  assert rows['cartpole']['final policy, 30 episodes'] == (
+      f'{np.mean(finals):.1f} ± {np.std(finals, ddof=1):.1f}')
+  floor = FLOORS['cartpole']
+  assert rows['cartpole']['random policy, 30 episodes (mean ± sd)'] == (
+      f'{np.mean(floor):.1f} ± {np.std(floor, ddof=1):.1f}')
+  assert rows['acrobot']['highest return'] == '0'
+  assert data['random']['cartpole']['mean'] == pytest.approx(20.0)
+
+
+def test_every_task_runs_the_same_flags_but_its_environment_and_budget():
+  spec = run.ANALYSES[a3c_default.ANALYSIS]
+  others = {task: [flag for flag in flags_ if not flag.startswith('--env=')]
+            for task, flags_ in spec['settings'].items()}
+  assert len({tuple(value) for value in others.values()}) == 1
+  for task in spec['settings']:
+    steps = run.step_budget(a3c_default.ANALYSIS, task)
+    command = run.command(a3c_default.ANALYSIS, task, 0, '<workdir>')
+    assert f'--max_actor_steps={steps}' in command
+    assert f'--env={a3c_default.ENVS[task]}' in command
+  assert set(a3c_default.CEILINGS) == set(spec['settings'])
+
+
+def test_the_page_is_made_again_from_its_json(page, monkeypatch):
+  data, text = page
+  monkeypatch.setattr(pages, 'load', lambda name: data)
+  assert pages.render(a3c_default.ANALYSIS) == text
