@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Dict, List, Sequence, Tuple
 
+from results import a3c_default
 from results import dpg_control
 from results import long_run
 from results import minatar
@@ -231,6 +232,24 @@ def _dpg_dmc500k_row() -> List[str]:
           f'{_link("dpg_dmc500k.md")} |']
 
 
+def _a3c_default_row() -> List[str]:
+  """A3C's one configuration on every task (results/a3c_default.py): a row
+  once its page has runs."""
+  if not os.path.exists(os.path.join(RESULTS, 'a3c_default.json')):
+    return []
+  data = pages.load('a3c_default')
+  figures = '; '.join(
+      f'{data["envs"][task]} {_spread([row["final_mean"] for row in rows])} '
+      f'(random policy {data["random"][task]["mean"]:.1f})'
+      for task, rows in data['tasks'].items())
+  return [f'| A3C, one configuration on every task, 4 workers on 2 cores; '
+          f'{", ".join(f"{steps:,}" for steps in sorted(set(data["steps"].values())))} '
+          f'actor steps | final policy, {data["final_episodes"]} episodes: '
+          f'{figures} | {_seed_counts(data["tasks"])} | '
+          f'{a3c_default.verdict_text(data["tasks"]).replace("**", "")} | '
+          f'{_link("a3c_default.md")} |']
+
+
 def table() -> str:
   """The table, as the README shows it."""
   rows: List[str] = [
@@ -241,6 +260,7 @@ def table() -> str:
   rows.append(_minatar_row())
   rows += _dpg_control_row()
   rows += _dpg_dmc500k_row()
+  rows += _a3c_default_row()
   rows += [_analysis_row(name) for name in ANALYSES
            if os.path.exists(os.path.join(RESULTS, f'{name}.json'))]
   return '\n'.join(rows)

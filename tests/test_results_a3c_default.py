@@ -169,3 +169,19 @@ def test_the_page_is_made_again_from_its_json(page, monkeypatch):
   data, text = page
   monkeypatch.setattr(pages, 'load', lambda name: data)
   assert pages.render(a3c_default.ANALYSIS) == text
+
+
+def test_the_readme_row(page, tmp_path, monkeypatch):
+  from results import table  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(table, 'RESULTS', str(tmp_path / 'pages'))
+  monkeypatch.setattr(pages, 'RESULTS', str(tmp_path / 'pages'))
+  row, = table._a3c_default_row()  # pylint: disable=protected-access
+  finals = list(FINALS['cartpole'].values())
+  assert (f'gym:CartPole-v1 {np.mean(finals):.1f} ± '
+          f'{np.std(finals, ddof=1):.1f} ({min(finals):.1f} to '
+          f'{max(finals):.1f}) (random policy 20.0)') in row
+  assert 'gym:Acrobot-v1 -88.0 (random policy -500.0)' in row
+  assert '200,000 actor steps' in row
+  assert ('Not every run learned its task and kept it. cartpole: kept on 1 '
+          'of 3 seeds') in row
+  assert '| 1 to 3 |' in row and 'a3c_default.md' in row
