@@ -7,8 +7,9 @@
 #   make cloud-deps  what launching on Google Cloud needs (xmanager; see
 #                  docs/google_cloud.md); the tests need it too
 #   make bench     throughput benchmarks (about 50 minutes on 2 cores, 30 of
-#                  them the variable cachers' 6 program runs; results in
-#                  benchmarks/results/)
+#                  them the variable cachers' 6 program runs, before the two
+#                  whole-program runs of program_limit.py were added; results
+#                  in benchmarks/results/)
 SHELL := /bin/bash
 PYTHON := .venv/bin/python
 TRAIN_FLAGS ?=
@@ -49,3 +50,5 @@ bench: venv
 	$(PYTHON) benchmarks/replay_shards.py
 	$(PYTHON) benchmarks/learner_xla.py
 	$(PYTHON) benchmarks/variable_cachers.py
+	$(PYTHON) benchmarks/program_limit.py --preset=atari_small
+	$(PYTHON) benchmarks/program_limit.py --preset=minatar

@@ -40,6 +40,8 @@ flags.DEFINE_integer('batch_size', None,
                      'learner: the batch size (default: the config\'s).')
 flags.DEFINE_bool('jit_compile', False, 'learner: its update compiled with '
                   'XLA (the config\'s --jit_compile).')
+flags.DEFINE_string('preset', None, 'An Ape-X DQN preset whose values of the '
+                    'agent\'s config (network, batch) the loop takes.')
 FLAGS = flags.FLAGS
 
 
@@ -48,6 +50,12 @@ def _builder():
   from agents.apex_dqn.builder import ApeXDQNBuilder  # pylint: disable=g-import-not-at-top
   from agents.apex_dqn.config import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
   config = ApeXDQNConfig(jit_compile=FLAGS.jit_compile)
+  if FLAGS.preset is not None:
+    from agents.apex_dqn.presets import PRESETS  # pylint: disable=g-import-not-at-top
+    fields = {field.name for field in dataclasses.fields(ApeXDQNConfig)}
+    config = dataclasses.replace(config, **{
+        name: value for name, value in PRESETS[FLAGS.preset].values.items()
+        if name in fields})
   if FLAGS.batch_size is not None:
     config = dataclasses.replace(config, batch_size=FLAGS.batch_size)
   return ApeXDQNBuilder(config, environments.resolve_discrete(FLAGS.env))

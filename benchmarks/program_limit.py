@@ -1,0 +1,235 @@
+"""The whole program as users run it, against the machine's limit at its
+replay ratio.
+
+`make train`'s kind of launch: `programs/apex_dqn.py --lp_launch_type=
+local_mp --preset=<preset>`, nothing pinned, every node where the operating
+system puts it. Beside it, in the same run and alone on the machine, the two
+bare loops of `bare_loops.py` with the preset's values, unpinned:
+
+  A  the actor's bare loop (its K environments and batched forward pass,
+     one TensorFlow thread as the program's actors): agent steps/s on a
+     core;
+  U  the learner's compiled update on a batch in memory, with the threads
+     TensorFlow takes by default: updates/s with the whole machine.
+
+Each agent step costs 1/A core-seconds of acting, and at the preset's
+replay ratio (samples per insert s, batch b; one insert per agent step)
+s/b updates, s/(b U) seconds of the whole machine. On N cores, the most
+agent steps a second the machine can give at that ratio is
+
+  limit = 1 / (1 / (A N) + s / (b U))
+
+(no time for replay, logging or anything else). The program's figure is
+its counter's agent steps/s and its learner's samples/s (updates x b) over
+a steady window: from `--settle` seconds after the learner's first logged
+update, `--windows` windows of `--window_seconds`, the median of their
+rates. The goal (docs/performance.md): program / limit >= 0.8. The CPU time
+each node's process took in the window is reported too: where the cores
+went.
+
+  .venv/bin/python benchmarks/program_limit.py                 # Pong
+  .venv/bin/python benchmarks/program_limit.py --preset=minatar
+"""
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from typing import Dict, List, Sequence, Tuple
+
+from absl import app
+from absl import flags
+
+from benchmarks import common
+
+flags.DEFINE_string('preset', 'atari_small', 'The Ape-X DQN preset to run.')
+flags.DEFINE_string('env', None, 'Environment (default: the preset\'s).')
+flags.DEFINE_integer('repeats', 3, 'Windows of each bare loop.')
+flags.DEFINE_float('bare_seconds', 20.0, 'Seconds of one bare-loop window.')
+flags.DEFINE_float('warmup', 5.0, 'Seconds a bare loop runs before its '
+                   'windows.')
+flags.DEFINE_float('settle', 60.0, 'Seconds after the learner\'s first '
+                   'logged update before the program\'s windows.')
+flags.DEFINE_integer('windows', 5, 'Windows of the program.')
+flags.DEFINE_float('window_seconds', 60.0, 'Seconds of one program window.')
+flags.DEFINE_float('start_timeout', 1200.0, 'Seconds the program may take '
+                   'to log its first update (replay fills first).')
+FLAGS = flags.FLAGS
+
+LOG_EVERY = 5.0  # Seconds between the program's log rows.
+
+
+def limit(actor_steps_per_core: float, updates_per_second: float,
+          samples_per_insert: float, batch_size: int, cores: int) -> float:
+  """The most agent steps/s `cores` cores give at the replay ratio: each
+  step 1/A core-seconds of acting and s/(b U) seconds of the whole machine
+  learning (module docstring)."""
+  acting = 1.0 / (actor_steps_per_core * cores)
+  learning = samples_per_insert / (batch_size * updates_per_second)
+  return 1.0 / (acting + learning)
+
+
+def window_rates(rows: Sequence[Dict[str, float]], begin: float,
+                 seconds: float, count: int, column: str) -> List[float]:
+  """`column`'s rate (per second of walltime) in each of `count` windows of
+  `seconds` from `begin`, from log rows (each with `walltime`): the change
+  between the first and last row inside the window over their time."""
+  rates = []
+  for index in range(count):
+    start, end = begin + index * seconds, begin + (index + 1) * seconds
+    inside = [row for row in rows if start <= row['walltime'] <= end]
+    if len(inside) >= 2 and inside[-1]['walltime'] > inside[0]['walltime']:
+      rates.append((inside[-1][column] - inside[0][column]) /
+                   (inside[-1]['walltime'] - inside[0]['walltime']))
+  return rates
+
+
+def _preset() -> Dict[str, object]:
+  from agents.apex_dqn import presets  # pylint: disable=g-import-not-at-top
+  values = dict(presets.PRESETS[FLAGS.preset].values)
+  if FLAGS.env:
+    values['env'] = FLAGS.env
+  return values
+
+
+def bare_rates(values: Dict[str, object]) -> Tuple[List[float], List[float]]:
+  """The actor's bare loop's and the in-memory update's rates, unpinned,
+  alone, `--repeats` windows each."""
+  shared = [f'--env={values["env"]}', f'--preset={FLAGS.preset}']
+  actor = [common.bare_loop_rate(
+      'actor', *shared, f'--envs={values.get("envs_per_actor", 1)}',
+      warmup=FLAGS.warmup, seconds=FLAGS.bare_seconds)
+           for _ in range(FLAGS.repeats)]
+  learner = [common.bare_loop_rate(
+      'learner', *shared, warmup=FLAGS.warmup, seconds=FLAGS.bare_seconds)
+             for _ in range(FLAGS.repeats)]
+  return actor, learner
+
+
+def _rows(workdir: str) -> List[Dict[str, float]]:
+  from launch.runs import curves  # pylint: disable=g-import-not-at-top
+  log = curves.read_log(workdir, 'learner')
+  count = len(log.get('walltime', ()))
+  return [{key: float(values[index]) for key, values in log.items()}
+          for index in range(count)]
+
+
+def _cpu_seconds(pid: int) -> float:
+  """User and system CPU seconds of process `pid` and its waited-for
+  children (0 if it is gone)."""
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      fields = f.read().rsplit(')', 1)[1].split()
+  except OSError:
+    return 0.0
+  ticks = sum(int(value) for value in fields[11:15])
+  return ticks / os.sysconf('SC_CLK_TCK')
+
+
+def _node_pids(workdir: str) -> Dict[str, int]:
+  directory = os.path.join(workdir, 'nodes')
+  pids = {}
+  for name in sorted(os.listdir(directory)):
+    if name.endswith('.pid'):
+      with open(os.path.join(directory, name)) as f:
+        text = f.read().strip()
+      if text:
+        pids[name[:-len('.pid')]] = int(text)
+  return pids
+
+
+def program_rates(values: Dict[str, object]) -> Dict[str, object]:
+  """The program's agent steps/s and updates/s in its windows, and each
+  node's share of a core over them."""
+  workdir = tempfile.mkdtemp(prefix='program_limit_')
+  command = [common.PYTHON, os.path.join(common.ROOT, 'programs',
+                                         'apex_dqn.py'),
+             '--lp_launch_type=local_mp', f'--workdir={workdir}',
+             f'--preset={FLAGS.preset}', f'--env={values["env"]}',
+             f'--log_every={LOG_EVERY:g}']
+  process = subprocess.Popen(  # pylint: disable=consider-using-with
+      command, cwd=common.ROOT, stdout=subprocess.DEVNULL,
+      stderr=subprocess.DEVNULL, start_new_session=True)
+  try:
+    deadline = time.time() + FLAGS.start_timeout
+    first = None
+    while first is None:
+      if process.poll() is not None:
+        raise RuntimeError(f'{" ".join(command)} exited with '
+                           f'{process.returncode} before its first update.')
+      if time.time() > deadline:
+        raise RuntimeError('The program logged no update within '
+                           f'{FLAGS.start_timeout:.0f} s.')
+      time.sleep(LOG_EVERY)
+      updated = [row for row in _rows(workdir) if row['learner_steps'] > 0]
+      first = updated[0]['walltime'] if updated else None
+    begin = first + FLAGS.settle
+    end = begin + FLAGS.windows * FLAGS.window_seconds
+    time.sleep(max(0.0, begin - time.time()))
+    pids = _node_pids(workdir)
+    before = {label: _cpu_seconds(pid) for label, pid in pids.items()}
+    time.sleep(max(0.0, end - time.time()) + 2 * LOG_EVERY)
+    after = {label: _cpu_seconds(pid) for label, pid in pids.items()}
+  finally:
+    os.killpg(process.pid, signal.SIGINT)
+    try:
+      process.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+      os.killpg(process.pid, signal.SIGKILL)
+  rows = _rows(workdir)
+  seconds = FLAGS.windows * FLAGS.window_seconds
+  return {
+      'command': ' '.join(command[1:]).replace(workdir, '<workdir>'),
+      'agent_steps_per_second': window_rates(
+          rows, begin, FLAGS.window_seconds, FLAGS.windows, 'actor_steps'),
+      'updates_per_second': window_rates(
+          rows, begin, FLAGS.window_seconds, FLAGS.windows, 'learner_steps'),
+      'cores_by_node': {label: (after[label] - before[label]) / seconds
+                        for label in pids},
+  }
+
+
+def main(argv):
+  del argv
+  values = _preset()
+  cores = len(os.sched_getaffinity(0))
+  actor, learner = bare_rates(values)
+  program = program_rates(values)
+  batch = int(values['batch_size'])
+  ratio = float(values['samples_per_insert'])
+  a, u = common.median(actor), common.median(learner)
+  steps = common.median(program['agent_steps_per_second'])
+  updates = common.median(program['updates_per_second'])
+  machine_limit = limit(a, u, ratio, batch, cores)
+  result = {
+      'preset': FLAGS.preset, 'env': values['env'], 'cores': cores,
+      'samples_per_insert': ratio, 'batch_size': batch,
+      'bare_actor_steps_per_second': actor,
+      'in_memory_updates_per_second': learner,
+      'limit_agent_steps_per_second': machine_limit,
+      'limit_samples_per_second': machine_limit * ratio,
+      **program,
+      'median_agent_steps_per_second': steps,
+      'median_samples_per_second': updates * batch,
+      'ratio_to_limit': steps / machine_limit,
+      'goal_ratio_at_least_0.8': steps / machine_limit >= 0.8,
+  }
+  name = f'program_limit_{FLAGS.preset}'
+  path = common.write_result(name, result)
+  common.print_table(
+      f'The program as users run it ({FLAGS.preset}, {values["env"]}, '
+      f'{cores} cores), medians', ['figure', 'value'],
+      [['bare actor loop, steps/s on a core', a],
+       ['in-memory update, updates/s', u],
+       ['limit at the replay ratio, agent steps/s', machine_limit],
+       ['program, agent steps/s', steps],
+       ['program, samples learned/s', updates * batch],
+       ['program / limit', steps / machine_limit]])
+  common.print_table('Cores each node took in the window', ['node', 'cores'],
+                     sorted(program['cores_by_node'].items()))
+  print(f'\n{path}')
+
+
+if __name__ == '__main__':
+  app.run(main)
