@@ -204,6 +204,32 @@ def test_pendulum_gets_a_spherical_gaussian_over_one_bounded_dimension():
   assert np.all(expected['variance'] > 0)
 
 
+def test_a_bounded_mean_is_the_linear_mean_mapped_by_tanh_onto_the_bounds():
+  config = A3CConfig(t_max=T_MAX, mlp_hidden_sizes='6', bounded_mean=True)
+  config.validate()
+  builder = A3CBuilder(config, environments.resolve_any(ENV))
+  tf.random.set_seed(0)
+  network = builder.make_network()
+  observations = pendulum_observations(12)
+  network(observations)  # Creates the variables.
+  # Mean weights large enough that the linear mean leaves [-2, 2] far.
+  for variable in network.trainable_variables:
+    if variable.name.split('/')[1] == 'mean':
+      variable.assign(variable * 50.0)
+  outputs = network(observations)
+  expected = forward(by_name(network, [v.numpy() for v in
+                                       network.trainable_variables]),
+                     observations.astype(np.float64))
+  assert np.abs(expected['mean']).max() > 2.0  # The linear mean leaves.
+  # Supp. §9's linear mean, then tanh onto [-2, 2]: 0 + 2 tanh(mean).
+  np.testing.assert_allclose(outputs.policy.mean.numpy(),
+                             2.0 * np.tanh(expected['mean']), rtol=1e-5,
+                             atol=1e-6)
+  assert np.abs(outputs.policy.mean.numpy()).max() <= 2.0
+  np.testing.assert_allclose(outputs.policy.variance.numpy(),
+                             expected['variance'], rtol=1e-5, atol=1e-6)
+
+
 def test_a_pendulum_worker_acts_in_bounds_and_sends_the_numpy_gradient():
   builder = make_builder()
   config = builder.config

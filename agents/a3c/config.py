@@ -60,6 +60,14 @@ class A3CConfig(AgentConfig):
   onto [-1, 1] as the network's first step; unbounded dimensions pass
   unchanged. Not in the paper, whose Atari pixels are scaled to [0, 1] and
   whose physics states arrive as they are (Supp. §9)."""
+  bounded_mean: bool = False
+  """Continuous actions: True, the Gaussian's mean is the tanh of its linear
+  layer mapped onto the action bounds, so that it never leaves them. False:
+  the linear layer itself (A3C Supp. §9), whose mean can drift past a
+  bound, where every sample is clipped to the same action; there a
+  sample's advantage says nothing of the mean, and the variance shrinks
+  while the log-probability's gradient, (a - mu) / sigma^2, grows. Not in
+  the paper."""
   shared_torso: bool = True
   """Discrete actions: the policy and the value share the torso (A3C Supp.
   §8, "all non-output layers shared"). False: the value has a torso of its

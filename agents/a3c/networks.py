@@ -4,7 +4,7 @@ for continuous ones. The torsos are the agents' shared ones
 (agents/torsos.py)."""
 
 import math
-from typing import NamedTuple, Optional, Sequence, Union
+from typing import NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import sonnet as snt
@@ -85,8 +85,17 @@ class GaussianPolicyValueNetwork(snt.Module):
   t_max steps like the discrete agent."""
 
   def __init__(self, hidden_sizes: Sequence[int], action_dims: int,
+               bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None,
                name: str = 'gaussian_policy_value_network'):
+    """`bounds`, (minimum, maximum) of the actions: the mean is mapped onto
+    them by tanh (`--bounded_mean`); None: the mean is linear, as Supp.
+    §9's."""
     super().__init__(name=name)
+    self._bounds = None
+    if bounds is not None:
+      low, high = (tf.constant(np.asarray(bound, np.float32))
+                   for bound in bounds)
+      self._bounds = ((high + low) / 2.0, (high - low) / 2.0)
     self._policy_torso = MLPTorso(hidden_sizes, name='policy_torso')
     self._mean = snt.Linear(action_dims, name='mean')
     self._variance = snt.Linear(1, name='variance')
@@ -96,7 +105,11 @@ class GaussianPolicyValueNetwork(snt.Module):
   def __call__(self, observation: tf.Tensor) -> PolicyValue:
     embedding = self._policy_torso(observation)
     variance = tf.nn.softplus(tf.squeeze(self._variance(embedding), axis=-1))
-    policy = SphericalGaussian(self._mean(embedding), variance)
+    mean = self._mean(embedding)
+    if self._bounds is not None:
+      middle, half_range = self._bounds
+      mean = middle + half_range * tf.tanh(mean)
+    policy = SphericalGaussian(mean, variance)
     value = tf.squeeze(self._value(self._value_torso(observation)), axis=-1)
     return PolicyValue(policy, value)
 
@@ -134,23 +147,29 @@ class ScaledObservations(snt.Module):
 
 def make_network(suite, action_spec, hidden_sizes: Sequence[int],
                  shared_torso: bool = True,
-                 observation_bounds=None) -> snt.Module:
+                 observation_bounds=None,
+                 bounded_mean: bool = False) -> snt.Module:
   """A3C's network for the observations of `suite` (an
   `agents.envs.suites.Suite`: its torso of kind 'dense', ending in a layer
   of its own, as A3C's heads are one linear layer each) and an action spec
   (discrete, or a bounded vector); `observation_bounds`, (low, high):
-  observations are scaled by them first (`BoundsScale`)."""
+  observations are scaled by them first (`BoundsScale`); `bounded_mean`: a
+  Gaussian's mean is kept inside the action bounds."""
   if observation_bounds is not None:
     return ScaledObservations(
         BoundsScale(*observation_bounds),
-        make_network(suite, action_spec, hidden_sizes, shared_torso))
+        make_network(suite, action_spec, hidden_sizes, shared_torso,
+                     bounded_mean=bounded_mean))
   if np.issubdtype(action_spec.dtype, np.integer):
     def torso():
       return make_torso(suite, 'dense', hidden_sizes)
     return DiscretePolicyValueNetwork(
         torso(), int(action_spec.num_values),
         value_torso=None if shared_torso else torso())
-  return GaussianPolicyValueNetwork(hidden_sizes, int(action_spec.shape[-1]))
+  bounds = ((action_spec.minimum, action_spec.maximum) if bounded_mean
+            else None)
+  return GaussianPolicyValueNetwork(hidden_sizes, int(action_spec.shape[-1]),
+                                    bounds)
 
 
 def make_networks(environment, config) -> snt.Module:
@@ -161,7 +180,8 @@ def make_networks(environment, config) -> snt.Module:
   bounds = (environment.observation_bounds if config.scale_observations
             else None)
   return make_network(environment.suite, environment.spec.actions,
-                      config.hidden_sizes, config.shared_torso, bounds)
+                      config.hidden_sizes, config.shared_torso, bounds,
+                      config.bounded_mean)
 
 
 class ModePolicy(snt.Module):
