@@ -212,6 +212,8 @@ def render(data: Dict[str, object]) -> str:
   sac = {task: data['sac'][task] for task in records}
   minutes = [row['wall_clock_minutes'] for rows in records.values()
              for row in rows]
+  updates = [row['learner_updates'] for rows in records.values()
+             for row in rows]
   seeds_count = sorted({len(rows) for rows in records.values()})
   lines = [
       '# Ape-X DPG on the DeepMind Control table at 500K steps', '',
@@ -246,11 +248,12 @@ def render(data: Dict[str, object]) -> str:
       '2 on finger and walker, 4 elsewhere), which cuts the agent steps to '
       '62,500-250,000 and the machine time with them.',
       '- **Updates**: SAC makes one update of 256 per simulator step '
-      '(500,000 a run); the runs here make one per 8 simulator steps '
-      '(`--samples_per_insert` 32 x the repeat: 62,500 a run), the ratio '
-      f'that fits {min(minutes):.0f}-{max(minutes):.0f} minutes a run on 2 '
-      'cores (the runs\' minutes below). The learner sets the pace, so '
-      'SAC\'s ratio would take about 8 times as long a run here.',
+      '(500,000 a run); the runs here make one per 8 simulator steps once '
+      '5,000 transitions are in replay (`--samples_per_insert` 32 x the '
+      f'repeat: {min(updates):,} to {max(updates):,} a run), the ratio that '
+      f'fits {min(minutes):.0f}-{max(minutes):.0f} minutes a run on 2 cores '
+      '(the runs\' minutes below). The learner sets the pace, so SAC\'s '
+      'ratio would take about 8 times as long a run here.',
       '- **The agent**: Ape-X DPG as the paper gives it (App. D: a '
       'deterministic policy with Gaussian noise of 0.3, 3-step returns, '
       'prioritised replay, the 400-300 critic and 300-200 policy, Adam at '

@@ -57,9 +57,11 @@ CONTROL_SMALL = {
 #   the default task repeats 4;
 # - samples_per_insert 128: one update of 256 per 2 agent steps, at a
 #   repeat of 4 one per 8 simulator steps; the table's runs give every task
-#   that ratio (samples_per_insert 32 x the repeat), 62,500 updates in 500K
-#   simulator steps, about 25 minutes of 2 cores. SAC's one per simulator
-#   step would be 8 times as many updates and hours a run here;
+#   that ratio (samples_per_insert 32 x the repeat), 57,500 to 61,250
+#   updates in 500K simulator steps (none before the first 5,000
+#   transitions), estimated at 25 minutes of 2 cores when it was set and
+#   measured at 8 to 9 (results/dpg_dmc500k.md). SAC's one per simulator
+#   step would be 8 times as many updates and over an hour a run here;
 # - 2 actors, 1 environment each, as control_small;
 # - 5,000 transitions before learning (the paper: 10K at 64 actors): 2 to
 #   16% of the table's budgets of 31,250 to 250,000 agent steps;
