@@ -230,6 +230,37 @@ def test_a_bounded_mean_is_the_linear_mean_mapped_by_tanh_onto_the_bounds():
                              expected['variance'], rtol=1e-5, atol=1e-6)
 
 
+def test_a_state_independent_variance_is_one_parameter_from_half_the_range():
+  config = A3CConfig(t_max=T_MAX, mlp_hidden_sizes='6',
+                     state_independent_variance=True)
+  config.validate()
+  builder = A3CBuilder(config, environments.resolve_any(ENV))
+  tf.random.set_seed(0)
+  network = builder.make_network()
+  observations = pendulum_observations(12)
+  outputs = network(observations)
+  # Pendulum's torques lie in [-2, 2]: sigma starts at 2, in every state.
+  np.testing.assert_allclose(outputs.policy.variance.numpy(),
+                             np.full(12, 4.0), rtol=1e-6)
+  names = [variable.name for variable in network.trainable_variables]
+  assert not any('/variance/' in name for name in names), names
+  (log_stddev,) = [variable for variable in network.trainable_variables
+                   if 'log_stddev' in variable.name]
+  log_stddev.assign(math.log(0.5))
+  np.testing.assert_allclose(network(observations).policy.variance.numpy(),
+                             np.full(12, 0.25), rtol=1e-6)
+  # The log-probability of an action reaches the parameter: d/d(log sigma)
+  # of log N(a; mu, sigma^2) = (a - mu)^2 / sigma^2 - 1, summed.
+  actions = tf.zeros((12, 1))
+  with tf.GradientTape() as tape:
+    policy = network(observations).policy
+    log_probs = tf.reduce_sum(policy.log_prob(actions))
+  gradient = tape.gradient(log_probs, log_stddev).numpy()
+  means = policy.mean.numpy()[:, 0].astype(np.float64)
+  expected = np.sum(means**2 / 0.25 - 1.0)
+  assert gradient == pytest.approx(expected, rel=1e-4)
+
+
 def test_a_pendulum_worker_acts_in_bounds_and_sends_the_numpy_gradient():
   builder = make_builder()
   config = builder.config

@@ -68,6 +68,14 @@ class A3CConfig(AgentConfig):
   sample's advantage says nothing of the mean, and the variance shrinks
   while the log-probability's gradient, (a - mu) / sigma^2, grows. Not in
   the paper."""
+  state_independent_variance: bool = False
+  """Continuous actions: True, the Gaussian's variance is one learned
+  parameter of the policy, the same in every state, starting at a standard
+  deviation of half the action range (as PPO's and TRPO's Gaussian
+  policies); False: a SoftPlus of a linear layer of the policy's torso (A3C
+  Supp. §9), which can collapse towards 0 in the states the policy sees,
+  where the log-probability's gradient grows as 1/sigma^2. Not in the
+  paper."""
   shared_torso: bool = True
   """Discrete actions: the policy and the value share the torso (A3C Supp.
   §8, "all non-output layers shared"). False: the value has a torso of its
@@ -85,7 +93,8 @@ class A3CConfig(AgentConfig):
   action instead."""
 
   # Fields that a run's checkpoints depend on (network shapes).
-  CHECKPOINT_FIELDS = ('mlp_hidden_sizes', 'shared_torso')
+  CHECKPOINT_FIELDS = ('mlp_hidden_sizes', 'shared_torso',
+                       'state_independent_variance')
 
   def entropy_weight(self, continuous: bool) -> float:
     """beta for this action space (`entropy_cost`, else the paper's)."""

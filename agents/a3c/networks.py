@@ -86,10 +86,14 @@ class GaussianPolicyValueNetwork(snt.Module):
 
   def __init__(self, hidden_sizes: Sequence[int], action_dims: int,
                bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None,
+               initial_stddev: Optional[float] = None,
                name: str = 'gaussian_policy_value_network'):
     """`bounds`, (minimum, maximum) of the actions: the mean is mapped onto
     them by tanh (`--bounded_mean`); None: the mean is linear, as Supp.
-    §9's."""
+    §9's. `initial_stddev`: the standard deviation is one learned parameter
+    of the policy, the same in every state, starting there
+    (`--state_independent_variance`); None: a SoftPlus of a linear layer,
+    as Supp. §9's."""
     super().__init__(name=name)
     self._bounds = None
     if bounds is not None:
@@ -98,13 +102,24 @@ class GaussianPolicyValueNetwork(snt.Module):
       self._bounds = ((high + low) / 2.0, (high - low) / 2.0)
     self._policy_torso = MLPTorso(hidden_sizes, name='policy_torso')
     self._mean = snt.Linear(action_dims, name='mean')
-    self._variance = snt.Linear(1, name='variance')
+    if initial_stddev is None:
+      self._variance = snt.Linear(1, name='variance')
+      self._log_stddev = None
+    else:
+      self._variance = None
+      self._log_stddev = tf.Variable(
+          math.log(initial_stddev), dtype=tf.float32, name='log_stddev')
     self._value_torso = MLPTorso(hidden_sizes, name='value_torso')
     self._value = snt.Linear(1, name='value')
 
   def __call__(self, observation: tf.Tensor) -> PolicyValue:
     embedding = self._policy_torso(observation)
-    variance = tf.nn.softplus(tf.squeeze(self._variance(embedding), axis=-1))
+    if self._log_stddev is None:
+      variance = tf.nn.softplus(tf.squeeze(self._variance(embedding),
+                                           axis=-1))
+    else:
+      variance = tf.fill(tf.shape(embedding)[:-1],
+                         tf.exp(2.0 * self._log_stddev))
     mean = self._mean(embedding)
     if self._bounds is not None:
       middle, half_range = self._bounds
@@ -148,18 +163,23 @@ class ScaledObservations(snt.Module):
 def make_network(suite, action_spec, hidden_sizes: Sequence[int],
                  shared_torso: bool = True,
                  observation_bounds=None,
-                 bounded_mean: bool = False) -> snt.Module:
+                 bounded_mean: bool = False,
+                 state_independent_variance: bool = False) -> snt.Module:
   """A3C's network for the observations of `suite` (an
   `agents.envs.suites.Suite`: its torso of kind 'dense', ending in a layer
   of its own, as A3C's heads are one linear layer each) and an action spec
   (discrete, or a bounded vector); `observation_bounds`, (low, high):
   observations are scaled by them first (`BoundsScale`); `bounded_mean`: a
-  Gaussian's mean is kept inside the action bounds."""
+  Gaussian's mean is kept inside the action bounds;
+  `state_independent_variance`: its variance is one learned parameter,
+  starting at a standard deviation of half the action range (the widest
+  dimension's)."""
   if observation_bounds is not None:
     return ScaledObservations(
         BoundsScale(*observation_bounds),
         make_network(suite, action_spec, hidden_sizes, shared_torso,
-                     bounded_mean=bounded_mean))
+                     bounded_mean=bounded_mean,
+                     state_independent_variance=state_independent_variance))
   if np.issubdtype(action_spec.dtype, np.integer):
     def torso():
       return make_torso(suite, 'dense', hidden_sizes)
@@ -168,8 +188,14 @@ def make_network(suite, action_spec, hidden_sizes: Sequence[int],
         value_torso=None if shared_torso else torso())
   bounds = ((action_spec.minimum, action_spec.maximum) if bounded_mean
             else None)
+  initial_stddev = None
+  if state_independent_variance:
+    half_ranges = (np.asarray(action_spec.maximum, np.float64) -
+                   np.asarray(action_spec.minimum, np.float64)) / 2.0
+    initial_stddev = float(np.max(np.broadcast_to(half_ranges,
+                                                  action_spec.shape)))
   return GaussianPolicyValueNetwork(hidden_sizes, int(action_spec.shape[-1]),
-                                    bounds)
+                                    bounds, initial_stddev)
 
 
 def make_networks(environment, config) -> snt.Module:
@@ -181,7 +207,7 @@ def make_networks(environment, config) -> snt.Module:
             else None)
   return make_network(environment.suite, environment.spec.actions,
                       config.hidden_sizes, config.shared_torso, bounds,
-                      config.bounded_mean)
+                      config.bounded_mean, config.state_independent_variance)
 
 
 class ModePolicy(snt.Module):
