@@ -187,6 +187,19 @@ ANALYSES['dpg_dmc500k'] = dict(
         f'--samples_per_insert={32 * repeat}']
               for task, repeat in DMC500K_REPEATS.items()})
 
+# What the table's replay ratio costs: cheetah:run, the task furthest behind
+# State SAC on its first seed, at one update of 256 per 8 simulator steps
+# (the table's), per 4 and per 2 (SAC: per 1), the same 500K simulator
+# steps: the return each buys, and its wall-clock on 2 cores.
+ANALYSES['dpg_dmc500k_ratio'] = dict(
+    title='Ape-X DPG on control:cheetah:run at 500K simulator steps: one '
+          'update of 256 per 8, 4 or 2 simulator steps',
+    program='apex_dpg',
+    flags=['--preset=dmc500k', '--env=control:cheetah:run:repeat=4'],
+    budget=('frames', DMC500K_FRAMES), threshold=600,
+    settings={f'one update per {steps} simulator steps': [
+        f'--samples_per_insert={256 * 4 // steps}'] for steps in (8, 4, 2)})
+
 
 # A3C (Mnih et al. 2016). Its workers: the A3C paper's Table 2 question (the
 # speed-up with 1-8 actor-learners) on CartPole, the same step budget (over
