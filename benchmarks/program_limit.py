@@ -43,21 +43,26 @@ from absl import flags
 
 from benchmarks import common
 
-flags.DEFINE_string('preset', 'atari_small', 'The Ape-X DQN preset to run.')
-flags.DEFINE_string('env', None, 'Environment (default: the preset\'s).')
-flags.DEFINE_integer('repeats', 3, 'Windows of each bare loop.')
-flags.DEFINE_float('bare_seconds', 20.0, 'Seconds of one bare-loop window.')
-flags.DEFINE_float('warmup', 5.0, 'Seconds a bare loop runs before its '
-                   'windows.')
-flags.DEFINE_float('settle', 60.0, 'Seconds after the learner\'s first '
-                   'logged update before the program\'s windows.')
-flags.DEFINE_integer('windows', 5, 'Windows of the program.')
-flags.DEFINE_float('window_seconds', 60.0, 'Seconds of one program window.')
-flags.DEFINE_float('start_timeout', 1200.0, 'Seconds the program may take '
-                   'to log its first update (replay fills first).')
 FLAGS = flags.FLAGS
 
 LOG_EVERY = 5.0  # Seconds between the program's log rows.
+
+
+def define_flags():
+  """The benchmark's flags, defined when it runs as a program (not when a
+  test imports its functions beside other modules' flags)."""
+  flags.DEFINE_string('preset', 'atari_small', 'The Ape-X DQN preset to run.')
+  flags.DEFINE_string('env', None, 'Environment (default: the preset\'s).')
+  flags.DEFINE_integer('repeats', 3, 'Windows of each bare loop.')
+  flags.DEFINE_float('bare_seconds', 20.0, 'Seconds of one bare-loop window.')
+  flags.DEFINE_float('warmup', 5.0, 'Seconds a bare loop runs before its '
+                     'windows.')
+  flags.DEFINE_float('settle', 60.0, 'Seconds after the learner\'s first '
+                     'logged update before the program\'s windows.')
+  flags.DEFINE_integer('windows', 5, 'Windows of the program.')
+  flags.DEFINE_float('window_seconds', 60.0, 'Seconds of one program window.')
+  flags.DEFINE_float('start_timeout', 1200.0, 'Seconds the program may take '
+                     'to log its first update (replay fills first).')
 
 
 def limit(actor_steps_per_core: float, updates_per_second: float,
@@ -232,4 +237,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  define_flags()
   app.run(main)
