@@ -205,14 +205,7 @@ def render(data: Dict[str, Any]) -> str:
       + (f' {data["notes"]}' if data['notes'] else ''), '',
       *_runs_table(records), '',
       '## How it was made', '',
-      '```sh',
-      f'.venv/bin/python -m results.{ANALYSIS} --seeds=<seeds> '
-      '--tasks=<tasks> --runs=<dir outside the repository>', '```', '',
-      'runs, for each task and seed:', '', '```sh',
-      *data['commands'].values(), '```', '',
-      f'then `programs/evaluate.py --workdir=<workdir> '
-      f'--episodes={data["final_episodes"]} --seed=<seed>` on its final '
-      'checkpoint. The same command again resumes what is unfinished.', '']
+      *dpg_control.commands(ANALYSIS, data), '']
   return '\n'.join(lines)
 
 

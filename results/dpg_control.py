@@ -377,12 +377,16 @@ def render(data: Dict[str, object]) -> str:
 
 def commands(analysis: str, data: Dict[str, object]) -> List[str]:
   """The page's commands, as its "How it was made" gives them: the page's
-  own, one run's (`data['command']`), its final evaluation's."""
+  own, a run's (`data['command']`, an example; or `data['commands']`, each
+  task's), its final evaluation's."""
   return [
       '```sh',
       f'.venv/bin/python -m results.{analysis} --seeds=<seeds> '
       '--tasks=<tasks> --runs=<dir outside the repository>', '```', '',
-      'runs, for each task and seed, e.g.:', '', '```sh', data['command'],
+      *(['runs, for each task and seed:', '', '```sh',
+         *data['commands'].values()] if 'commands' in data else
+        ['runs, for each task and seed, e.g.:', '', '```sh',
+         data['command']]),
       '```', '',
       f'then `programs/evaluate.py --workdir=<workdir> '
       f'--episodes={data["final_episodes"]} --seed=<seed>` on its final '
