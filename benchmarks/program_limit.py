@@ -123,10 +123,9 @@ def _rows(workdir: str) -> List[Dict[str, float]]:
 def _cpu_seconds(pid: int) -> float:
   """User and system CPU seconds of process `pid` and its waited-for
   children (0 if it is gone)."""
-  try:
-    with open(f'/proc/{pid}/stat') as f:
-      fields = f.read().rsplit(')', 1)[1].split()
-  except OSError:
+  from launch import local  # pylint: disable=g-import-not-at-top
+  fields = local.proc_stat(pid)  # From the state on: utime is the 12th.
+  if fields is None:
     return 0.0
   ticks = sum(int(value) for value in fields[11:15])
   return ticks / os.sysconf('SC_CLK_TCK')

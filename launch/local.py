@@ -120,7 +120,7 @@ def _set_up_node_process(workdir: str, label: str, before: Callable[[], None]):
   before()
 
 
-def _stat(pid: int) -> Optional[List[str]]:
+def proc_stat(pid: int) -> Optional[List[str]]:
   """The fields of /proc/<pid>/stat after the command's name (the state
   first, then the parent), or None if the process is gone."""
   try:
@@ -132,7 +132,7 @@ def _stat(pid: int) -> Optional[List[str]]:
 
 def _parent_of(pid: int) -> Optional[int]:
   """The parent of a live (not zombie) process, from /proc; None if gone."""
-  fields = _stat(pid)
+  fields = proc_stat(pid)
   if fields is None:
     return None
   return None if fields[0] in ('Z', 'X') else int(fields[1])
@@ -312,7 +312,7 @@ class KeptNodes(platforms.KeptNodeRecords):
     (SIGSTOP: its state in /proc is T), 0 if it is not: a replay node's
     process, which answers no heartbeat (its server does)."""
     pid = self._node(label)
-    fields = _stat(pid) if pid is not None else None
+    fields = proc_stat(pid) if pid is not None else None
     if not fields or fields[0] != 'T':
       self._stopped.pop(label, None)
       return 0.0
