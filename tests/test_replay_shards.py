@@ -403,11 +403,8 @@ def test_a_frozen_or_killed_shard_is_left_out_then_comes_back(tmp_path,
 
   # Killed: its node restarts it from the shard's own checkpoint, and it is
   # drawn from again.
-  program.wait_until(
-      lambda: os.path.isdir(workdir / 'checkpoints' / 'replay_1') and any(
-          os.path.exists(workdir / 'checkpoints' / 'replay_1' / name / 'DONE')
-          for name in os.listdir(workdir / 'checkpoints' / 'replay_1')),
-      helpers.START_TIMEOUT, 'a checkpoint of shard 1')
+  program.wait_until(lambda: helpers.replay_checkpoints(workdir, 'replay_1'),
+                     helpers.START_TIMEOUT, 'a checkpoint of shard 1')
   os.kill(server, signal.SIGKILL)
   program.wait_until(
       lambda: len(helpers.SHARD_STARTS.findall(program.logs())) >= 3,
