@@ -465,10 +465,12 @@ class LocalProcesses(platforms.ProcessPerNode):
 
   end_program = staticmethod(end_program)
 
-  def __init__(self, workdir: str, max_node_restarts: int = 0):
+  def __init__(self, workdir: str, max_node_restarts: int = 0,
+               placements: Optional[Dict[str, Any]] = None):
     self._workdir = workdir
     # Under keepers (`launch.keeper`) unless no node is to be started again.
     self.keeps_nodes = max_node_restarts > 0
+    self.placements = placements  # `launch.placement.plan`'s.
 
   def process_setup(self, label: str,
                     constructor=None) -> Callable[[], None]:

@@ -137,6 +137,21 @@ class RunOptions:
   node listening on every interface, unauthenticated; any host that reaches
   this one can then run code as this user. Given per launch, never resumed
   from run.json."""
+  placement: str = 'sized'
+  """How the nodes' processes share the cores (launch/placement.py): sized
+  (each node's TensorFlow thread pools sized for the cores it should use:
+  the learner every core it may run on, every other node one; under
+  local_mp the evaluator at nice 10, yielding to the learner and the
+  actors) or tf_default (TensorFlow's own pools of every core in every
+  process but the actors', which take one: the program before placement, to
+  compare against)."""
+  pin_learner: str = ''
+  """local_mp: CPUs to pin the learner to (e.g. 0-3); its thread pools
+  take as many threads. Empty: wherever the system puts it."""
+  pin_others: str = ''
+  """local_mp: CPUs to pin every other node to (actors, evaluator, replay,
+  counter, cachers, coordinator; e.g. 4-15). Empty: wherever the system
+  puts them."""
   launch_type: str = dataclasses.field(default='local_mp',
                                        metadata={'flag': False})
   """Launchpad's launch type (--lp_launch_type); under local_mp every node
@@ -145,7 +160,8 @@ class RunOptions:
   # Options that say how this launch runs, not what the run is: a relaunch
   # of a run may change them freely (see `command_line`).
   PER_LAUNCH = ('workdir', 'launch_type', 'allow_network_exposure',
-                'variable_cachers')
+                'variable_cachers', 'placement', 'pin_learner',
+                'pin_others')
 
   @property
   def program_shape(self) -> ProgramShape:
@@ -196,6 +212,9 @@ class RunOptions:
                self.workdir_access, ' or '.join(WORKDIR_UMASKS))
     check_flag('num_evaluators', self.num_evaluators in (0, 1),
                self.num_evaluators, '0 or 1')
+    from launch import placement  # pylint: disable=g-import-not-at-top
+    placement.check(self.placement, self.pin_learner, self.pin_others,
+                    self.launch_type)
     from agents.envs.atari import ATARI_EVALUATIONS  # pylint: disable=g-import-not-at-top
     from agents.envs.atari import ATARI_TRAININGS  # pylint: disable=g-import-not-at-top
     check_flag('atari_evaluation', self.atari_evaluation in ATARI_EVALUATIONS,

@@ -27,7 +27,9 @@ import launchpad as lp
 from absl import logging
 
 from launch import keeper
+from launch import node_groups
 from launch import node_output
+from launch import placement
 from launch.runs import storage
 
 
@@ -232,17 +234,23 @@ def use_tf_threads(count: Optional[int]):
 
 
 class ProcessPerNode(SharedProcess):
-  """Every node a process of its own: a node class may set its process's
-  TensorFlow threads (`tf_threads_per_process`; the actors: one, as Ape-X
-  gives each actor one core)."""
+  """Every node a process of its own, placed by `placements` ({group: its
+  nodes' `launch.placement.NodePlacement`}: its CPUs, TensorFlow threads
+  and nice); without them, a node class may set its process's TensorFlow
+  threads (`tf_threads_per_process`; the actors: one, as Ape-X gives each
+  actor one core)."""
 
   heartbeats = True
+  placements: Optional[Dict[str, Any]] = None
 
   def process_setup(self, label: str,
                     constructor=None) -> Callable[[], None]:
-    del label
+    own_threads = getattr(constructor, 'tf_threads_per_process', None)
+    if self.placements is None:
+      return functools.partial(use_tf_threads, own_threads)
     return functools.partial(
-        use_tf_threads, getattr(constructor, 'tf_threads_per_process', None))
+        placement.apply,
+        self.placements[node_groups.group_of(label).name], own_threads)
 
 
 # How long the primary replica waits for the replay's and the counter's final
@@ -339,11 +347,13 @@ class ClusterProcesses(ProcessPerNode):
   end_program = staticmethod(end_as_primary_replica)
   records_outside_stop = True
 
-  def __init__(self, workdir: str = '', max_node_restarts: int = 0):
+  def __init__(self, workdir: str = '', max_node_restarts: int = 0,
+               placements: Optional[Dict[str, Any]] = None):
     self._workdir = workdir
     # Each replica's node under a keeper (`launch.keeper`), unless no node
     # is to be started again.
     self.keeps_nodes = max_node_restarts > 0 and bool(workdir)
+    self.placements = placements
 
   def kept_nodes(self):
     if not self.keeps_nodes:

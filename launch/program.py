@@ -37,6 +37,7 @@ from launch.runs import checkpointing
 from agents import builders
 from launch import local
 from launch import node_groups
+from launch import placement
 from launch import platforms
 from launch import replay_nodes as replay_nodes_lib
 from launch import variable_cache
@@ -53,11 +54,16 @@ def platform_for(options: RunOptions) -> platforms.SharedProcess:
   """Where the nodes run: this machine's processes under local_mp, machines
   of a cluster under vertex_ai, threads of one process under local_mt and
   test_mt."""
+  groups = [group.name for group in node_groups.GROUPS]
   if options.launch_type == 'local_mp':
-    return local.LocalProcesses(options.workdir, options.max_node_restarts)
+    return local.LocalProcesses(
+        options.workdir, options.max_node_restarts,
+        placement.plan(groups, options.placement, options.pin_learner,
+                       options.pin_others))
   if options.launch_type == 'vertex_ai':
-    return platforms.ClusterProcesses(options.workdir,
-                                      options.max_node_restarts)
+    return platforms.ClusterProcesses(
+        options.workdir, options.max_node_restarts,
+        placement.plan(groups, options.placement, pin=False))
   return platforms.SharedProcess()
 
 

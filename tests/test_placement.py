@@ -1,0 +1,150 @@
+"""Placement of the nodes on the cores (`launch.placement`, --placement,
+--pin_learner, --pin_others): a real local_mp program's processes, read
+from the kernel (/proc: every thread's allowed CPUs and nice) and from
+each node's log of TensorFlow's pool sizes; and a placement that cannot run
+here refused before anything starts."""
+
+import os
+
+import pytest
+
+import helpers
+from launch import placement
+
+SMOKE = ['--preset=cartpole_smoke', '--max_actor_steps=100000000']
+NUM_ACTORS = 2  # cartpole_smoke's.
+NODES = ['coordinator', 'counter', 'replay', 'replay_server', 'learner',
+         'actor', 'actor_1', 'evaluator']
+
+
+def test_cpu_lists_read_and_written_as_the_kernel_does():
+  assert placement.parse_cpus('0-3,6') == {0, 1, 2, 3, 6}
+  assert placement.parse_cpus(' 2, 0-1 ') == {0, 1, 2}
+  assert placement.parse_cpus('') == set()
+  assert placement.format_cpus({9, 0, 1, 2, 3, 6, 8}) == '0-3,6,8-9'
+  assert placement.format_cpus({5}) == '5'
+  for bad in ('a', '3-1', '-1', '0-x'):
+    with pytest.raises(ValueError):
+      placement.parse_cpus(bad)
+
+
+def test_the_plan_gives_the_learner_its_cores_and_the_rest_one_thread():
+  plan = placement.plan(['learner', 'actor', 'evaluator', 'replay'],
+                        pin_learner='0-2', pin_others='3')
+  assert plan['learner'] == placement.NodePlacement({0, 1, 2}, None, 0)
+  assert plan['learner'].pool_size() == 3
+  assert plan['actor'] == placement.NodePlacement({3}, 1, 0)
+  assert plan['evaluator'] == placement.NodePlacement(
+      {3}, 1, placement.EVALUATOR_NICE)
+  assert plan['replay'] == placement.NodePlacement({3}, 1, 0)
+  # A replica on a machine of its own: pools only.
+  cloud = placement.plan(['learner', 'evaluator'], pin=False)
+  assert cloud['evaluator'] == placement.NodePlacement(None, 1, 0)
+  before = placement.plan(['learner', 'actor'], placement.TF_DEFAULT)
+  assert before['learner'] == before['actor'] == placement.NodePlacement(
+      None, 0, 0)
+
+
+def _kernel_view(pid: int):
+  """{thread: (allowed CPUs, nice)} of process `pid`, from /proc."""
+  view = {}
+  for thread in os.listdir(f'/proc/{pid}/task'):
+    try:
+      with open(f'/proc/{pid}/task/{thread}/status') as f:
+        allowed = next(line.split(':', 1)[1].strip() for line in f
+                       if line.startswith('Cpus_allowed_list'))
+      with open(f'/proc/{pid}/task/{thread}/stat') as f:
+        nice = int(f.read().rsplit(')', 1)[1].split()[16])
+    except (FileNotFoundError, ProcessLookupError):
+      continue  # The thread has ended since.
+    view[int(thread)] = (placement.parse_cpus(allowed), nice)
+  return view
+
+
+def _placement_lines(program):
+  return {line.split(']')[0].lstrip('['): line
+          for line in program.logs().splitlines() if 'Placement:' in line}
+
+
+def _run_until_every_node_logged(tmp_path, *flags):
+  workdir = tmp_path / 'run'
+  program = helpers.Program(
+      helpers.program_command('apex_dqn', f'--workdir={workdir}', *SMOKE,
+                              *flags), tmp_path / 'output.txt')
+  program.wait_until(
+      lambda: helpers.every_node_logged(workdir, NUM_ACTORS),
+      helpers.START_TIMEOUT, 'a log row of every node')
+  program.wait_until(lambda: all(helpers.pid(workdir, label)
+                                 for label in NODES),
+                     helpers.START_TIMEOUT, 'every node\'s pid file')
+  return program, workdir
+
+
+needs_two_cpus = pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2, reason='pins nodes to two CPUs')
+
+
+@needs_two_cpus
+def test_pinned_nodes_run_on_their_cpus_only(tmp_path):
+  learner_cpu, other_cpu = sorted(os.sched_getaffinity(0))[:2]
+  program, workdir = _run_until_every_node_logged(
+      tmp_path, f'--pin_learner={learner_cpu}',
+      f'--pin_others={other_cpu}')
+  try:
+    for label in NODES:
+      view = _kernel_view(helpers.pid(workdir, label))
+      expected_cpus = {learner_cpu if label == 'learner' else other_cpu}
+      # The replay server is the replay node's child: it takes the node's.
+      expected_nice = (placement.EVALUATOR_NICE if label == 'evaluator'
+                       else 0)
+      assert view, label
+      for thread, (cpus, nice) in view.items():
+        assert cpus == expected_cpus, (label, thread, cpus)
+        assert nice == expected_nice, (label, thread, nice)
+    lines = _placement_lines(program)
+    assert 'TensorFlow pools: intra-op 1, inter-op 1' in lines['learner']
+    for label in ('actor', 'actor_1', 'evaluator', 'counter', 'replay'):
+      assert 'TensorFlow pools: intra-op 1, inter-op 1' in lines[label], (
+          label, lines[label])
+    program.interrupt()
+  finally:
+    program.close()
+
+
+@needs_two_cpus
+def test_unpinned_nodes_share_every_cpu_the_evaluator_yields(tmp_path):
+  everywhere = set(os.sched_getaffinity(0))
+  program, workdir = _run_until_every_node_logged(tmp_path)
+  try:
+    for label in NODES:
+      for thread, (cpus, nice) in _kernel_view(
+          helpers.pid(workdir, label)).items():
+        assert cpus == everywhere, (label, thread, cpus)
+        assert nice == (placement.EVALUATOR_NICE if label == 'evaluator'
+                        else 0), (label, thread, nice)
+    lines = _placement_lines(program)
+    cores = len(everywhere)
+    assert (f'TensorFlow pools: intra-op {cores}, inter-op {cores}'
+            in lines['learner'])
+    assert 'TensorFlow pools: intra-op 1, inter-op 1' in lines['counter']
+    program.interrupt()
+  finally:
+    program.close()
+
+
+@pytest.mark.parametrize('flag, message', [
+    ('--pin_learner=0-4095', 'are not among those this launch may use'),
+    ('--pin_others=one', "'one' is not a CPU or a range of CPUs"),
+    ('--placement=pinned', '--placement=pinned: it is one of sized, '
+     'tf_default.'),
+])
+def test_a_placement_that_cannot_run_is_refused_before_anything_starts(
+    tmp_path, flag, message):
+  workdir = tmp_path / 'run'
+  result = helpers.run(helpers.program_command(
+      'apex_dqn', f'--workdir={workdir}', '--preset=cartpole_smoke', flag),
+                       300)
+  assert result.returncode != 0
+  assert message in result.stdout, result.stdout[-3000:]
+  assert 'Traceback' not in result.stdout
+  assert not workdir.exists()
