@@ -23,7 +23,9 @@ agent steps a second the machine can give at that ratio is
 its counter's agent steps/s and its learner's samples/s (updates x b) over
 a steady window: from `--settle` seconds after the learner's first logged
 update, `--windows` windows of `--window_seconds`, the median of their
-rates. The goal (docs/performance.md): program / limit >= 0.8. The CPU time
+rates. The goal (docs/performance.md): program / limit >= 0.8, with the
+default `--placement`. Each of `--placements` is run, one after the other
+(the default and the program before placement: `tf_default`). The CPU time
 each node's process took in the window is reported too: where the cores
 went.
 
@@ -63,6 +65,9 @@ def define_flags():
   flags.DEFINE_float('window_seconds', 60.0, 'Seconds of one program window.')
   flags.DEFINE_float('start_timeout', 1200.0, 'Seconds the program may take '
                      'to log its first update (replay fills first).')
+  flags.DEFINE_list('placements', ['sized', 'tf_default'], 'The program\'s '
+                    '--placement values, one run each, back to back (the '
+                    'first is the goal\'s: the default).')
 
 
 def limit(actor_steps_per_core: float, updates_per_second: float,
@@ -143,15 +148,16 @@ def _node_pids(workdir: str) -> Dict[str, int]:
   return pids
 
 
-def program_rates(values: Dict[str, object]) -> Dict[str, object]:
+def program_rates(values: Dict[str, object],
+                  placement: str) -> Dict[str, object]:
   """The program's agent steps/s and updates/s in its windows, and each
-  node's share of a core over them."""
+  node's share of a core over them, launched with `--placement`."""
   workdir = tempfile.mkdtemp(prefix='program_limit_')
   command = [common.PYTHON, os.path.join(common.ROOT, 'programs',
                                          'apex_dqn.py'),
              '--lp_launch_type=local_mp', f'--workdir={workdir}',
              f'--preset={FLAGS.preset}', f'--env={values["env"]}',
-             f'--log_every={LOG_EVERY:g}']
+             f'--log_every={LOG_EVERY:g}', f'--placement={placement}']
   process = subprocess.Popen(  # pylint: disable=consider-using-with
       command, cwd=common.ROOT, stdout=subprocess.DEVNULL,
       stderr=subprocess.DEVNULL, start_new_session=True)
@@ -199,13 +205,20 @@ def main(argv):
   values = _preset()
   cores = len(os.sched_getaffinity(0))
   actor, learner = bare_rates(values)
-  program = program_rates(values)
   batch = int(values['batch_size'])
   ratio = float(values['samples_per_insert'])
   a, u = common.median(actor), common.median(learner)
-  steps = common.median(program['agent_steps_per_second'])
-  updates = common.median(program['updates_per_second'])
   machine_limit = limit(a, u, ratio, batch, cores)
+  programs = {}
+  for placement in FLAGS.placements:
+    program = program_rates(values, placement)
+    steps = common.median(program['agent_steps_per_second'])
+    updates = common.median(program['updates_per_second'])
+    programs[placement] = {
+        **program, 'median_agent_steps_per_second': steps,
+        'median_samples_per_second': updates * batch,
+        'ratio_to_limit': steps / machine_limit}
+  default = programs[FLAGS.placements[0]]
   result = {
       'preset': FLAGS.preset, 'env': values['env'], 'cores': cores,
       'samples_per_insert': ratio, 'batch_size': batch,
@@ -213,25 +226,29 @@ def main(argv):
       'in_memory_updates_per_second': learner,
       'limit_agent_steps_per_second': machine_limit,
       'limit_samples_per_second': machine_limit * ratio,
-      **program,
-      'median_agent_steps_per_second': steps,
-      'median_samples_per_second': updates * batch,
-      'ratio_to_limit': steps / machine_limit,
-      'goal_ratio_at_least_0.8': steps / machine_limit >= 0.8,
+      'placements': FLAGS.placements, 'programs': programs,
+      'ratio_to_limit': default['ratio_to_limit'],
+      'goal_ratio_at_least_0.8': default['ratio_to_limit'] >= 0.8,
   }
   name = f'program_limit_{FLAGS.preset}'
   path = common.write_result(name, result)
+  rows = [['bare actor loop, steps/s on a core', a],
+          ['in-memory update, updates/s', u],
+          ['limit at the replay ratio, agent steps/s', machine_limit]]
+  for placement, program in programs.items():
+    rows += [[f'--placement={placement}: agent steps/s',
+              program['median_agent_steps_per_second']],
+             [f'--placement={placement}: samples learned/s',
+              program['median_samples_per_second']],
+             [f'--placement={placement}: program / limit',
+              program['ratio_to_limit']]]
   common.print_table(
       f'The program as users run it ({FLAGS.preset}, {values["env"]}, '
-      f'{cores} cores), medians', ['figure', 'value'],
-      [['bare actor loop, steps/s on a core', a],
-       ['in-memory update, updates/s', u],
-       ['limit at the replay ratio, agent steps/s', machine_limit],
-       ['program, agent steps/s', steps],
-       ['program, samples learned/s', updates * batch],
-       ['program / limit', steps / machine_limit]])
-  common.print_table('Cores each node took in the window', ['node', 'cores'],
-                     sorted(program['cores_by_node'].items()))
+      f'{cores} cores), medians', ['figure', 'value'], rows)
+  for placement, program in programs.items():
+    common.print_table(f'Cores each node took (--placement={placement})',
+                       ['node', 'cores'],
+                       sorted(program['cores_by_node'].items()))
   print(f'\n{path}')
 
 
