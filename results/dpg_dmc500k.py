@@ -250,9 +250,10 @@ def render(data: Dict[str, object]) -> str:
       '- **Updates**: SAC makes one update of 256 per simulator step '
       '(500,000 a run); the runs here make one per 8 simulator steps once '
       '5,000 transitions are in replay (`--samples_per_insert` 32 x the '
-      f'repeat: {min(updates):,} to {max(updates):,} a run), the ratio that '
-      f'fits {min(minutes):.0f}-{max(minutes):.0f} minutes a run on 2 cores '
-      '(the runs\' minutes below). The learner sets the pace, so SAC\'s '
+      f'repeat: {min(updates):,} to {max(updates):,} a run), a ratio at '
+      f'which a run took {min(minutes):.0f}-{max(minutes):.0f} minutes on 2 '
+      'cores (the runs\' minutes, and the machines they ran on, below). The '
+      'learner sets the pace, so SAC\'s '
       'ratio would take about 8 times as long a run here.',
       '- **The agent**: Ape-X DPG as the paper gives it (App. D: a '
       'deterministic policy with Gaussian noise of 0.3, 3-step returns, '

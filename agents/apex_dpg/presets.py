@@ -60,8 +60,10 @@ CONTROL_SMALL = {
 #   that ratio (samples_per_insert 32 x the repeat), 57,500 to 61,250
 #   updates in 500K simulator steps (none before the first 5,000
 #   transitions), estimated at 25 minutes of 2 cores when it was set and
-#   measured at 8 to 11 (results/dpg_dmc500k.md). SAC's one per simulator
-#   step would be 8 times as many updates and over an hour a run here;
+#   measured at 8 to 11, but 56 for walker:walk on a machine where the
+#   learner ran at a quarter of its pace (results/dpg_dmc500k.md). SAC's
+#   one per simulator step would be 8 times as many updates and over an
+#   hour a run here;
 # - 2 actors, 1 environment each, as control_small;
 # - 5,000 transitions before learning (the paper: 10K at 64 actors): 2 to
 #   16% of the table's budgets of 31,250 to 250,000 agent steps;
