@@ -79,9 +79,9 @@ def _run(step):
 def actor_loop():
   """Steps the environments with the batched forward pass."""
   from launch import nodes  # pylint: disable=g-import-not-at-top
-  from launch import platforms  # pylint: disable=g-import-not-at-top
+  from launch import placement  # pylint: disable=g-import-not-at-top
   # The same threads as the program's actor.
-  platforms.use_tf_threads(nodes.ActingNode.tf_threads_per_process)
+  placement.use_tf_threads(nodes.ActingNode.tf_threads_per_process)
   builder = _builder()
   network = builder.make_network()
   spec = builder.environment.spec.observations

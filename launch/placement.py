@@ -29,8 +29,8 @@ sharing wants.
 
 `--placement=tf_default` keeps TensorFlow's own pool sizes in every process
 but the actors' (one thread: the node class's own
-`tf_threads_per_process`) and no nice: the program as it was before the plan, for a comparison back to
-back (`benchmarks/program_limit.py --placement=tf_default`).
+`tf_threads_per_process`) and no nice: the program as it was before the
+plan, for a comparison back to back (`benchmarks/program_limit.py`).
 
 The pinned wheels link no OpenMP (`ldd` of TensorFlow's libraries), so
 there is no OpenMP pool to size. On Vertex AI each replica has a machine of
@@ -53,9 +53,8 @@ PLACEMENTS = (SIZED, TF_DEFAULT)
 # thread about a tenth of a nice-0 thread's share of a contended core).
 EVALUATOR_NICE = 10
 
-# The group whose pools take every core it may run on; the others take one.
-LEARNING_GROUPS = ('learner',)
-# The group pinned to --pin_learner; every other to --pin_others.
+# The group whose pools take every core it may run on, pinned to
+# --pin_learner; every other takes one thread, pinned to --pin_others.
 LEARNER_GROUP = 'learner'
 
 
@@ -170,9 +169,20 @@ def plan(groups: Iterable[str], placement: str = SIZED,
       placements[group] = NodePlacement(cpus=cpus, tf_threads=0, nice=0)
       continue
     placements[group] = NodePlacement(
-        cpus=cpus, tf_threads=None if group in LEARNING_GROUPS else 1,
+        cpus=cpus, tf_threads=None if group == LEARNER_GROUP else 1,
         nice=EVALUATOR_NICE if group == 'evaluator' and pin else 0)
   return placements
+
+
+def use_tf_threads(count: Optional[int]):
+  """Sets this process's TensorFlow thread pools (intra-op and inter-op) to
+  `count` threads, before its first TensorFlow operation; None: leaves
+  TensorFlow's defaults."""
+  if count is None:
+    return
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tf.config.threading.set_intra_op_parallelism_threads(count)
+  tf.config.threading.set_inter_op_parallelism_threads(count)
 
 
 def _threads() -> Iterable[int]:
@@ -197,11 +207,9 @@ def apply(placement: NodePlacement, own_threads: Optional[int] = None):
       continue
   if placement.tf_threads == 0 and own_threads:
     placement = dataclasses.replace(placement, tf_threads=own_threads)
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if placement.tf_threads != 0:
-    size = placement.pool_size()
-    tf.config.threading.set_intra_op_parallelism_threads(size)
-    tf.config.threading.set_inter_op_parallelism_threads(size)
+    use_tf_threads(placement.pool_size())
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   # As TensorFlow has it (0: its default, a thread per core).
   logging.info('Placement: %s; TensorFlow pools: intra-op %d, inter-op %d.',
                placement.describe(),

@@ -223,16 +223,6 @@ class SharedProcess:
     return None
 
 
-def use_tf_threads(count: Optional[int]):
-  """Sets this process's TensorFlow thread pools, before its first
-  TensorFlow operation."""
-  if count is None:
-    return
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  tf.config.threading.set_intra_op_parallelism_threads(count)
-  tf.config.threading.set_inter_op_parallelism_threads(count)
-
-
 class ProcessPerNode(SharedProcess):
   """Every node a process of its own, placed by `placements` ({group: its
   nodes' `launch.placement.NodePlacement`}: its CPUs, TensorFlow threads
@@ -247,7 +237,7 @@ class ProcessPerNode(SharedProcess):
                     constructor=None) -> Callable[[], None]:
     own_threads = getattr(constructor, 'tf_threads_per_process', None)
     if self.placements is None:
-      return functools.partial(use_tf_threads, own_threads)
+      return functools.partial(placement.use_tf_threads, own_threads)
     return functools.partial(
         placement.apply,
         self.placements[node_groups.group_of(label).name], own_threads)
