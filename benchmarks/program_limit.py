@@ -20,7 +20,8 @@ agent steps a second the machine can give at that ratio is
   limit = 1 / (1 / (A N) + s / (b U))
 
 (no time for replay, logging or anything else). The program's figure is
-its counter's agent steps/s and its learner's samples/s (updates x b) over
+its actors' agent steps/s (each from its own log's rows) and its learner's
+samples/s (updates x b) over
 a steady window: from `--settle` seconds after the learner's first logged
 update, `--windows` windows of `--window_seconds`, the median of their
 rates. The goal (docs/performance.md): program / limit >= 0.8, with the
@@ -38,7 +39,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from absl import app
 from absl import flags
@@ -80,18 +81,60 @@ def limit(actor_steps_per_core: float, updates_per_second: float,
   return 1.0 / (acting + learning)
 
 
+def _window_rate(rows: Sequence[Dict[str, float]], start: float, end: float,
+                 column: str) -> Optional[float]:
+  """`column`'s change between the first and last row inside [start, end]
+  over their time (None with fewer than two rows there)."""
+  inside = [row for row in rows if start <= row['walltime'] <= end]
+  if len(inside) < 2 or inside[-1]['walltime'] <= inside[0]['walltime']:
+    return None
+  return ((inside[-1][column] - inside[0][column]) /
+          (inside[-1]['walltime'] - inside[0]['walltime']))
+
+
+def _windows(begin: float, seconds: float, count: int):
+  return [(begin + index * seconds, begin + (index + 1) * seconds)
+          for index in range(count)]
+
+
 def window_rates(rows: Sequence[Dict[str, float]], begin: float,
                  seconds: float, count: int, column: str) -> List[float]:
   """`column`'s rate (per second of walltime) in each of `count` windows of
   `seconds` from `begin`, from log rows (each with `walltime`): the change
   between the first and last row inside the window over their time."""
+  rates = [_window_rate(rows, start, end, column)
+           for start, end in _windows(begin, seconds, count)]
+  return [rate for rate in rates if rate is not None]
+
+
+def counted_steps(rows: Sequence[Dict[str, float]]) -> List[Dict[str, float]]:
+  """An actor's log rows with `steps`: the environment steps it took since
+  its first row, from each row's `steps_per_second` (its own steps since
+  the row before, over that time). The counter's `actor_steps` cannot
+  serve: an actor adds an episode's steps to it only as the episode ends,
+  in lumps of thousands on Atari."""
+  counted, steps = [], 0.0
+  for index, row in enumerate(rows):
+    if index:
+      steps += row['steps_per_second'] * (row['walltime'] -
+                                          rows[index - 1]['walltime'])
+    counted.append({'walltime': row['walltime'], 'steps': steps})
+  return counted
+
+
+def summed_window_rates(logs: Sequence[Sequence[Dict[str, float]]],
+                        begin: float, seconds: float,
+                        count: int) -> List[float]:
+  """All actors' agent steps/s in each window (`window_rates`'s), from
+  their own rows (`counted_steps`). A window counts only where every actor
+  logged at least twice in it: one that did not would be missing, not
+  slow."""
+  counted = [counted_steps(rows) for rows in logs]
   rates = []
-  for index in range(count):
-    start, end = begin + index * seconds, begin + (index + 1) * seconds
-    inside = [row for row in rows if start <= row['walltime'] <= end]
-    if len(inside) >= 2 and inside[-1]['walltime'] > inside[0]['walltime']:
-      rates.append((inside[-1][column] - inside[0][column]) /
-                   (inside[-1]['walltime'] - inside[0]['walltime']))
+  for start, end in _windows(begin, seconds, count):
+    each = [_window_rate(rows, start, end, 'steps') for rows in counted]
+    if counted and all(rate is not None for rate in each):
+      rates.append(sum(each))
   return rates
 
 
@@ -117,12 +160,17 @@ def bare_rates(values: Dict[str, object]) -> Tuple[List[float], List[float]]:
   return actor, learner
 
 
-def _rows(workdir: str) -> List[Dict[str, float]]:
+def _rows(workdir: str, label: str = 'learner') -> List[Dict[str, float]]:
   from launch.runs import curves  # pylint: disable=g-import-not-at-top
-  log = curves.read_log(workdir, 'learner')
+  log = curves.read_log(workdir, label)
   count = len(log.get('walltime', ()))
   return [{key: float(values[index]) for key, values in log.items()}
           for index in range(count)]
+
+
+def _actor_rows(workdir: str) -> List[List[Dict[str, float]]]:
+  from launch.runs import curves  # pylint: disable=g-import-not-at-top
+  return [_rows(workdir, label) for label in curves.actor_labels(workdir)]
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -191,8 +239,8 @@ def program_rates(values: Dict[str, object],
   seconds = FLAGS.windows * FLAGS.window_seconds
   return {
       'command': ' '.join(command[1:]).replace(workdir, '<workdir>'),
-      'agent_steps_per_second': window_rates(
-          rows, begin, FLAGS.window_seconds, FLAGS.windows, 'actor_steps'),
+      'agent_steps_per_second': summed_window_rates(
+          _actor_rows(workdir), begin, FLAGS.window_seconds, FLAGS.windows),
       'updates_per_second': window_rates(
           rows, begin, FLAGS.window_seconds, FLAGS.windows, 'learner_steps'),
       'cores_by_node': {label: (after[label] - before[label]) / seconds

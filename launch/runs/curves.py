@@ -56,7 +56,8 @@ def read_log(workdir: str, label: str) -> Dict[str, np.ndarray]:
   return columns
 
 
-def _actor_labels(workdir: str) -> List[str]:
+def actor_labels(workdir: str) -> List[str]:
+  """The labels of the actors that have a log in `workdir`."""
   found = [os.path.basename(os.path.dirname(path)) for path in
            glob.glob(os.path.join(workdir, 'logs', 'actor*', 'logs.csv'))]
   return sorted(found)
@@ -118,7 +119,7 @@ def run_curves(workdir: str, smoothing: int) -> Dict[str, object]:
   between launches left out: `running_clock`); 'clock' maps a wall time to
   seconds of that running time."""
   logs = {label: read_log(workdir, label)
-          for label in ['learner', 'evaluator', *_actor_labels(workdir)]}
+          for label in ['learner', 'evaluator', *actor_labels(workdir)]}
   logs = {label: log for label, log in logs.items() if log}
   if not logs:
     raise ValueError(f'{workdir} has no logs (<workdir>/logs/<node>/'
