@@ -39,8 +39,11 @@ nothing is pinned or niced.
 """
 
 import dataclasses
+import importlib.abc
+import importlib.util
 import os
-from typing import Dict, FrozenSet, Iterable, Optional
+import sys
+from typing import Any, Callable, Dict, FrozenSet, Iterable, Optional
 
 from absl import logging
 
@@ -190,13 +193,49 @@ def _threads() -> Iterable[int]:
   return [int(name) for name in os.listdir('/proc/self/task')]
 
 
+class _AfterImport(importlib.abc.MetaPathFinder):
+  """Calls `callback(module)` once module `name` has been imported (its
+  code run), whoever imports it; removes itself on its first use."""
+
+  def __init__(self, name: str, callback: Callable[[Any], None]):
+    self._name = name
+    self._callback = callback
+
+  def find_spec(self, fullname, path=None, target=None):
+    del path, target
+    if fullname != self._name:
+      return None
+    sys.meta_path.remove(self)
+    spec = importlib.util.find_spec(fullname)  # By the other finders.
+    if spec is None or spec.loader is None:
+      return spec
+    run_module = spec.loader.exec_module
+
+    def run_then_call(module):
+      run_module(module)
+      self._callback(module)
+
+    spec.loader.exec_module = run_then_call
+    return spec
+
+
+def when_imported(name: str, callback: Callable[[Any], None]):
+  """`callback(module)` now if module `name` is imported, else as soon as
+  it is, without importing it here."""
+  if name in sys.modules:
+    callback(sys.modules[name])
+  else:
+    sys.meta_path.insert(0, _AfterImport(name, callback))
+
+
 def apply(placement: NodePlacement, own_threads: Optional[int] = None):
   """Places this process (before its first TensorFlow operation): every
   thread it has now is pinned and niced (Linux sets both per thread; the
   threads started later take them from the thread that starts them), and
   TensorFlow's pools are sized: under `tf_default`, to the node class's
   own `own_threads` (`tf_threads_per_process`: the actors' one) if it has
-  one."""
+  one. The pools are sized as TensorFlow is imported, by whatever imports
+  it: a node that has no use for it (the counter) does not load it."""
   for thread in _threads():
     try:
       if placement.cpus is not None:
@@ -207,11 +246,14 @@ def apply(placement: NodePlacement, own_threads: Optional[int] = None):
       continue
   if placement.tf_threads == 0 and own_threads:
     placement = dataclasses.replace(placement, tf_threads=own_threads)
-  if placement.tf_threads != 0:
-    use_tf_threads(placement.pool_size())
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  # As TensorFlow has it (0: its default, a thread per core).
-  logging.info('Placement: %s; TensorFlow pools: intra-op %d, inter-op %d.',
-               placement.describe(),
-               tf.config.threading.get_intra_op_parallelism_threads(),
-               tf.config.threading.get_inter_op_parallelism_threads())
+  logging.info('Placement: %s.', placement.describe())
+
+  def size_pools(tf):
+    if placement.tf_threads != 0:
+      use_tf_threads(placement.pool_size())
+    # As TensorFlow has it (0: its default, a thread per core).
+    logging.info('TensorFlow pools: intra-op %d, inter-op %d.',
+                 tf.config.threading.get_intra_op_parallelism_threads(),
+                 tf.config.threading.get_inter_op_parallelism_threads())
+
+  when_imported('tensorflow', size_pools)

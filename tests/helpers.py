@@ -418,6 +418,14 @@ def pid(workdir, label: str) -> Optional[int]:
   return read_pid(os.path.join(str(workdir), 'nodes', f'{label}.pid'))
 
 
+def has_tensorflow(pid: int) -> bool:
+  """Whether process `pid` has imported TensorFlow's Python package (its
+  bindings' library; TensorFlow's framework library alone comes with
+  Courier's)."""
+  with open(f'/proc/{pid}/maps') as f:
+    return '_pywrap_tensorflow_internal' in f.read()
+
+
 def replay_checkpoints(workdir, label: str = 'replay',
                        complete: bool = True) -> List[str]:
   """The names of a replay node's Reverb checkpoints in

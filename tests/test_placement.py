@@ -5,6 +5,7 @@ each node's log of TensorFlow's pool sizes; and a placement that cannot run
 here refused before anything starts."""
 
 import os
+import sys
 
 import pytest
 
@@ -45,6 +46,27 @@ def test_the_plan_gives_the_learner_its_cores_and_the_rest_one_thread():
       None, 0, 0)
 
 
+def test_pools_are_sized_as_tensorflow_is_imported_and_not_before():
+  # In a fresh interpreter: applying a placement of 1 thread a pool does
+  # not import TensorFlow; importing it (here by Reverb, as the replay node
+  # does) sizes its pools to 1 where its default is a thread per core.
+  script = (
+      'import sys\n'
+      'from launch import placement\n'
+      'placement.apply(placement.NodePlacement(None, 1, 0))\n'
+      'print("before", "tensorflow" in sys.modules)\n'
+      'import reverb\n'
+      'import tensorflow as tf\n'
+      'print("pools", tf.config.threading.get_intra_op_parallelism_threads(),'
+      ' tf.config.threading.get_inter_op_parallelism_threads())\n'
+      'print("sum", int(tf.reduce_sum(tf.range(10))))\n')
+  result = helpers.run([sys.executable, '-c', script], 300)
+  assert result.returncode == 0, result.stdout[-3000:]
+  printed = [line for line in result.stdout.splitlines()
+             if line.split(' ')[0] in ('before', 'pools', 'sum')]
+  assert printed == ['before False', 'pools 1 1', 'sum 45'], result.stdout
+
+
 def _kernel_view(pid: int):
   """{thread: (allowed CPUs, nice)} of process `pid`, from /proc."""
   view = {}
@@ -61,9 +83,10 @@ def _kernel_view(pid: int):
   return view
 
 
-def _placement_lines(program):
+def _lines_with(program, marker: str):
+  """{node label: its log's line with `marker`}."""
   return {line.split(']')[0].lstrip('['): line
-          for line in program.logs().splitlines() if 'Placement:' in line}
+          for line in program.logs().splitlines() if marker in line}
 
 
 def _run_until_every_node_logged(tmp_path, *flags):
@@ -101,12 +124,18 @@ def test_the_learner_pinned_the_rest_everywhere_the_evaluator_yielding(
       for thread, (cpus, nice) in view.items():
         assert cpus == expected_cpus, (label, thread, cpus)
         assert nice == expected_nice, (label, thread, nice)
-    lines = _placement_lines(program)
+    placed = _lines_with(program, 'Placement:')
+    assert set(placed) >= set(NODES) - {'replay_server'}, placed
+    pools = _lines_with(program, 'TensorFlow pools:')
     # The learner's pools: the one CPU it may use; every other node's: one.
-    for label in ('learner', 'actor', 'actor_1', 'evaluator', 'counter',
-                  'replay', 'coordinator'):
-      assert 'TensorFlow pools: intra-op 1, inter-op 1' in lines[label], (
-          label, lines.get(label))
+    for label in ('learner', 'actor', 'actor_1', 'evaluator', 'replay',
+                  'coordinator'):
+      assert 'TensorFlow pools: intra-op 1, inter-op 1' in pools[label], (
+          label, pools.get(label))
+    # The counter has no use for TensorFlow: sizing its pools, as it is
+    # imported, does not import it.
+    assert 'counter' not in pools, pools['counter']
+    assert not helpers.has_tensorflow(helpers.pid(workdir, 'counter'))
     program.interrupt()
   finally:
     program.close()

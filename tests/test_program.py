@@ -72,21 +72,13 @@ def test_every_node_logs_and_ctrl_c_stops_the_program(tmp_path, launch):
                      helpers.START_TIMEOUT, 'a log row of every node')
   # The counter starts without TensorFlow; the learner has it. (The
   # coordinator has it too: it reaches the replay through Reverb's client.)
-  loaded = {label: _has_tensorflow(helpers.pid(workdir, label))
+  loaded = {label: helpers.has_tensorflow(helpers.pid(workdir, label))
             for label in ('counter', 'learner')}
   assert loaded == {'counter': False, 'learner': True}
   program.interrupt()
   helpers.check_every_node_logs(workdir, NUM_ACTORS)
   # Everything the run wrote is the user's alone (--workdir_access=user).
   helpers.check_private_files(workdir)
-
-
-def _has_tensorflow(pid: int) -> bool:
-  """Whether process `pid` has imported TensorFlow's Python package (its
-  bindings' library; TensorFlow's framework library alone comes with
-  Courier's)."""
-  with open(f'/proc/{pid}/maps') as f:
-    return '_pywrap_tensorflow_internal' in f.read()
 
 
 @pytest.mark.parametrize('flag, message', [
