@@ -201,8 +201,9 @@ def program_rates(values: Dict[str, object],
   """The program's agent steps/s and updates/s in its windows, and each
   node's share of a core over them, launched with `--placement`."""
   workdir = tempfile.mkdtemp(prefix='program_limit_')
-  command = [common.PYTHON, os.path.join(common.ROOT, 'programs',
-                                         'apex_dqn.py'),
+  # From the repository's root (cwd): the command it records names no
+  # path of this machine's.
+  command = [common.PYTHON, os.path.join('programs', 'apex_dqn.py'),
              '--lp_launch_type=local_mp', f'--workdir={workdir}',
              f'--preset={FLAGS.preset}', f'--env={values["env"]}',
              f'--log_every={LOG_EVERY:g}', f'--placement={placement}']
