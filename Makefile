@@ -6,10 +6,10 @@
 #                  and the long program runs (its time: the same file)
 #   make cloud-deps  what launching on Google Cloud needs (xmanager; see
 #                  docs/google_cloud.md); the tests need it too
-#   make bench     throughput benchmarks (about 50 minutes on 2 cores, 30 of
-#                  them the variable cachers' 6 program runs, before the two
-#                  whole-program runs of program_limit.py were added; results
-#                  in benchmarks/results/)
+#   make bench     throughput benchmarks (about 85 minutes on 2 cores: 30
+#                  of them the variable cachers' 6 program runs, 17 and 19
+#                  program_limit.py's Pong and MinAtar; results in
+#                  benchmarks/results/)
 SHELL := /bin/bash
 PYTHON := .venv/bin/python
 TRAIN_FLAGS ?=
