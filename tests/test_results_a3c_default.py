@@ -94,9 +94,17 @@ def _a3c_run(runs, task, seed):
 
 
 @pytest.fixture
-def page(tmp_path, monkeypatch):
+def parsed_flags():
+  """The page's flags parsed, with their defaults: a test that reads one
+  (`run.step_budget` reads --scale) must not depend on another test of its
+  worker having parsed them first."""
   if not FLAGS.is_parsed():
     FLAGS(['test'])
+
+
+@pytest.fixture
+def page(tmp_path, monkeypatch, parsed_flags):
+  del parsed_flags
   runs = str(tmp_path / 'runs')
   for task, seeds in ROUNDS.items():
     for seed in seeds:
@@ -152,7 +160,9 @@ def test_the_final_policies_beside_the_floor(page):
   assert data['random']['cartpole']['mean'] == pytest.approx(20.0)
 
 
-def test_every_task_runs_the_same_flags_but_its_environment_and_budget():
+def test_every_task_runs_the_same_flags_but_its_environment_and_budget(
+    parsed_flags):
+  del parsed_flags
   spec = run.ANALYSES[a3c_default.ANALYSIS]
   others = {task: [flag for flag in flags_ if not flag.startswith('--env=')]
             for task, flags_ in spec['settings'].items()}
