@@ -338,6 +338,56 @@ def test_a_write_held_back_by_the_rate_limiter_stops_waiting_when_told():
     server.stop()
 
 
+def test_a_writer_made_while_replay_does_not_answer_waits_for_it(
+    monkeypatch, caplog):
+  # An actor started while its replay node comes back (each started again
+  # by its keeper after a fault) makes its writer before the server
+  # answers: it waits for the server, then writes every transition to it.
+  monkeypatch.setattr(adders, 'SIGNATURE_TIMEOUT_MS', 200)
+  config = ApeXConfig(replay_capacity=CAPACITY, min_replay_size=1,
+                      batch_size=1)
+  table = lambda: [tables.make_replay_table(config, SPEC)]
+  server = reverb.Server(table())
+  port = server.port
+  server.stop()  # Down, as a replay node between its fault and its return.
+  client = reverb.Client(f'localhost:{port}')
+  adder = adders.NStepPrioritizedAdder(
+      client, tables.TABLE, n_step=3, discount=0.9,
+      priority_fn=initial_priorities, flush_size=4)
+  rng = np.random.default_rng(5)
+  episodes = [make_episode(rng, 0, 12, truncated=False)]
+  written = threading.Event()
+  errors = []
+
+  def write():
+    try:
+      feed(adder, episodes[0], rng)
+      adder.close()
+    except Exception as error:  # pylint: disable=broad-except
+      errors.append(error)
+    written.set()
+
+  thread = threading.Thread(target=write, daemon=True)
+  caplog.set_level('WARNING')
+  thread.start()
+  deadline = time.monotonic() + 60
+  while not any('did not answer' in record.getMessage()
+                for record in caplog.records):
+    assert not written.is_set(), errors
+    assert time.monotonic() < deadline, 'the writer never waited'
+    time.sleep(0.05)
+  assert not written.is_set()
+  server = reverb.Server(table(), port=port)  # Back, on the same address.
+  try:
+    assert written.wait(60), 'the writer did not write once replay answered'
+    assert not errors, errors
+    expected = reference_transitions(episodes, 3, 0.9, None)
+    assert table_size(client) == len(expected) == 12
+    check_items(read_all_items(client), expected)
+  finally:
+    server.stop()
+
+
 def test_adder_is_reusable_after_close(client):
   rng = np.random.default_rng(3)
   n_step, gamma = 3, 0.9

@@ -38,6 +38,7 @@ import dm_env
 import numpy as np
 import reverb
 import tree
+from absl import logging
 
 # Keys of a stored transition, in the learner's dataset.
 OBSERVATION = 'observation'
@@ -100,10 +101,36 @@ class _RowWriter:
     options = reverb.pybind.ConstantChunkerOptions(
         max_chunk_length=min(CHUNK_LENGTH, keep_alive),
         num_keep_alive_refs=keep_alive)
-    self._writer = client._client.NewTrajectoryWriter(  # pylint: disable=protected-access
-        options, SIGNATURE_TIMEOUT_MS)
+    self._writer = self._new_writer(client, options)
     self._refs = collections.deque(maxlen=keep_alive)
     self.num_rows = 0
+
+  def _new_writer(self, client: reverb.Client, options):
+    """Reverb's trajectory writer, once replay answers. A replay node
+    coming back after a fault (its keeper starts it again,
+    docs/checkpoints.md) answers nothing for a while; a writer made then
+    (an actor started again itself, or just started) waits for it, as the
+    calls of the writers already open do, instead of failing and costing
+    its actor a restart. It gives up only once told to stop waiting."""
+    tries = 0
+    while True:
+      try:
+        writer = client._client.NewTrajectoryWriter(  # pylint: disable=protected-access
+            options, SIGNATURE_TIMEOUT_MS)
+      except RuntimeError as error:
+        if ('Deadline Exceeded' not in str(error) or
+            self._stop_waiting.is_set()):
+          raise
+        tries += 1
+        if tries == 1:
+          logging.warning(
+              'Replay at %s did not answer within %.0f s; waiting for it.',
+              client.server_address, SIGNATURE_TIMEOUT_MS / 1000)
+        continue
+      if tries:
+        logging.info('Replay at %s answers again, after %d tries.',
+                     client.server_address, tries + 1)
+      return writer
 
   def append(self, observation, scalars=(None, None, None)) -> int:
     """Appends a row; returns its index."""
@@ -144,7 +171,9 @@ class _RowWriter:
 
   def close(self):
     """Stops the stream; what replay has not confirmed is dropped."""
-    self._writer.Close()
+    writer = getattr(self, '_writer', None)  # None: it was never made.
+    if writer is not None:
+      writer.Close()
 
   def __del__(self):
     # As `reverb.TrajectoryWriter` does: otherwise the C++ writer's destructor
