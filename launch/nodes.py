@@ -448,8 +448,11 @@ class EvaluatorNode:
     self._actor.update(wait=True)
     self._round_started_at = self._evaluator_counter.own_counts['episodes']
     # Every row of the round names it (`loggers_lib.split_rounds`).
-    round_fields = {loggers_lib.ROUND_STARTED: time.time(),
-                    loggers_lib.ROUND_LEARNER_STEPS: self._learner_steps()}
+    counts = self._counter.get_counts()
+    round_fields = {
+        loggers_lib.ROUND_STARTED: time.time(),
+        loggers_lib.ROUND_LEARNER_STEPS: counts.get('learner_steps', 0),
+        loggers_lib.ROUND_ACTOR_STEPS: counts.get('actor_steps', 0)}
     try:
       actor_loop.play_episodes(
           self._environments, self._actor, counter=self._evaluator_counter,

@@ -40,11 +40,15 @@ from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig
 from launch import nodes
 from launch.options import RunOptions
+from launch.runs import loggers
+import helpers
 
 NUM_ACTIONS = 3
 OBSERVATION_SIZE = 4
 EPISODE_LENGTH = 5
 HANG = 300  # Seconds: only a hung evaluator takes that long.
+# The actors' steps the test's learner counts with each of its steps.
+ACTOR_STEPS_PER_UPDATE = 8
 
 
 @dataclasses.dataclass
@@ -83,6 +87,12 @@ class Records:
 
 def learner_steps(counter: counting.Counter) -> int:
   return counter.get_counts().get('learner_steps', 0)
+
+
+def learn(counter: counting.Counter, steps: int):
+  """`steps` learner steps, and the actors' steps that came with them."""
+  counter.increment(learner_steps=steps,
+                    actor_steps=ACTOR_STEPS_PER_UPDATE * steps)
 
 
 class PauseNotingEvent(threading.Event):
@@ -127,7 +137,7 @@ class Episodes(dm_env.Environment):
     del action
     self._t += 1
     if self._learner_per_step:
-      self._counter.increment(learner_steps=self._learner_per_step)
+      learn(self._counter, self._learner_per_step)
     if self._t < EPISODE_LENGTH:
       return dm_env.transition(1.0, self._observation())
     ended = learner_steps(self._counter)
@@ -231,7 +241,7 @@ def test_a_round_starts_once_the_learner_has_made_the_period_since_the_last(
     records.wait_for(lambda: records.paused_after_round(1), 'first round')
     for count in (1, 2):
       due = records.rounds[-1].end + period
-      counter.increment(learner_steps=due - 1 - learner_steps(counter))
+      learn(counter, due - 1 - learner_steps(counter))
       with records.changed:
         mark = len(records.pauses)
       # The second pause from now follows a check of the count just set.
@@ -240,7 +250,7 @@ def test_a_round_starts_once_the_learner_has_made_the_period_since_the_last(
                        f'two pauses at {due - 1} learner steps')
       assert len(records.rounds) == count, (due, records.rounds)
       assert records.pauses[-1] == due - 1
-      counter.increment(learner_steps=1)
+      learn(counter, 1)
       records.wait_for(lambda: records.paused_after_round(count + 1),
                        f'round {count + 1}')
 
@@ -256,6 +266,13 @@ def test_a_round_starts_once_the_learner_has_made_the_period_since_the_last(
       records.pauses)
   # One pull as the node was made, then one as each round began.
   assert pulls == [0, 0, 1, 2]
+  # Each episode's row names its round by the counts as its parameters
+  # were pulled, not as it ended (50, 200 and 350 learner steps).
+  rows = helpers.rows(tmp_path, 'evaluator')
+  assert [(int(row[loggers.ROUND_LEARNER_STEPS]),
+           int(row[loggers.ROUND_ACTOR_STEPS]), int(row['actor_steps']))
+          for row in rows] == [(0, 0, 400), (150, 1200, 1600),
+                               (300, 2400, 2800)]
 
 
 def test_a_period_of_0_plays_rounds_back_to_back(tmp_path, signal_handlers):

@@ -12,8 +12,10 @@ rate limit, so that progress depends on steps, not on this machine's speed:
   algorithm itself): the evaluator's mean return over its last 10 episodes
   reaches 400 within 200,000 actor steps.
 
-A run that reaches its target is stopped there (Ctrl-C); one that does not
-runs to its step limit. The Ape-X DQN check runs with one replay and with two
+An evaluation episode counts at the actor steps of the parameters it
+played, taken as its round began, so that a verdict does not depend on how
+fast the evaluator plays. A run that reaches its target is stopped there
+(Ctrl-C); one that does not runs to its step limit. The Ape-X DQN check runs with one replay and with two
 replay shards; the sharded run also checks that every shard fed the learner
 throughout and saved its own final checkpoint.
 """
@@ -24,6 +26,7 @@ import numpy as np
 import pytest
 
 from agents.replay import shards as shards_lib
+from launch.runs import loggers
 import helpers
 
 pytestmark = pytest.mark.slow
@@ -36,21 +39,27 @@ A3C_CARTPOLE_FLAGS = ['--preset=cartpole']
 
 def _first_step_reaching(workdir, window: int, target: float,
                          max_actor_steps: int):
-  """Actor steps at which the mean of `window` evaluation episodes first
-  reached `target`, and a description of the run for the failure message."""
+  """Actor steps by which the policy whose mean over `window` evaluation
+  episodes first reached `target` had been learned, and a description of
+  the run for the failure message. A row's steps are those of its round's
+  parameters when the evaluator pulled them (`loggers.ROUND_ACTOR_STEPS`),
+  not when its episode ended: the evaluator yields to the learner and the
+  actors (nice 10), so how late its episodes end depends on how busy the
+  machine is, and the verdict must not."""
   rows = helpers.rows(workdir, 'evaluator')
   returns = np.array([float(row['episode_return']) for row in rows])
-  actor_steps = np.array([int(row['actor_steps']) for row in rows])
+  learned_by = np.array([int(float(row[loggers.ROUND_ACTOR_STEPS]))
+                         for row in rows])
   for end in range(window, len(rows) + 1):
     if (returns[end - window:end].mean() >= target and
-        actor_steps[end - 1] <= max_actor_steps):
-      return int(actor_steps[end - 1]), ''
+        learned_by[end - 1] <= max_actor_steps):
+      return int(learned_by[end - 1]), ''
   means = [returns[end - window:end].mean()
            for end in range(window, len(rows) + 1)]
   return None, (f'best mean return over {window} evaluation episodes: '
                 f'{max(means, default=float("nan")):.1f} (of {len(rows)} '
-                f'episodes up to {actor_steps[-1] if len(rows) else 0} actor '
-                'steps)')
+                'episodes, of parameters of up to '
+                f'{learned_by[-1] if len(rows) else 0} actor steps)')
 
 
 def _check_learns(launch, workdir, program: str, program_flags,

@@ -27,9 +27,12 @@ COUNT_KEYS = ('actor_steps', 'actor_episodes', 'learner_steps',
               'actor_environment_errors', 'actor_nonfinite_steps')
 
 # The evaluator's rows name their round: when it began, and the learner's
-# step when its parameters were pulled.
+# steps and the actors' when its parameters were pulled (the counter's
+# counts then: the policy a round plays is the one learned by those steps,
+# however long the round takes to play).
 ROUND_STARTED = 'round_started'
 ROUND_LEARNER_STEPS = 'round_learner_steps'
+ROUND_ACTOR_STEPS = 'round_actor_steps'
 
 
 def split_rounds(round_started: Sequence[Optional[float]],
