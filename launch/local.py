@@ -25,6 +25,7 @@ import functools
 import json
 import multiprocessing
 import os
+import select
 import shlex
 import shutil
 import signal
@@ -55,6 +56,8 @@ NODES = 'nodes'  # <workdir>/nodes/<label>.pid
 # watchdog process reads it and ends the node a grace period after the
 # signal, first having it print every thread's traceback.
 STOP_GRACE_SECONDS = 5.0
+# How long a node waits for its stop watchdog to be watching.
+WATCHDOG_START_SECONDS = 30.0
 _WATCHDOG = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                          'stop_watchdog.py')
 _KEEPER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -82,11 +85,24 @@ def install_stop_watchdog():
   # Answered by the C-level handler, GIL or not: the watchdog's request for
   # this process's tracebacks before it kills it.
   faulthandler.register(stop_watchdog.DUMP_SIGNAL, all_threads=True)
+  ready_read, ready_write = os.pipe()
   subprocess.Popen(  # pylint: disable=consider-using-with
       [sys.executable, '-S', _WATCHDOG, str(read_fd), str(os.getpid()),
-       str(STOP_GRACE_SECONDS)],
-      pass_fds=(read_fd,), stdin=subprocess.DEVNULL)
+       str(STOP_GRACE_SECONDS), str(ready_write)],
+      pass_fds=(read_fd, ready_write), stdin=subprocess.DEVNULL)
   os.close(read_fd)  # The pipe ends for the watchdog when this process ends.
+  os.close(ready_write)
+  # The grace period runs from when the watchdog reads the stop, so it must
+  # be reading before the node goes on: on a loaded machine its interpreter
+  # can take seconds to start, and a stop that came first would be timed
+  # from then, past Launchpad's notice.
+  ready, _, _ = select.select([ready_read], [], [], WATCHDOG_START_SECONDS)
+  started = ready and os.read(ready_read, 1) == stop_watchdog.READY
+  os.close(ready_read)
+  if not started:
+    logging.warning('The stop watchdog did not start within %.0f s; a node '
+                    'blocked at stop may be killed by Launchpad.',
+                    WATCHDOG_START_SECONDS)
 
 
 def pid_path(workdir: str, label: str) -> str:

@@ -3,7 +3,7 @@
 Run by `launch.local.install_stop_watchdog` as a small child process of
 each local_mp node (plain Python, no imports beyond the standard library):
 
-    python -S stop_watchdog.py <read fd> <node pid> <grace seconds>
+    python -S stop_watchdog.py <read fd> <node pid> <grace seconds> [<ready fd>]
 
 The node makes the write end of a pipe its signal wake-up fd, to which
 Python's C-level signal handler writes the number of every signal the node
@@ -28,6 +28,8 @@ import time
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 DUMP_SIGNAL = signal.SIGUSR2
 DUMP_SECONDS = 1.0
+# Written to the optional fifth argument's fd once this process watches.
+READY = b'r'
 
 
 def _read(fd: int, timeout=None):
@@ -54,6 +56,10 @@ def main(argv) -> int:
   signal.signal(signal.SIGINT, signal.SIG_IGN)
   signal.signal(signal.SIGTERM, signal.SIG_IGN)
   fd, pid, grace = int(argv[1]), int(argv[2]), float(argv[3])
+  if len(argv) > 4:  # The node waits for this before it goes on.
+    ready_fd = int(argv[4])
+    os.write(ready_fd, READY)
+    os.close(ready_fd)
   while True:
     received = _read(fd)
     if not received:
