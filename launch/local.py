@@ -25,7 +25,6 @@ import functools
 import json
 import multiprocessing
 import os
-import select
 import shlex
 import shutil
 import signal
@@ -96,10 +95,9 @@ def install_stop_watchdog():
   # be reading before the node goes on: on a loaded machine its interpreter
   # can take seconds to start, and a stop that came first would be timed
   # from then, past Launchpad's notice.
-  ready, _, _ = select.select([ready_read], [], [], WATCHDOG_START_SECONDS)
-  started = ready and os.read(ready_read, 1) == stop_watchdog.READY
+  answer = stop_watchdog.read(ready_read, WATCHDOG_START_SECONDS)
   os.close(ready_read)
-  if not started:
+  if answer != stop_watchdog.READY:
     logging.warning('The stop watchdog did not start within %.0f s; a node '
                     'blocked at stop may be killed by Launchpad.',
                     WATCHDOG_START_SECONDS)

@@ -3,7 +3,7 @@
 Run by `launch.local.install_stop_watchdog` as a small child process of
 each local_mp node (plain Python, no imports beyond the standard library):
 
-    python -S stop_watchdog.py <read fd> <node pid> <grace seconds> [<ready fd>]
+    python -S stop_watchdog.py <read fd> <node pid> <grace seconds> <ready fd>
 
 The node makes the write end of a pipe its signal wake-up fd, to which
 Python's C-level signal handler writes the number of every signal the node
@@ -28,13 +28,13 @@ import time
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 DUMP_SIGNAL = signal.SIGUSR2
 DUMP_SECONDS = 1.0
-# Written to the optional fifth argument's fd once this process watches.
+# Written to the ready fd once this process watches; the node waits for it.
 READY = b'r'
 
 
-def _read(fd: int, timeout=None):
-  """Bytes from the pipe; b'' at end-of-file (the node ended); None when
-  `timeout` passes first."""
+def read(fd: int, timeout=None):
+  """Bytes from the pipe; b'' at end-of-file (its writer ended: the node,
+  or for the node this watchdog); None when `timeout` passes first."""
   ready, _, _ = select.select([fd], [], [], timeout)
   return os.read(fd, 64) if ready else None
 
@@ -46,7 +46,7 @@ def _wait_for_end(fd: int, seconds: float) -> bool:
     left = deadline - time.monotonic()
     if left <= 0:
       return False
-    if _read(fd, left) == b'':
+    if read(fd, left) == b'':
       return True
 
 
@@ -55,13 +55,12 @@ def main(argv) -> int:
   # goes on watching and ends with the node.
   signal.signal(signal.SIGINT, signal.SIG_IGN)
   signal.signal(signal.SIGTERM, signal.SIG_IGN)
-  fd, pid, grace = int(argv[1]), int(argv[2]), float(argv[3])
-  if len(argv) > 4:  # The node waits for this before it goes on.
-    ready_fd = int(argv[4])
-    os.write(ready_fd, READY)
-    os.close(ready_fd)
+  fd, pid, grace, ready_fd = (int(argv[1]), int(argv[2]), float(argv[3]),
+                              int(argv[4]))
+  os.write(ready_fd, READY)
+  os.close(ready_fd)
   while True:
-    received = _read(fd)
+    received = read(fd)
     if not received:
       return 0  # The node ended.
     if any(number in STOP_SIGNALS for number in received):

@@ -18,16 +18,13 @@ import helpers
 _NODE = textwrap.dedent('''
     import os, signal, sys
     from launch import local
+    from tests import stop_probe
     signal.signal(signal.SIGTERM, lambda *_: None)
     sys.executable = sys.argv[1]
     local.install_stop_watchdog()
     print('watchdog started first:', os.path.exists(sys.argv[2]), flush=True)
     os.kill(os.getpid(), signal.SIGTERM)
-    import ctypes
-    libc = ctypes.PyDLL(None)
-    mutex = ctypes.create_string_buffer(64)
-    libc.pthread_mutex_lock(mutex)
-    libc.pthread_mutex_lock(mutex)  # Holds the GIL until killed.
+    stop_probe._hold_the_gil_forever()  # Until the watchdog kills it.
 ''')
 
 
