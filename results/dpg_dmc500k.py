@@ -68,9 +68,9 @@ def action_repeat(env: str) -> int:
 
 def ratio_interval(records) -> Optional[Dict[str, object]]:
   """The IQM over every run of every task of its final return over State
-  SAC's, with its stratified-bootstrap 95% interval; over the tasks that
-  have the most seeds (rliable resamples a runs x tasks matrix), None
-  when fewer than 2 seeds are common to them."""
+  SAC's, with its stratified-bootstrap 95% interval, over the seeds every
+  task has (rliable resamples a runs x tasks matrix); None when fewer than
+  2 seeds are common to all the tasks."""
   seeds = {task: {row['seed'] for row in rows}
            for task, rows in records.items()}
   common = set.intersection(*seeds.values()) if seeds else set()

@@ -224,7 +224,7 @@ def _dpg_dmc500k_row() -> List[str]:
   supported = ('the IQM of each run\'s return over State SAC\'s: '
                f'{ratio["iqm"]:.2f} '
                f'{spread.interval_text(ratio["low"], ratio["high"], "{:.2f}")}'
-               if ratio else 'fewer than 2 seeds on every task: no interval')
+               if ratio else 'not yet 2 seeds on every task: no interval')
   return [f'| Ape-X DPG on the DeepMind Control table, `dmc500k` preset, on '
           f'2 cores; {data["frames"]:,} simulator steps (CURL\'s action '
           f'repeats) | final policy, {data["final_episodes"]} episodes: '
