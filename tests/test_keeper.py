@@ -22,7 +22,8 @@ KEEPER = os.path.join(ROOT, 'launch', 'keeper.py')
 WAIT_SECONDS = 60
 
 # The stand-in node: writes `<nodes>/<label>.pid` (as every node does as it
-# starts) and its restart number, then sleeps, or ends with the status in
+# starts) and its restart number, each whole before it can be seen (a
+# reader that finds the file finds what was written), then sleeps, or ends with the status in
 # the file `exit` of its directory, if there is one.
 NODE = '''
 import os, sys, time
@@ -31,8 +32,10 @@ with open(os.path.join(directory, 'nodes', label + '.pid.tmp'), 'w') as f:
   f.write(str(os.getpid()))
 os.replace(os.path.join(directory, 'nodes', label + '.pid.tmp'),
            os.path.join(directory, 'nodes', label + '.pid'))
-with open(os.path.join(directory, 'restarts-%d' % os.getpid()), 'w') as f:
+told = os.path.join(directory, 'restarts-%d' % os.getpid())
+with open(told + '.tmp', 'w') as f:
   f.write(os.environ.get('APEX_NODE_RESTARTS', 'unset'))
+os.replace(told + '.tmp', told)
 path = os.path.join(directory, 'exit')
 if os.path.exists(path):
   sys.exit(int(open(path).read()))
