@@ -105,30 +105,33 @@ def test_a_suite_of_your_own_learns_under_local_mp_and_evaluates(
   result = _run_in(user, helpers.program_command(
       'apex_dqn', f'--workdir={workdir}', '--plugins=signal_suite',
       '--env=signal:4', '--preset=cartpole_smoke', '--learning_rate=0.001',
-      '--samples_per_insert=8', '--max_actor_steps=4000',
+      '--samples_per_insert=8', '--max_actor_steps=5000',
       '--evaluation_period=100'))
   assert result.returncode == 0, result.stdout[-5000:]
   record = json.loads((workdir / 'run.json').read_text())
   assert record['env'] == 'signal:4'
   assert record['flags']['plugins'] == 'signal_suite'
   counts = json.loads((workdir / 'stop.json').read_text())['counts']
-  assert counts['actor_steps'] >= 4000 and counts['learner_steps'] > 0
+  assert counts['actor_steps'] >= 5000 and counts['learner_steps'] > 0
   # Every actor and the evaluator played the suite's episodes: 10 steps.
   for label in helpers.actor_labels(2) + ['evaluator']:
     lengths = {int(row['episode_length'])
                for row in helpers.rows(workdir, label)}
     assert lengths == {10}, (label, lengths)
-  returns = _evaluations(workdir)
-  means = [returns[end - 4:end].mean() for end in range(4, len(returns) + 1)]
-  assert max(means, default=0.0) >= 9.0, returns
-
+  assert len(_evaluations(workdir)) > 0
+  # What it learned, read from its final policy (the learner's steps are
+  # tied to the actors' by --samples_per_insert, so the policy is the same
+  # however fast each node ran; the evaluator's rounds are not: how many it
+  # plays before the step limit depends on its pace). A step whose action
+  # names the lit light earns 1: 10 at most in an episode.
   evaluation = _run_in(user, helpers.script_command(
-      'evaluate', f'--workdir={workdir}', '--episodes=3',
+      'evaluate', f'--workdir={workdir}', '--episodes=10',
       f'--output={tmp_path / "evaluation.json"}'))
   assert evaluation.returncode == 0, evaluation.stdout[-3000:]
   assert 'apex_dqn on signal:4' in evaluation.stdout
   evaluated = json.loads((tmp_path / 'evaluation.json').read_text())
-  assert evaluated['lengths'] == [10, 10, 10]
+  assert evaluated['lengths'] == [10] * 10
+  assert evaluated['mean'] >= 9.0, evaluated['returns']
 
 
 @pytest.mark.slow  # Packages a Vertex AI job and runs it in the emulator.
