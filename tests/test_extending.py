@@ -30,7 +30,6 @@ import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from tests import helpers
@@ -69,11 +68,6 @@ def user(tmp_path):
 
 def _run_in(directory, command, timeout=600):
   return helpers.run(command, timeout, cwd=directory)
-
-
-def _evaluations(workdir):
-  return np.array([float(row['episode_return'])
-                   for row in helpers.rows(workdir, 'evaluator')])
 
 
 @pytest.mark.parametrize('flags, says', [
@@ -118,7 +112,6 @@ def test_a_suite_of_your_own_learns_under_local_mp_and_evaluates(
     lengths = {int(row['episode_length'])
                for row in helpers.rows(workdir, label)}
     assert lengths == {10}, (label, lengths)
-  assert len(_evaluations(workdir)) > 0
   # What it learned, read from its final policy (the learner's steps are
   # tied to the actors' by --samples_per_insert, so the policy is the same
   # however fast each node ran; the evaluator's rounds are not: how many it

@@ -23,19 +23,19 @@ WAIT_SECONDS = 60
 
 # The stand-in node: writes `<nodes>/<label>.pid` (as every node does as it
 # starts) and its restart number, each whole before it can be seen (a
-# reader that finds the file finds what was written), then sleeps, or ends with the status in
-# the file `exit` of its directory, if there is one.
+# reader that finds a file finds all of it), then sleeps, or ends with the
+# status in the file `exit` of its directory, if there is one.
 NODE = '''
 import os, sys, time
 directory, label = sys.argv[1], sys.argv[2]
-with open(os.path.join(directory, 'nodes', label + '.pid.tmp'), 'w') as f:
-  f.write(str(os.getpid()))
-os.replace(os.path.join(directory, 'nodes', label + '.pid.tmp'),
-           os.path.join(directory, 'nodes', label + '.pid'))
-told = os.path.join(directory, 'restarts-%d' % os.getpid())
-with open(told + '.tmp', 'w') as f:
-  f.write(os.environ.get('APEX_NODE_RESTARTS', 'unset'))
-os.replace(told + '.tmp', told)
+def write_whole(path, text):
+  with open(path + '.tmp', 'w') as f:
+    f.write(text)
+  os.replace(path + '.tmp', path)
+write_whole(os.path.join(directory, 'nodes', label + '.pid'),
+            str(os.getpid()))
+write_whole(os.path.join(directory, 'restarts-%d' % os.getpid()),
+            os.environ.get('APEX_NODE_RESTARTS', 'unset'))
 path = os.path.join(directory, 'exit')
 if os.path.exists(path):
   sys.exit(int(open(path).read()))
