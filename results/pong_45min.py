@@ -3,11 +3,29 @@ the `atari_small` preset beside its starting point on Pong, 45 minutes, 3
 seeds each, with the tests of their difference. The rest of the page (the
 single runs of variants, what the runs show) is written by hand; the JSON
 holds every run's figures. `results/pages.py` writes the opening anew.
+
+A run made by the page's protocol (`COMMAND`) becomes an entry of the JSON
+with
+
+  .venv/bin/python -m results.pong_45min --workdir=<run> --name=<key> \
+      --commit=<commit it ran> --machine=quiet --placement=sized \
+      --bare_learner_updates_per_second=<benchmarks/bare_loops.py learner>
+
+which evaluates its final policy both ways (unless its directory holds the
+evaluations already) and refuses a run made otherwise, or a key already in
+the JSON.
 """
 
+import csv
+import json
 import math
-from typing import Dict, List, Sequence, Tuple
+import os
+import subprocess
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple
 
+from absl import app
+from absl import flags
 import numpy as np
 from scipy import stats
 
@@ -25,6 +43,25 @@ GROUPS = (('`atari_small`', 'atari_small_seed'),
 # what it was.
 EVALUATIONS = (('greedy_return', 'greedy, 10 episodes'),
                ('epsilon_0.001_return', 'epsilon 0.001, 30 episodes'))
+# The command of every run on the page, its workdir written <workdir>; and
+# the values its run.json must hold for it.
+COMMAND = ('python programs/apex_dqn.py --lp_launch_type=local_mp '
+           '--preset=atari_small --seed={seed} --workdir=<workdir> '
+           '--checkpoint_every=300 --max_seconds=2700 '
+           '--atari_evaluation=noops')
+PROTOCOL = {'program': 'apex_dqn', 'env': 'atari:Pong', 'preset': 'atari_small'}
+PROTOCOL_FLAGS = {'checkpoint_every': 300.0, 'max_seconds': 2700.0,
+                  'atari_evaluation': 'noops'}
+# Each evaluation's file in the run's directory and programs/evaluate.py's
+# flags for it (the greedy one with the program's default seed, 0).
+EVALUATION_RUNS = {
+    'greedy_return': ('evaluation_greedy_10.json',
+                      ['--episodes=10', '--atari_evaluation=noops']),
+    'epsilon_0.001_return': ('evaluation_epsilon_0.001_30.json',
+                             ['--episodes=30', '--epsilon=0.001', '--seed=1',
+                              '--atari_evaluation=noops']),
+}
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def group_values(data, prefix: str, key: str) -> Dict[int, float]:
@@ -123,3 +160,204 @@ def with_current_opening(text: str, data) -> str:
   head, rest = text.split(BEGIN, 1)
   _, tail = rest.split(END, 1)
   return '\n'.join([f'{head}{BEGIN}', *opening(data), f'{END}{tail}'])
+
+
+def check_protocol(manifest) -> List[str]:
+  """What in a run's run.json (`manifest`) differs from the page's
+  protocol; empty when it followed it."""
+  wrong = [f'{key} {manifest.get(key)!r} (the page\'s: {value!r})'
+           for key, value in PROTOCOL.items() if manifest.get(key) != value]
+  wrong += [f'--{name}={manifest["flags"].get(name)!r} (the page\'s: '
+            f'{value!r})' for name, value in PROTOCOL_FLAGS.items()
+            if manifest['flags'].get(name) != value]
+  if manifest.get('flag_changes'):
+    wrong.append('flags changed on a resume '
+                 f'({manifest["flag_changes"][-1]["changed"]})')
+  return wrong
+
+
+def protocol_manifest(workdir: str) -> Dict[str, object]:
+  """The run.json of the run in `workdir`; ValueError naming what differs
+  if the run did not follow the page's protocol."""
+  with open(os.path.join(workdir, 'run.json')) as f:
+    manifest = json.load(f)
+  wrong = check_protocol(manifest)
+  if wrong:
+    raise ValueError(f'{workdir} was not run by the page\'s protocol: '
+                     f'{"; ".join(wrong)}.')
+  return manifest
+
+
+def coordinator_counts(logs: str) -> Dict[str, int]:
+  """The counts the coordinator logged when the budget ran out (its
+  'Stopping: ... Counts: {...}' line in `logs`, a run's logs directory):
+  the actor steps of the budget."""
+  path = os.path.join(logs, 'coordinator.log')
+  with open(path, errors='replace') as f:
+    lines = [line for line in f if 'Stopping: ' in line and 'Counts: ' in line]
+  if not lines:
+    raise ValueError(f'{path} has no "Stopping: ... Counts:" line: the run '
+                     'did not reach its budget.')
+  counts = lines[-1].split('Counts: ', 1)[1]
+  return json.loads(counts[:counts.index('}') + 1])
+
+
+def evaluator_rounds(rows: List[Dict[str, str]], size: int = 10
+                     ) -> Tuple[List[float], List[int]]:
+  """The mean return of each complete round of `size` episodes of the
+  evaluator's log (`rows`, its logs.csv), and the learner steps of the
+  policy it evaluated (round_learner_steps), in the order they ran."""
+  rounds: Dict[int, List[float]] = {}
+  for row in rows:
+    rounds.setdefault(int(float(row['round_learner_steps'])), []).append(
+        float(row['episode_return']))
+  complete = [(steps, returns[:size]) for steps, returns in rounds.items()
+              if len(returns) >= size]
+  return ([round(float(np.mean(returns)), 1) for _, returns in complete],
+          [steps for steps, _ in complete])
+
+
+def _greedy(evaluation) -> Dict[str, float]:
+  returns = np.asarray(evaluation['returns'], dtype=float)
+  return {'mean': round(float(returns.mean()), 1),
+          'median': round(float(np.median(returns)), 1),
+          'std': round(float(returns.std(ddof=1)), 2),
+          'min': float(returns.min()), 'max': float(returns.max()),
+          'mean_length': round(float(np.mean(evaluation['lengths'])), 1)}
+
+
+def _epsilon(evaluation) -> Dict[str, float]:
+  returns = np.asarray(evaluation['returns'], dtype=float)
+  distinct = set(zip(evaluation['returns'], evaluation['lengths']))
+  return {'episodes': len(returns), 'seed': evaluation['seed'],
+          'mean': round(float(returns.mean()), 2),
+          'standard_error': round(
+              float(returns.std(ddof=1) / math.sqrt(len(returns))), 2),
+          'median': float(np.median(returns)),
+          'min': float(returns.min()), 'max': float(returns.max()),
+          'distinct_episodes': len(distinct)}
+
+
+def entry(workdir: str, evaluations_: Dict[str, dict], commit: str,
+          machine: str, onednn: bool, placement: Optional[str],
+          bare_updates_per_second: Optional[float],
+          logs: Optional[str] = None) -> Dict[str, object]:
+  """The JSON entry of the run in `workdir` (its logs in `logs`, by
+  default its own), whose final policy's `evaluations_` ({key of
+  EVALUATION_RUNS: programs/evaluate.py's output}) were made.
+
+  Raises:
+    ValueError: the run did not follow the page's protocol, or did not reach
+      its budget, or its evaluations are of different policies.
+  """
+  manifest = protocol_manifest(workdir)
+  steps = {evaluation['learner_steps'] for evaluation in evaluations_.values()}
+  if len(steps) != 1:
+    raise ValueError(f'the evaluations of {workdir} are of different '
+                     f'policies (learner steps {sorted(steps)}).')
+  logs = logs or os.path.join(workdir, 'logs')
+  with open(os.path.join(logs, 'evaluator', 'logs.csv')) as f:
+    rounds, round_steps = evaluator_rounds(list(csv.DictReader(f)))
+  greedy = evaluations_['greedy_return']
+  epsilon = evaluations_['epsilon_0.001_return']
+  run = {
+      'command': COMMAND.format(seed=manifest['flags']['seed']),
+      'commit': commit, 'seed': manifest['flags']['seed'],
+      'learner_steps': steps.pop(),
+      'actor_steps': coordinator_counts(logs)['actor_steps'],
+      'greedy_return': _greedy(greedy),
+      'greedy_returns': [float(r) for r in greedy['returns']],
+      'evaluator_rounds_mean_return': rounds,
+      'evaluator_rounds_learner_steps': round_steps,
+      'machine': machine, 'onednn': onednn,
+  }
+  if placement:
+    run['placement'] = placement
+  if bare_updates_per_second is not None:
+    run['bare_learner_updates_per_second'] = bare_updates_per_second
+  run['epsilon_0.001_return'] = _epsilon(epsilon)
+  run['epsilon_0.001_returns'] = [float(r) for r in epsilon['returns']]
+  return run
+
+
+def evaluate(workdir: str) -> Dict[str, dict]:
+  """Each of EVALUATION_RUNS of the run's final policy, read from its file
+  in `workdir`, made first by programs/evaluate.py if it is not there."""
+  found = {}
+  for key, (file, evaluation_flags) in EVALUATION_RUNS.items():
+    path = os.path.join(workdir, file)
+    if not os.path.isfile(path):
+      argv = [sys.executable, os.path.join('programs', 'evaluate.py'),
+              f'--workdir={workdir}', *evaluation_flags, f'--output={path}']
+      print(' '.join(argv), flush=True)
+      subprocess.check_call(argv, cwd=ROOT)
+    with open(path) as f:
+      found[key] = json.load(f)
+  return found
+
+
+def add_run(path: str, name: str, run: Optional[Dict[str, object]]):
+  """Adds `run` to the page's JSON at `path` as `name`, which must be new:
+  a run on the page is never replaced (ValueError). With `run` None, only
+  checks that `name` is new."""
+  with open(path) as f:
+    data = json.load(f)
+  if name in data['runs']:
+    raise ValueError(f'{path} holds a run named {name!r} already; choose '
+                     'another --name (a run on the page is never replaced).')
+  if run is None:
+    return
+  data['runs'][name] = run
+  temporary = f'{path}.tmp'
+  with open(temporary, 'w') as f:
+    json.dump(data, f, indent=1)
+    f.write('\n')
+  os.replace(temporary, path)
+
+
+def define_flags():
+  """The flags of `main`, defined only when this module runs as a program
+  (other results modules define some of these names)."""
+  flags.DEFINE_string('workdir', None, 'The run\'s directory.')
+  flags.DEFINE_string('json', os.path.join(ROOT, 'results', f'{NAME}.json'),
+                      'The page\'s JSON, which gains the run.')
+  flags.DEFINE_string('name', None, 'Its key in the JSON, e.g. '
+                      'atari_small_placed_seed2. A key beginning with one of '
+                      'GROUPS\' prefixes joins the page\'s comparison.')
+  flags.DEFINE_string('commit', None, 'The commit the run was made with.')
+  flags.DEFINE_string('machine', 'quiet', 'What shared the machine.')
+  flags.DEFINE_bool('onednn', True, 'Whether the run had oneDNN\'s kernels '
+                    '(TF_ENABLE_ONEDNN_OPTS, on unless set to 0).')
+  flags.DEFINE_string('placement', None, 'The placement of its nodes, if any '
+                      '(sized: the thread pools of docs/performance.md).')
+  flags.DEFINE_float('bare_learner_updates_per_second', None, 'The machine\'s '
+                     'speed that day: benchmarks/bare_loops.py learner '
+                     '--preset=atari_small.')
+
+
+def main(argv: List[str]):
+  del argv
+  missing = [name for name in ('workdir', 'name', 'commit')
+             if getattr(flags.FLAGS, name) is None]
+  if missing:
+    sys.exit(f'error: give {", ".join("--" + name for name in missing)}.')
+  options = flags.FLAGS
+  try:
+    # Both refusals before the evaluations, which take minutes.
+    protocol_manifest(options.workdir)
+    add_run(options.json, options.name, None)
+    run = entry(options.workdir, evaluate(options.workdir), options.commit,
+                options.machine, options.onednn, options.placement,
+                options.bare_learner_updates_per_second)
+    add_run(options.json, options.name, run)
+  except ValueError as error:
+    sys.exit(f'error: {error}')
+  print(f'Added {options.name} to {options.json}: greedy '
+        f'{run["greedy_return"]["mean"]}, epsilon 0.001 '
+        f'{run["epsilon_0.001_return"]["mean"]}, {run["learner_steps"]:,} '
+        f'updates, {run["actor_steps"]:,} actor steps.')
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)

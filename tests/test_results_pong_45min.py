@@ -1,0 +1,171 @@
+"""results/pong_45min.py's entry of a run: made from a run directory laid
+out as programs/apex_dqn.py leaves one (run.json, the coordinator's log,
+the evaluator's CSV, programs/evaluate.py's two outputs), its figures
+checked against values worked out by hand; a run made otherwise, or a key
+the page has already, is refused and the JSON left as it was."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from results import pong_45min
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIELDS = ('episode_return', 'round_learner_steps', 'evaluator_episodes')
+
+
+def _write_json(path, value):
+  with open(path, 'w') as f:
+    json.dump(value, f)
+
+
+def _run(tmp_path, **manifest_changes):
+  """A finished run's directory: seed 2, 4 evaluator rounds of which the
+  last is incomplete, stopped by its wall-clock budget."""
+  workdir = tmp_path / 'run'
+  (workdir / 'logs' / 'evaluator').mkdir(parents=True)
+  manifest = {'program': 'apex_dqn', 'env': 'atari:Pong',
+              'preset': 'atari_small', 'frames_per_step': 4, 'config': {},
+              'flags': {'seed': 2, 'checkpoint_every': 300.0,
+                        'max_seconds': 2700.0, 'atari_evaluation': 'noops'}}
+  for key, value in manifest_changes.items():
+    if key in manifest['flags']:
+      manifest['flags'][key] = value
+    else:
+      manifest[key] = value
+  _write_json(workdir / 'run.json', manifest)
+  with open(workdir / 'logs' / 'coordinator.log', 'w') as f:
+    f.write('I1202 coordinator.py:218] The actors have started.\n'
+            'I1202 coordinator.py:334] Stopping: ran for 2700 s since the '
+            'actors started (limit 2700 s). Counts: {"actor_episodes": 3, '
+            '"actor_steps": 1234, "learner_steps": 150}\n')
+  rounds = [(0, [-21.0] * 10), (40, [-21.0] * 9 + [-20.0]),
+            (90, [-20.0, -18.0] * 5), (140, [-17.0] * 4)]
+  with open(workdir / 'logs' / 'evaluator' / 'logs.csv', 'w',
+            newline='') as f:
+    writer = csv.DictWriter(f, FIELDS)
+    writer.writeheader()
+    episode = 0
+    for steps, returns in rounds:
+      for value in returns:
+        episode += 1
+        writer.writerow({'episode_return': value,
+                         'round_learner_steps': steps,
+                         'evaluator_episodes': episode})
+  _write_json(workdir / 'evaluation_greedy_10.json',
+              {'learner_steps': 151, 'epsilon': 0.0, 'seed': 0,
+               'returns': [-21.0, -19.0, -19.0, -21.0],
+               'lengths': [800, 1000, 1000, 900]})
+  _write_json(workdir / 'evaluation_epsilon_0.001_30.json',
+              {'learner_steps': 151, 'epsilon': 0.001, 'seed': 1,
+               'returns': [-20.0, -20.0, -17.0, -19.0],
+               'lengths': [900, 900, 1500, 1200]})
+  return str(workdir)
+
+
+def test_an_entry_holds_the_runs_figures_worked_out_by_hand(tmp_path):
+  workdir = _run(tmp_path)
+  run = pong_45min.entry(workdir, pong_45min.evaluate(workdir), 'abc1234',
+                         'quiet', True, 'sized', 23.4)
+  assert run['command'] == (
+      'python programs/apex_dqn.py --lp_launch_type=local_mp '
+      '--preset=atari_small --seed=2 --workdir=<workdir> '
+      '--checkpoint_every=300 --max_seconds=2700 --atari_evaluation=noops')
+  assert (run['commit'], run['seed']) == ('abc1234', 2)
+  # The policy evaluated (151), not the coordinator's count at the stop.
+  assert run['learner_steps'] == 151
+  assert run['actor_steps'] == 1234
+  # Deviations from -20 of 1, 1, 1, 1: sample variance 4/3.
+  assert run['greedy_return'] == {'mean': -20.0, 'median': -20.0,
+                                  'std': 1.15, 'min': -21.0, 'max': -19.0,
+                                  'mean_length': 925.0}
+  assert run['greedy_returns'] == [-21.0, -19.0, -19.0, -21.0]
+  # The incomplete round of 4 episodes is left out.
+  assert run['evaluator_rounds_mean_return'] == [-21.0, -20.9, -19.0]
+  assert run['evaluator_rounds_learner_steps'] == [0, 40, 90]
+  assert (run['machine'], run['onednn'], run['placement'],
+          run['bare_learner_updates_per_second']) == ('quiet', True, 'sized',
+                                                      23.4)
+  # Mean -19; deviations 1, 1, 2, 0: sample variance 2, sd 1.414, over
+  # sqrt(4) = 0.71. Two episodes alike in return and length: 3 distinct.
+  assert run['epsilon_0.001_return'] == {
+      'episodes': 4, 'seed': 1, 'mean': -19.0, 'standard_error': 0.71,
+      'median': -19.5, 'min': -20.0, 'max': -17.0, 'distinct_episodes': 3}
+  assert run['epsilon_0.001_returns'] == [-20.0, -20.0, -17.0, -19.0]
+
+
+@pytest.mark.parametrize('changes, named', [
+    ({'preset': None}, 'preset None'),
+    ({'max_seconds': None}, '--max_seconds=None'),
+    ({'env': 'atari:Breakout'}, "env 'atari:Breakout'"),
+    ({'flag_changes': [{'changed': {'max_seconds': [2700.0, None]}}]},
+     'flags changed on a resume'),
+])
+def test_a_run_made_otherwise_is_refused_naming_the_difference(
+    tmp_path, changes, named):
+  workdir = _run(tmp_path, **changes)
+  with pytest.raises(ValueError, match='not run by the page') as raised:
+    pong_45min.entry(workdir, pong_45min.evaluate(workdir), 'abc1234',
+                     'quiet', True, None, None)
+  assert named in str(raised.value)
+
+
+def test_evaluations_of_two_policies_are_refused(tmp_path):
+  workdir = _run(tmp_path)
+  evaluations = pong_45min.evaluate(workdir)
+  evaluations['greedy_return']['learner_steps'] = 152
+  with pytest.raises(ValueError, match=r'different policies.*151, 152'):
+    pong_45min.entry(workdir, evaluations, 'abc1234', 'quiet', True, None,
+                     None)
+
+
+def test_a_run_that_did_not_reach_its_budget_is_refused(tmp_path):
+  workdir = _run(tmp_path)
+  with open(os.path.join(workdir, 'logs', 'coordinator.log'), 'w') as f:
+    f.write('I1202 coordinator.py:218] The actors have started.\n')
+  with pytest.raises(ValueError, match='did not reach its budget'):
+    pong_45min.entry(workdir, pong_45min.evaluate(workdir), 'abc1234',
+                     'quiet', True, None, None)
+
+
+def test_a_new_key_is_added_and_a_key_on_the_page_refused(tmp_path):
+  path = tmp_path / 'pong_45min.json'
+  _write_json(path, {'budget_seconds': 2700, 'runs': {'a': {'seed': 1}}})
+  pong_45min.add_run(str(path), 'b', {'seed': 2})
+  with open(path) as f:
+    written = f.read()
+  assert json.loads(written)['runs'] == {'a': {'seed': 1}, 'b': {'seed': 2}}
+  with pytest.raises(ValueError, match="named 'a' already"):
+    pong_45min.add_run(str(path), 'a', {'seed': 3})
+  with open(path) as f:
+    assert f.read() == written
+  assert os.listdir(tmp_path) == ['pong_45min.json']
+
+
+def test_the_program_adds_an_evaluated_run_and_refuses_it_twice(tmp_path):
+  workdir = _run(tmp_path)
+  path = tmp_path / 'page.json'
+  _write_json(path, {'budget_seconds': 2700, 'runs': {}})
+  argv = [sys.executable, '-m', 'results.pong_45min', f'--workdir={workdir}',
+          '--name=atari_small_placed_seed2', '--commit=abc1234',
+          '--placement=sized', '--bare_learner_updates_per_second=23.4',
+          f'--json={path}']
+  done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
+                        check=False)
+  assert done.returncode == 0, done.stderr
+  assert 'greedy -20.0, epsilon 0.001 -19.0, 151 updates' in done.stdout
+  with open(path) as f:
+    written = f.read()
+  run = json.loads(written)['runs']['atari_small_placed_seed2']
+  assert run == pong_45min.entry(workdir, pong_45min.evaluate(workdir),
+                                 'abc1234', 'quiet', True, 'sized', 23.4)
+  again = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
+                         check=False)
+  assert again.returncode == 1
+  assert "named 'atari_small_placed_seed2' already" in again.stderr
+  with open(path) as f:
+    assert f.read() == written
