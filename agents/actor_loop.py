@@ -33,7 +33,10 @@ class VectorEnvironmentLoop:
   """Runs one `ApeXActor` over K environments until told to stop.
 
   Counts (`steps`, `episodes`) go to `counter` at the end of every episode,
-  as `acme.EnvironmentLoop` does. Every `log_every` seconds (once an episode
+  as `acme.EnvironmentLoop` does, and when the loop stops: the steps of the
+  episodes still open then were taken (their transitions are in replay), so
+  they are counted, without an episode; if the loop runs again, those
+  episodes go on and count only their steps since. Every `log_every` seconds (once an episode
   has finished) the logger gets a row: the most recently finished episode's
   return and length, the counts, and `steps_per_second`, this actor's
   environment steps per second over all its environments since the previous
@@ -62,6 +65,7 @@ class VectorEnvironmentLoop:
     self._timesteps: List[Optional[dm_env.TimeStep]] = [None] * count
     self._returns = [0.0] * count
     self._lengths = [0] * count
+    self._counted = [0] * count  # Steps of the open episode counted so far.
     self._steps_since_log = 0
     self._log_time = None
     self._counts = {}
@@ -71,9 +75,15 @@ class VectorEnvironmentLoop:
   def environments(self) -> List[dm_env.Environment]:
     return list(self._environments)
 
+  def _uncounted(self, index: int) -> int:
+    """The steps of environment `index`'s open episode not yet counted."""
+    steps = self._lengths[index] - self._counted[index]
+    self._counted[index] = self._lengths[index]
+    return steps
+
   def _fail(self, index: int, error: Exception) -> bool:
     """Counts the abandoned episode's steps; False: stop the loop."""
-    self._counter.increment(steps=self._lengths[index])
+    self._counter.increment(steps=self._uncounted(index))
     if self._on_failure is None:
       raise error
     replacement = self._on_failure(index, error)
@@ -90,17 +100,18 @@ class VectorEnvironmentLoop:
         timestep = self._environments[index].reset()
         break
       except resilience.EnvironmentFailure as error:
-        self._lengths[index] = 0
+        self._lengths[index] = self._counted[index] = 0
         if not self._fail(index, error):
           return False
     self._timesteps[index] = timestep
     self._returns[index], self._lengths[index] = 0.0, 0
+    self._counted[index] = 0
     self._actor.observe_first_at(index, timestep)
     return True
 
   def _end_episode(self, index: int):
     self._counts = self._counter.increment(episodes=1,
-                                           steps=self._lengths[index])
+                                           steps=self._uncounted(index))
     self._last_episode = (self._lengths[index], self._returns[index])
 
   def _maybe_log(self):
@@ -117,7 +128,15 @@ class VectorEnvironmentLoop:
       self._log_time, self._steps_since_log = now, 0
 
   def run(self, should_stop: Callable[[], bool] = lambda: False):
-    """Acts until `should_stop()` or until `on_failure` gives up."""
+    """Acts until `should_stop()` or until `on_failure` gives up; then
+    counts the open episodes' steps."""
+    self._run(should_stop)
+    open_steps = sum(self._uncounted(index)
+                     for index in range(len(self._environments)))
+    if open_steps:
+      self._counts = self._counter.increment(steps=open_steps)
+
+  def _run(self, should_stop: Callable[[], bool]):
     self._log_time = time.time()
     for index in range(len(self._environments)):
       if self._timesteps[index] is None and not self._reset(index):

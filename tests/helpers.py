@@ -573,8 +573,8 @@ def check_stopped_at_step_limit(workdir, limit: int, episode_length: int,
   second; actors send their counts once a second), and the last counts (the
   learner's final row, after the stop) exceed it by no more than a few
   seconds of acting at the actors' logged rates. Actors count an episode's
-  steps when it ends: up to an episode (at most `episode_length`) each on
-  top.
+  steps when it ends, and their open episodes' as they stop: up to an
+  episode (at most `episode_length`) each on top.
 
   What a step limit does not guarantee is that every actor had logged (or
   even started) before it: an actor without a log row may have added all of

@@ -536,7 +536,7 @@ class RecordingLogger(loggers.Logger):
     pass
 
 
-def test_counts_are_the_finished_episodes_and_rows_carry_steps_per_second(
+def test_counts_are_every_step_taken_and_rows_carry_steps_per_second(
     monkeypatch):
   envs = [ScriptedEnvironment(i, SCRIPTS[i], step_sleep=0.001)
           for i in range(3)]
@@ -563,8 +563,10 @@ def test_counts_are_the_finished_episodes_and_rows_carry_steps_per_second(
   assert [len(env.finished_episodes()) for env in envs] == [79, 85, 62]
   counts = parent.get_counts()
   assert counts['actor_episodes'] == len(finished) == 79 + 85 + 62
-  assert counts['actor_steps'] == sum(e.length for e in finished) == (
-      300 + 297 + 298)
+  assert sum(e.length for e in finished) == 300 + 297 + 298
+  # The open episodes' 3 + 2 steps are counted as the loop stops: every
+  # step taken.
+  assert counts['actor_steps'] == 3 * iterations
 
   rows = logger.rows
   assert len(rows) >= 3, len(rows)
@@ -588,6 +590,15 @@ def test_counts_are_the_finished_episodes_and_rows_carry_steps_per_second(
                                   rel=1e-9), (data, row)
     assert row['time'] - previous_time >= 0.2
     previous_time, previous_steps = row['time'], row['total_steps']
+
+  # Run again: the open episodes go on, and their steps counted at the
+  # first stop are not counted twice as they end.
+  loop.run(should_stop=stop_after(100))
+  assert [env.total_steps for env in envs] == [iterations + 100] * 3
+  finished = [e for env in envs for e in env.finished_episodes()]
+  counts = parent.get_counts()
+  assert counts['actor_episodes'] == len(finished) > 79 + 85 + 62
+  assert counts['actor_steps'] == 3 * (iterations + 100)
 
 
 # --------------------------------------------------------------------------
@@ -658,13 +669,17 @@ def test_failures_cost_only_the_failing_environments_episode(client):
   assert [e.length for e in env11.episodes] == [4, 3]
   assert [e.length for e in env12.episodes] == [5, 1]
 
-  # Counts: finished episodes, plus the steps of the abandoned ones.
+  # Counts: the finished episodes; and every step the actor was handed, of
+  # those, of the abandoned ones (5 + 4 + 1) and of the two left open when
+  # the loop stopped (env 0's and env 2's last).
   all_episodes = [e for env in (env0, env1, env11, env12, env2)
                   for e in env.episodes]
   finished = [e for e in all_episodes if e.ended]
   counts = counter.get_counts()
   assert counts['episodes'] == len(finished)
-  assert counts['steps'] == sum(e.length for e in finished) + 5 + 4 + 1
+  assert counts['steps'] == sum(e.length for e in finished) + 5 + 4 + 1 + (
+      env0.episodes[-1].length + env2.episodes[-1].length)
+  assert counts['steps'] == sum(e.length for e in all_episodes)
 
   actor.close()
   expected = reference_transitions(all_episodes, twin)
