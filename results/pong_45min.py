@@ -20,6 +20,7 @@ import csv
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -35,10 +36,17 @@ NAME = 'pong_45min'
 BEGIN = '<!-- opening: made by python -m results.pages pong_45min -->'
 END = '<!-- end of the opening -->'
 
-# The runs of the three-seed comparison (one commit, one after another on a
-# quiet machine): each group's label and the prefix of its runs' keys.
-GROUPS = (('`atari_small`', 'atari_small_seed'),
-          ('starting point', 'issue_start_onednn'))
+# The settings of the page's comparisons: each one's label and the pattern
+# of its runs' keys (the whole key; a run of another length or resumed past
+# the budget has a key of its own that none matches).
+GROUPS = (('`atari_small`', r'atari_small_seed\d+'),
+          ('starting point', r'issue_start_onednn(_seed\d+)?'),
+          ('`atari_small` with placement', r'atari_small_placed_seed\d+'))
+# The comparisons: a setting, the one it is measured against (indices into
+# GROUPS), and the alternative of the rank test: whether the first is ahead
+# ('greater'), or either way ('two-sided': a change that should not move
+# the return, as placing the nodes).
+COMPARISONS = ((0, 1, 'greater'), (2, 0, 'two-sided'))
 # Each final policy's two evaluations: the key of its figures in a run, and
 # what it was.
 EVALUATIONS = (('greedy_return', 'greedy, 10 episodes'),
@@ -52,6 +60,9 @@ COMMAND = ('python programs/apex_dqn.py --lp_launch_type=local_mp '
 PROTOCOL = {'program': 'apex_dqn', 'env': 'atari:Pong', 'preset': 'atari_small'}
 PROTOCOL_FLAGS = {'checkpoint_every': 300.0, 'max_seconds': 2700.0,
                   'atari_evaluation': 'noops'}
+# The launcher's --placement, which run.json does not record (a relaunch
+# may change it); a run with another has it in its command.
+DEFAULT_PLACEMENT = 'sized'
 # Each evaluation's file in the run's directory and programs/evaluate.py's
 # flags for it (the greedy one with the program's default seed, 0).
 EVALUATION_RUNS = {
@@ -64,65 +75,105 @@ EVALUATION_RUNS = {
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def group_values(data, prefix: str, key: str) -> Dict[int, float]:
-  """{seed: mean return} of the runs whose key starts with `prefix`, from
-  their evaluation `key`."""
+def group_values(data, pattern: str, key: str) -> Dict[int, float]:
+  """{seed: mean return} of the runs whose key is `pattern` (a regular
+  expression, matching the whole key), from their evaluation `key`."""
   return {run['seed']: run[key]['mean']
           for name, run in sorted(data['runs'].items())
-          if name.startswith(prefix)}
+          if re.fullmatch(pattern, name)}
+
+
+def group_runs(data, pattern: str) -> List[Dict[str, object]]:
+  """The runs whose key is `pattern` (as `group_values`)."""
+  return [run for name, run in sorted(data['runs'].items())
+          if re.fullmatch(pattern, name)]
 
 
 def evaluations(data) -> List[Tuple[str, str, List[Dict[int, float]]]]:
   """For each of EVALUATIONS: (its key, what it was, each group's {seed:
   mean return} in the order of GROUPS)."""
   return [(key, evaluation,
-           [group_values(data, prefix, key) for _, prefix in GROUPS])
+           [group_values(data, pattern, key) for _, pattern in GROUPS])
           for key, evaluation in EVALUATIONS]
 
 
-def tests(preset: Sequence[float],
-          start: Sequence[float]) -> Tuple[float, float, float]:
-  """The difference of the means (preset minus starting point), Welch's
-  t-test's two-sided p and the one-sided exact Mann-Whitney U test's p
-  (preset greater)."""
-  welch = stats.ttest_ind(preset, start, equal_var=False)
-  ranks = stats.mannwhitneyu(preset, start, alternative='greater',
+def tests(first: Sequence[float], second: Sequence[float],
+          alternative: str = 'greater') -> Tuple[float, float, float]:
+  """The difference of the means (first minus second), Welch's t-test's
+  two-sided p and the exact Mann-Whitney U test's p (`alternative`:
+  'greater', the first ahead; or 'two-sided')."""
+  welch = stats.ttest_ind(first, second, equal_var=False)
+  ranks = stats.mannwhitneyu(first, second, alternative=alternative,
                              method='exact')
-  return (float(np.mean(preset) - np.mean(start)), float(welch.pvalue),
+  return (float(np.mean(first) - np.mean(second)), float(welch.pvalue),
           float(ranks.pvalue))
 
 
-def compare(preset: Sequence[float], start: Sequence[float]
+def smallest_rank_p(first: int, second: int, alternative: str) -> float:
+  """The smallest p the exact rank test can give with `first` runs against
+  `second`: every run of one above every run of the other."""
+  return (1 if alternative == 'greater' else 2) / math.comb(
+      first + second, first)
+
+
+def compare(first: Sequence[float], second: Sequence[float],
+            comparison: Tuple[int, int, str] = COMPARISONS[0]
             ) -> Tuple[float, float, float, float, float, str]:
   """(difference of the means, low, high, Welch's p, Mann-Whitney p, the
-  verdict) of the preset's seeds against the starting point's: the interval
-  is `spread.difference_interval`'s, the verdict `spread.verdict`'s."""
-  difference, welch, ranks = tests(preset, start)
-  _, low, high = spread.difference_interval(preset, start)
-  said = spread.verdict(GROUPS[0][0], f'the {GROUPS[1][0]}', low, high, welch,
-                        seeds=min(len(preset), len(start)))
+  verdict) of the `comparison`'s first setting's seeds (`first`) against
+  its second's: the interval is `spread.difference_interval`'s, the verdict
+  `spread.verdict`'s."""
+  one, other, alternative = comparison
+  difference, welch, ranks = tests(first, second, alternative)
+  _, low, high = spread.difference_interval(first, second)
+  said = spread.verdict(GROUPS[one][0], f'the {GROUPS[other][0]}', low,
+                        high, welch, seeds=min(len(first), len(second)))
   return difference, low, high, welch, ranks, said
 
 
-def _comparison(evaluation: str, preset: Sequence[float],
-                start: Sequence[float]) -> str:
-  difference, low, high, welch, ranks, said = compare(preset, start)
-  apart = (': every run of the preset above every run of the starting point'
-           if min(preset) > max(start) else '')
-  return (f'- {evaluation}: {difference:.1f} '
-          f'{spread.interval_text(low, high)} (Welch\'s t-test, two-sided p '
-          f'= {welch:.2f}; Mann-Whitney U test, one-sided exact p = '
-          f'{ranks:.2f}{apart}): {said}')
+def _comparison(evaluation: str, groups: List[Dict[int, float]],
+                comparison: Tuple[int, int, str]) -> str:
+  one, other, alternative = comparison
+  first, second = (list(groups[one].values()), list(groups[other].values()))
+  difference, low, high, welch, ranks, said = compare(first, second,
+                                                      comparison)
+  sided = 'one-sided' if alternative == 'greater' else 'two-sided'
+  if min(first) > max(second):
+    apart = f': every run of {GROUPS[one][0]} above every run of the other'
+  elif max(first) < min(second):
+    apart = f': every run of {GROUPS[one][0]} below every run of the other'
+  else:
+    apart = ''
+  return (f'- {evaluation}, {GROUPS[one][0]} minus {GROUPS[other][0]}: '
+          f'{difference:.1f} {spread.interval_text(low, high)} (Welch\'s '
+          f't-test, two-sided p = {welch:.2f}; Mann-Whitney U test, {sided} '
+          f'exact p = {ranks:.2f}, at least '
+          f'{smallest_rank_p(len(first), len(second), alternative):.2f} with '
+          f'{_runs(len(first))} against {len(second)}{apart}): {said}')
 
 
 def _where(data) -> str:
-  """Where the compared runs ran: their commits and machines."""
-  runs = [run for name, run in data['runs'].items()
-          if any(name.startswith(prefix) for _, prefix in GROUPS)]
-  commits = sorted({run['commit'] for run in runs})
-  machines = sorted({run['machine'] for run in runs})
-  return (f'on commit{"s" if len(commits) > 1 else ""} {", ".join(commits)}, '
-          f'one run after another on a {" or ".join(machines)} machine')
+  """Where each setting's runs ran: their commits, machines and, where
+  measured, the machine's speed (the bare learner's updates a second);
+  settings whose runs ran alike are named together."""
+  where: Dict[str, List[str]] = {}
+  for label, pattern in GROUPS:
+    runs = group_runs(data, pattern)
+    commits = sorted({run['commit'] for run in runs})
+    machines = sorted({run['machine'] for run in runs})
+    speeds = sorted({run['bare_learner_updates_per_second'] for run in runs
+                     if 'bare_learner_updates_per_second' in run})
+    speed = (f' (the bare learner update: {", ".join(map(str, speeds))} a '
+             'second that day)' if speeds else '')
+    where.setdefault(
+        f'on commit{"s" if len(commits) > 1 else ""} {", ".join(commits)}, '
+        f'on a {" or ".join(machines)} machine{speed}', []).append(label)
+  return '; '.join(f'{" and ".join(labels)} {said}'
+                   for said, labels in where.items())
+
+
+def _runs(count: int) -> str:
+  return f'{count} run{"" if count == 1 else "s"}'
 
 
 def opening(data) -> List[str]:
@@ -132,13 +183,13 @@ def opening(data) -> List[str]:
   for _, evaluation, groups in evaluations(data):
     for (label, _), by_seed in zip(GROUPS, groups):
       values[f'{label}, {evaluation}'] = by_seed
-    comparisons.append(_comparison(
-        evaluation, *[list(by_seed.values()) for by_seed in groups]))
+    comparisons += [_comparison(evaluation, groups, comparison)
+                    for comparison in COMPARISONS]
   sizes = [len(by_seed) for by_seed in groups]
   return [
       f'**After {minutes:.0f} minutes ({data["budget_seconds"]:,} s) on 2 '
-      f'cores, {spread.seeds_phrase(max(sizes), "a setting")}**, '
-      f'{_where(data)}. Each final policy '
+      f'cores, up to {spread.seeds_phrase(max(sizes), "a setting")}**, one '
+      f'run after another: {_where(data)}. Each final policy '
       'was evaluated twice, each episode from up to 30 random no-op starts '
       '(`--atari_evaluation=noops`): greedy over 10 episodes '
       '(`programs/evaluate.py --episodes=10 --atari_evaluation=noops`) and '
@@ -146,11 +197,9 @@ def opening(data) -> List[str]:
       '--epsilon=0.001 --seed=1 --atari_evaluation=noops`). '
       f'Its mean return{spread.how_stated(max(sizes))}:', '',
       *spread.seed_table('setting, evaluation', 'mean return', values), '',
-      'The preset\'s IQM minus the starting point\'s, its 95% interval '
-      '(each setting\'s seeds resampled on their own) and two tests of the '
-      f'difference (with {sizes[0]} runs against {sizes[1]}, the smallest p '
-      f'the rank test can give is {1 / math.comb(sum(sizes), sizes[0]):.2f}). '
-      f'{spread.how_compared(min(sizes))}', '', *comparisons, '',
+      'Each difference of IQMs, its 95% interval (each setting\'s seeds '
+      'resampled on their own) and two tests of the difference. '
+      f'{spread.how_compared(max(sizes))}', '', *comparisons, '',
       f'Every run\'s figures: [{NAME}.json]({NAME}.json).']
 
 
@@ -261,7 +310,9 @@ def entry(workdir: str, evaluations_: Dict[str, dict], commit: str,
   greedy = evaluations_['greedy_return']
   epsilon = evaluations_['epsilon_0.001_return']
   run = {
-      'command': COMMAND.format(seed=manifest['flags']['seed']),
+      'command': COMMAND.format(seed=manifest['flags']['seed']) + (
+          f' --placement={placement}'
+          if placement not in (None, DEFAULT_PLACEMENT) else ''),
       'commit': commit, 'seed': manifest['flags']['seed'],
       'learner_steps': steps.pop(),
       'actor_steps': coordinator_counts(logs)['actor_steps'],
@@ -328,8 +379,9 @@ def define_flags():
   flags.DEFINE_string('machine', 'quiet', 'What shared the machine.')
   flags.DEFINE_bool('onednn', True, 'Whether the run had oneDNN\'s kernels '
                     '(TF_ENABLE_ONEDNN_OPTS, on unless set to 0).')
-  flags.DEFINE_string('placement', None, 'The placement of its nodes, if any '
-                      '(sized: the thread pools of docs/performance.md).')
+  flags.DEFINE_string('placement', None, 'Its launch\'s --placement (sized, '
+                      'the default; tf_default, TensorFlow\'s own pools), '
+                      'for a run made since the flag.')
   flags.DEFINE_float('bare_learner_updates_per_second', None, 'The machine\'s '
                      'speed that day: benchmarks/bare_loops.py learner '
                      '--preset=atari_small.')

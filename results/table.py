@@ -92,13 +92,16 @@ def _analysis_row(name: str) -> str:
 def _pong_45min_row() -> str:
   data = pages.load('pong_45min')
   figures, seeds, supported = [], set(), []
-  (label, _), (other, _) = pong_45min.GROUPS
+  one, other_one, _ = comparison = pong_45min.COMPARISONS[0]
+  label, other = pong_45min.GROUPS[one][0], pong_45min.GROUPS[other_one][0]
   for key, evaluation, groups in pong_45min.evaluations(data):
-    preset, start = [list(by_seed.values()) for by_seed in groups]
+    preset, start = [list(groups[index].values())
+                     for index in (one, other_one)]
     if key == 'greedy_return':
       figures = [f'{label} {_spread(preset)}', f'{other} {_spread(start)}']
       seeds = {len(preset), len(start)}
-    difference, low, high, p, _, said = pong_45min.compare(preset, start)
+    difference, low, high, p, _, said = pong_45min.compare(preset, start,
+                                                           comparison)
     supported.append(
         f'{evaluation}: {difference:.1f} {spread.interval_text(low, high)}, '
         f'p = {p:.2f}: {said}')

@@ -214,16 +214,21 @@ def _welch_p(a, b) -> float:
   return 2 * stats.t.sf(abs(t), df)
 
 
-def _rank_p(a, b) -> float:
-  """The exact one-sided Mann-Whitney p (a greater): the share of all
-  splits of the pooled values whose U is at least the observed one."""
+def _rank_p(a, b, alternative: str = 'greater') -> float:
+  """The exact Mann-Whitney p: the share of all splits of the pooled values
+  whose U is at least the observed one (a greater); two-sided, twice the
+  smaller tail."""
   def u(first, second):
     return sum((x > y) + 0.5 * (x == y) for x in first for y in second)
   pooled, observed = list(a) + list(b), u(a, b)
   splits = [u([pooled[i] for i in chosen],
               [pooled[i] for i in range(len(pooled)) if i not in chosen])
             for chosen in itertools.combinations(range(len(pooled)), len(a))]
-  return sum(value >= observed for value in splits) / len(splits)
+  upper = sum(value >= observed for value in splits) / len(splits)
+  if alternative == 'greater':
+    return upper
+  lower = sum(value <= observed for value in splits) / len(splits)
+  return min(1.0, 2 * min(upper, lower))
 
 
 def test_pong_45min_opens_with_each_seed_the_sample_sd_and_its_tests():
@@ -232,30 +237,39 @@ def test_pong_45min_opens_with_each_seed_the_sample_sd_and_its_tests():
   rows = {row['setting, evaluation']: row for row in _opening_table(text)}
   for key, evaluation in pong_45min.EVALUATIONS:
     groups = []
-    for label, prefix in pong_45min.GROUPS:
+    for label, pattern in pong_45min.GROUPS:
       runs = [run_ for name, run_ in data['runs'].items()
-              if name.startswith(prefix)]
+              if re.fullmatch(pattern, name)]
+      assert runs, pattern
       values = [run_[key]['mean'] for run_ in runs]
       row = rows[f'{label}, {evaluation}']
       assert row['mean return'] == _mean_and_sd(values)
       for run_ in runs:
         assert row[f'seed {run_["seed"]}'] == f'{run_[key]["mean"]:.1f}'
-      groups.append(values)
-    line = re.search(rf'^- {re.escape(evaluation)}: (.*)$', text,
-                     re.MULTILINE).group(1)
-    difference = np.mean(groups[0]) - np.mean(groups[1])
-    assert line.startswith(f'{difference:.1f} [')
-    low, high = map(float, re.match(r'-?[\d.]+ \[(-?[\d.]+), (-?[\d.]+)\]',
-                                    line).groups())
-    assert low <= round(difference, 1) <= high
-    welch = _welch_p(*groups)
-    assert f'two-sided p = {welch:.2f};' in line
-    assert f'one-sided exact p = {_rank_p(*groups):.2f}' in line
-    assert line.endswith(_claim('`atari_small`', 'the starting point', low,
-                                high, welch)) or (
-        line.split('): ')[-1].startswith('no difference shown') and
-        _claim('`atari_small`', 'the starting point', low, high, welch) ==
-        'no difference shown')
+      groups.append((label, values))
+    for one, other, alternative in pong_45min.COMPARISONS:
+      (label, first), (other_label, second) = groups[one], groups[other]
+      line = re.search(
+          rf'^- {re.escape(evaluation)}, {re.escape(label)} minus '
+          rf'{re.escape(other_label)}: (.*)$', text, re.MULTILINE).group(1)
+      difference = np.mean(first) - np.mean(second)
+      assert line.startswith(f'{difference:.1f} [')
+      low, high = map(float, re.match(
+          r'-?[\d.]+ \[(-?[\d.]+), (-?[\d.]+)\]', line).groups())
+      assert low <= round(difference, 1) <= high
+      welch = _welch_p(first, second)
+      assert f'two-sided p = {welch:.2f};' in line
+      sided = 'one-sided' if alternative == 'greater' else 'two-sided'
+      assert (f'{sided} exact p = {_rank_p(first, second, alternative):.2f}'
+              ', at least ') in line
+      said = line.split('): ')[-1]
+      if min(len(first), len(second)) < 3:
+        assert said.startswith('no verdict from'), line
+        continue
+      claim = _claim(label, f'the {other_label}', low, high, welch)
+      assert line.endswith(claim) or (
+          said.startswith('no difference shown') and
+          claim == 'no difference shown')
 
 
 def test_the_readme_table_gives_the_sample_sd_of_each_analysis():

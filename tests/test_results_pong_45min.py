@@ -98,6 +98,15 @@ def test_an_entry_holds_the_runs_figures_worked_out_by_hand(tmp_path):
   assert run['epsilon_0.001_returns'] == [-20.0, -20.0, -17.0, -19.0]
 
 
+def test_a_placement_other_than_the_default_is_in_the_command(tmp_path):
+  workdir = _run(tmp_path)
+  run = pong_45min.entry(workdir, pong_45min.evaluate(workdir), 'abc1234',
+                         'quiet', True, 'tf_default', None)
+  assert run['command'].endswith(
+      '--atari_evaluation=noops --placement=tf_default')
+  assert run['placement'] == 'tf_default'
+
+
 @pytest.mark.parametrize('changes, named', [
     ({'preset': None}, 'preset None'),
     ({'max_seconds': None}, '--max_seconds=None'),
