@@ -161,13 +161,18 @@ def _where(data) -> str:
     runs = group_runs(data, pattern)
     commits = sorted({run['commit'] for run in runs})
     machines = sorted({run['machine'] for run in runs})
+    if len(machines) == 1:
+      machine = f'on a {machines[0]} machine'
+    else:  # Each run's, by seed.
+      machine = 'the machine ' + '; '.join(
+          f'{run["machine"]} (seed {run["seed"]})' for run in runs)
     speeds = sorted({run['bare_learner_updates_per_second'] for run in runs
                      if 'bare_learner_updates_per_second' in run})
     speed = (f' (the bare learner update: {", ".join(map(str, speeds))} a '
-             'second that day)' if speeds else '')
+             'second those days)' if speeds else '')
     where.setdefault(
         f'on commit{"s" if len(commits) > 1 else ""} {", ".join(commits)}, '
-        f'on a {" or ".join(machines)} machine{speed}', []).append(label)
+        f'{machine}{speed}', []).append(label)
   return '; '.join(f'{" and ".join(labels)} {said}'
                    for said, labels in where.items())
 
