@@ -30,6 +30,7 @@ from absl import flags
 import numpy as np
 from scipy import stats
 
+from launch.runs import run_manifest
 from results import spread
 
 NAME = 'pong_45min'
@@ -78,9 +79,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def group_values(data, pattern: str, key: str) -> Dict[int, float]:
   """{seed: mean return} of the runs whose key is `pattern` (a regular
   expression, matching the whole key), from their evaluation `key`."""
-  return {run['seed']: run[key]['mean']
-          for name, run in sorted(data['runs'].items())
-          if re.fullmatch(pattern, name)}
+  return {run['seed']: run[key]['mean'] for run in group_runs(data, pattern)}
 
 
 def group_runs(data, pattern: str) -> List[Dict[str, object]]:
@@ -242,18 +241,15 @@ def protocol_manifest(workdir: str) -> Dict[str, object]:
   return manifest
 
 
-def coordinator_counts(logs: str) -> Dict[str, int]:
-  """The counts the coordinator logged when the budget ran out (its
-  'Stopping: ... Counts: {...}' line in `logs`, a run's logs directory):
-  the actor steps of the budget."""
-  path = os.path.join(logs, 'coordinator.log')
-  with open(path, errors='replace') as f:
-    lines = [line for line in f if 'Stopping: ' in line and 'Counts: ' in line]
-  if not lines:
-    raise ValueError(f'{path} has no "Stopping: ... Counts:" line: the run '
-                     'did not reach its budget.')
-  counts = lines[-1].split('Counts: ', 1)[1]
-  return json.loads(counts[:counts.index('}') + 1])
+def budget_counts(workdir: str) -> Dict[str, int]:
+  """The counts the coordinator recorded as the wall-clock budget ran out
+  (its stop.json): the actor steps of the budget."""
+  stop = run_manifest.read_record(workdir, run_manifest.STOP_RECORD)
+  if (stop is None or stop.get('failed') or
+      not stop.get('reason', '').startswith('ran for ')):
+    raise ValueError(f'{workdir} did not reach its budget (its stop.json: '
+                     f'{stop}).')
+  return stop['counts']
 
 
 def evaluator_rounds(rows: List[Dict[str, str]], size: int = 10
@@ -294,11 +290,10 @@ def _epsilon(evaluation) -> Dict[str, float]:
 
 def entry(workdir: str, evaluations_: Dict[str, dict], commit: str,
           machine: str, onednn: bool, placement: Optional[str],
-          bare_updates_per_second: Optional[float],
-          logs: Optional[str] = None) -> Dict[str, object]:
-  """The JSON entry of the run in `workdir` (its logs in `logs`, by
-  default its own), whose final policy's `evaluations_` ({key of
-  EVALUATION_RUNS: programs/evaluate.py's output}) were made.
+          bare_updates_per_second: Optional[float]) -> Dict[str, object]:
+  """The JSON entry of the run in `workdir`, whose final policy's
+  `evaluations_` ({key of EVALUATION_RUNS: programs/evaluate.py's output})
+  were made.
 
   Raises:
     ValueError: the run did not follow the page's protocol, or did not reach
@@ -309,8 +304,7 @@ def entry(workdir: str, evaluations_: Dict[str, dict], commit: str,
   if len(steps) != 1:
     raise ValueError(f'the evaluations of {workdir} are of different '
                      f'policies (learner steps {sorted(steps)}).')
-  logs = logs or os.path.join(workdir, 'logs')
-  with open(os.path.join(logs, 'evaluator', 'logs.csv')) as f:
+  with open(os.path.join(workdir, 'logs', 'evaluator', 'logs.csv')) as f:
     rounds, round_steps = evaluator_rounds(list(csv.DictReader(f)))
   greedy = evaluations_['greedy_return']
   epsilon = evaluations_['epsilon_0.001_return']
@@ -320,7 +314,7 @@ def entry(workdir: str, evaluations_: Dict[str, dict], commit: str,
           if placement not in (None, DEFAULT_PLACEMENT) else ''),
       'commit': commit, 'seed': manifest['flags']['seed'],
       'learner_steps': steps.pop(),
-      'actor_steps': coordinator_counts(logs)['actor_steps'],
+      'actor_steps': budget_counts(workdir)['actor_steps'],
       'greedy_return': _greedy(greedy),
       'greedy_returns': [float(r) for r in greedy['returns']],
       'evaluator_rounds_mean_return': rounds,
@@ -378,8 +372,8 @@ def define_flags():
   flags.DEFINE_string('json', os.path.join(ROOT, 'results', f'{NAME}.json'),
                       'The page\'s JSON, which gains the run.')
   flags.DEFINE_string('name', None, 'Its key in the JSON, e.g. '
-                      'atari_small_placed_seed2. A key beginning with one of '
-                      'GROUPS\' prefixes joins the page\'s comparison.')
+                      'atari_small_placed_seed2. A key that one of GROUPS\' '
+                      'patterns matches joins the page\'s comparisons.')
   flags.DEFINE_string('commit', None, 'The commit the run was made with.')
   flags.DEFINE_string('machine', 'quiet', 'What shared the machine.')
   flags.DEFINE_bool('onednn', True, 'Whether the run had oneDNN\'s kernels '

@@ -1,5 +1,5 @@
 """results/pong_45min.py's entry of a run: made from a run directory laid
-out as programs/apex_dqn.py leaves one (run.json, the coordinator's log,
+out as programs/apex_dqn.py leaves one (run.json, the coordinator's stop.json,
 the evaluator's CSV, programs/evaluate.py's two outputs), its figures
 checked against values worked out by hand; a run made otherwise, or a key
 the page has already, is refused and the JSON left as it was."""
@@ -38,11 +38,11 @@ def _run(tmp_path, **manifest_changes):
     else:
       manifest[key] = value
   _write_json(workdir / 'run.json', manifest)
-  with open(workdir / 'logs' / 'coordinator.log', 'w') as f:
-    f.write('I1202 coordinator.py:218] The actors have started.\n'
-            'I1202 coordinator.py:334] Stopping: ran for 2700 s since the '
-            'actors started (limit 2700 s). Counts: {"actor_episodes": 3, '
-            '"actor_steps": 1234, "learner_steps": 150}\n')
+  _write_json(workdir / 'stop.json', {
+      'counts': {'actor_episodes': 3, 'actor_steps': 1234,
+                 'learner_steps': 150},
+      'failed': False,
+      'reason': 'ran for 2700 s since the actors started (limit 2700 s)'})
   rounds = [(0, [-21.0] * 10), (40, [-21.0] * 9 + [-20.0]),
             (90, [-20.0, -18.0] * 5), (140, [-17.0] * 4)]
   with open(workdir / 'logs' / 'evaluator' / 'logs.csv', 'w',
@@ -134,8 +134,9 @@ def test_evaluations_of_two_policies_are_refused(tmp_path):
 
 def test_a_run_that_did_not_reach_its_budget_is_refused(tmp_path):
   workdir = _run(tmp_path)
-  with open(os.path.join(workdir, 'logs', 'coordinator.log'), 'w') as f:
-    f.write('I1202 coordinator.py:218] The actors have started.\n')
+  _write_json(os.path.join(workdir, 'stop.json'), {
+      'counts': {'actor_steps': 900}, 'failed': True,
+      'reason': 'the learner is gone'})
   with pytest.raises(ValueError, match='did not reach its budget'):
     pong_45min.entry(workdir, pong_45min.evaluate(workdir), 'abc1234',
                      'quiet', True, None, None)
