@@ -42,12 +42,17 @@ END = '<!-- end of the opening -->'
 # the budget has a key of its own that none matches).
 GROUPS = (('`atari_small`', r'atari_small_seed\d+'),
           ('starting point', r'issue_start_onednn(_seed\d+)?'),
-          ('`atari_small` with placement', r'atari_small_placed_seed\d+'))
+          ('`atari_small` with placement', r'atari_small_placed_seed\d+'),
+          ('`atari_small` before placement',
+           r'atari_small_tf_default_seed\d+'))
 # The comparisons: a setting, the one it is measured against (indices into
 # GROUPS), and the alternative of the rank test: whether the first is ahead
 # ('greater'), or either way ('two-sided': a change that should not move
-# the return, as placing the nodes).
-COMPARISONS = ((0, 1, 'greater'), (2, 0, 'two-sided'))
+# the return, as placing the nodes). Placement is measured against the
+# program before it (`--placement=tf_default`), each seed of the two run
+# back to back on one machine, and against the three-seed runs of earlier
+# days.
+COMPARISONS = ((0, 1, 'greater'), (2, 3, 'two-sided'), (2, 0, 'two-sided'))
 # Each final policy's two evaluations: the key of its figures in a run, and
 # what it was.
 EVALUATIONS = (('greedy_return', 'greedy, 10 episodes'),
@@ -288,6 +293,18 @@ def _epsilon(evaluation) -> Dict[str, float]:
           'distinct_episodes': len(distinct)}
 
 
+def short_commit(commit: str) -> str:
+  """`commit` as the page names commits: its first 7 hex digits.
+
+  Raises:
+    ValueError: `commit` is not a hash of 7 to 40 hex digits.
+  """
+  if not re.fullmatch(r'[0-9a-f]{7,40}', commit):
+    raise ValueError(f'--commit={commit}: give the hash of the commit the '
+                     'run was made with (git rev-parse --short HEAD).')
+  return commit[:7]
+
+
 def entry(workdir: str, evaluations_: Dict[str, dict], commit: str,
           machine: str, onednn: bool, placement: Optional[str],
           bare_updates_per_second: Optional[float]) -> Dict[str, object]:
@@ -299,6 +316,7 @@ def entry(workdir: str, evaluations_: Dict[str, dict], commit: str,
     ValueError: the run did not follow the page's protocol, or did not reach
       its budget, or its evaluations are of different policies.
   """
+  commit = short_commit(commit)
   manifest = protocol_manifest(workdir)
   steps = {evaluation['learner_steps'] for evaluation in evaluations_.values()}
   if len(steps) != 1:
@@ -394,7 +412,8 @@ def main(argv: List[str]):
     sys.exit(f'error: give {", ".join("--" + name for name in missing)}.')
   options = flags.FLAGS
   try:
-    # Both refusals before the evaluations, which take minutes.
+    # The refusals before the evaluations, which take minutes.
+    short_commit(options.commit)
     protocol_manifest(options.workdir)
     add_run(options.json, options.name, None)
     run = entry(options.workdir, evaluate(options.workdir), options.commit,

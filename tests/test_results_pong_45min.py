@@ -98,6 +98,17 @@ def test_an_entry_holds_the_runs_figures_worked_out_by_hand(tmp_path):
   assert run['epsilon_0.001_returns'] == [-20.0, -20.0, -17.0, -19.0]
 
 
+def test_a_full_hash_is_kept_short_and_a_name_is_refused(tmp_path):
+  workdir = _run(tmp_path)
+  full = 'e78ea36081165d15af9b7f33387553ec98a1fa71'
+  run = pong_45min.entry(workdir, pong_45min.evaluate(workdir), full,
+                         'quiet', True, 'sized', None)
+  assert run['commit'] == 'e78ea36'
+  with pytest.raises(ValueError, match='--commit=HEAD: give the hash'):
+    pong_45min.entry(workdir, pong_45min.evaluate(workdir), 'HEAD',
+                     'quiet', True, 'sized', None)
+
+
 def test_a_placement_other_than_the_default_is_in_the_command(tmp_path):
   workdir = _run(tmp_path)
   run = pong_45min.entry(workdir, pong_45min.evaluate(workdir), 'abc1234',
