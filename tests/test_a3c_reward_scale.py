@@ -35,3 +35,19 @@ def test_returns_of_a_task_paying_every_step_come_out_near_one():
   raw_return = sum(-1.0 * gamma**i for i in range(500))
   assert raw_return < -99
   assert -5 < scaled_return < -1, scaled_return
+
+
+def test_the_advantage_scale_is_one_over_the_corrected_moving_root_mean_square():
+  # Worked by hand, decay 0.5: after 4, the average 0.5 * 4 / (1 - 0.5) = 4;
+  # after 16 more, (0.25 * 4 + 0.5 * 16) / (1 - 0.25) = 12.
+  scale = reward_scale.AdvantageScale(decay=0.5, epsilon=0.0)
+  assert scale.factor == 1.0
+  scale.observe(4.0)
+  assert scale.factor == 0.5
+  scale.observe(16.0)
+  np.testing.assert_allclose(scale.factor, 1 / np.sqrt(12.0), rtol=1e-12)
+  # A constant mean square is its own average from the first rollout on.
+  steady = reward_scale.AdvantageScale()
+  for _ in range(3):
+    steady.observe(0.0025)
+    np.testing.assert_allclose(steady.factor, 20.0, rtol=1e-5)  # epsilon

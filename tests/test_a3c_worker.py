@@ -131,9 +131,10 @@ def _by_name(network, values) -> Dict[str, np.ndarray]:
 
 
 def reference_gradients(params, observations, actions, rewards, discounts,
-                        config: A3CConfig):
+                        config: A3CConfig, advantage_scale: float = 1.0):
   """Algorithm S3's accumulated gradient, by hand: forward and backward
-  through relu(x W1 + b1) -> (logits, V), in float64."""
+  through relu(x W1 + b1) -> (logits, V), in float64; the policy term's
+  advantages multiplied by `advantage_scale`."""
   w1, b1 = params['linear_0/w'], params['linear_0/b']
   wp, bp = params['policy_logits/w'], params['policy_logits/b']
   wv, bv = params['value/w'], params['value/b']
@@ -155,8 +156,9 @@ def reference_gradients(params, observations, actions, rewards, discounts,
   beta = config.entropy_weight(continuous=False)
   zeros = np.zeros(steps)
   # The loss's three terms' gradients at the logits and the values.
+  reference_gradients.advantages = advantages
   parts = {'policy': ((pi - np.eye(NUM_ACTIONS)[actions]) *
-                      advantages[:, None], zeros),
+                      advantage_scale * advantages[:, None], zeros),
            'entropy': (beta * pi * (log_pi + entropy[:, None]), zeros),
            'value': (np.zeros_like(pi), -2.0 * config.value_cost * advantages)}
 
@@ -308,6 +310,49 @@ def test_a_worker_sends_algorithm_s3s_gradient(max_gradient_norm, loop,
     np.testing.assert_array_equal(variable.numpy(), value)
   assert server.num_steps == 2 * episodes
   assert server.environment_steps == EPISODE_LENGTH * episodes
+
+
+def test_normalised_advantages_are_over_the_earlier_rollouts_root_mean_square():
+  # --normalize_advantages: each rollout's policy term takes its advantages
+  # times 1 / sqrt(m), m the average of the earlier rollouts' mean squared
+  # advantages weighted 0.99^age (the weights summing to 1); the first
+  # rollout's are left as they are.
+  config = A3CConfig(t_max=5, learning_rate=0.01, normalize_advantages=True)
+  server = A3CParameterServer(_network(1), config, total_steps=100)
+  recording = Recording(server)
+  worker = A3CActor(_network(2), OBSERVATION_SPEC, ACTION_SPEC, config,
+                    parameter_server=recording, seed=3)
+  environment = ScriptedEpisodes()
+  _run(worker, environment, 'actor_loop', 2)
+  rollouts = [(0, 5), (5, 7)] * 2
+  mean_squares, factors = [], []
+  for index, (call, (start, end)) in enumerate(zip(recording.calls,
+                                                  rollouts)):
+    if mean_squares:
+      ages = np.arange(len(mean_squares))[::-1]
+      weights = 0.99**ages
+      factor = 1 / math.sqrt(np.dot(weights, mean_squares) / weights.sum())
+    else:
+      factor = 1.0
+    params = _by_name(server._network, call['before'])  # pylint: disable=protected-access
+    discounts = np.full(end - start, config.discount)
+    if end == EPISODE_LENGTH:
+      discounts[-1] = 0.0
+    actions = environment.actions[index // 2 * EPISODE_LENGTH:][start:end]
+    expected, _ = reference_gradients(
+        params, environment.observations[start:end + 1].astype(np.float64),
+        np.array(actions), environment.rewards[start:end], discounts, config,
+        advantage_scale=factor)
+    mean_squares.append(float(np.mean(reference_gradients.advantages**2)))
+    sent = _by_name(server._network, call['gradients'])  # pylint: disable=protected-access
+    for name in sent:
+      np.testing.assert_allclose(sent[name], expected[name], rtol=2e-4,
+                                 atol=1e-6, err_msg=f'update {index}: {name}')
+    assert call['statistics']['advantage_scale'] == pytest.approx(
+        factor, rel=1e-5)
+    factors.append(factor)
+  # The scale moved: the check above is not of 1s alone.
+  assert min(abs(factor - 1.0) for factor in factors[1:]) > 0.01, factors
 
 
 def test_the_first_action_comes_from_the_shared_parameters():

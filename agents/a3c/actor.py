@@ -63,9 +63,12 @@ class A3CActor(acme.Actor):
         tf.TensorSpec((None, *action_shape), action_dtype),
         tf.TensorSpec((None,), tf.float32),
         tf.TensorSpec((None,), tf.float32),
+        tf.TensorSpec((), tf.float32),
     ])
     self._return_scale = (reward_scale.ReturnScale(config.discount)
                           if config.normalize_rewards else None)
+    self._advantage_scale = (reward_scale.AdvantageScale()
+                             if config.normalize_advantages else None)
     self._observations: List[np.ndarray] = []
     self._actions: List[np.ndarray] = []
     self._rewards: List[float] = []
@@ -84,9 +87,11 @@ class A3CActor(acme.Actor):
     policy = self._network(observations).policy
     return tuple(policy)
 
-  def _rollout_gradients(self, observations, actions, rewards, discounts):
+  def _rollout_gradients(self, observations, actions, rewards, discounts,
+                         advantage_scale):
     """Algorithm S3's accumulated gradients of one rollout: `observations`
-    are its T states and the one after its last step."""
+    are its T states and the one after its last step; the policy term's
+    advantages multiplied by `advantage_scale`."""
     parts = self._config.log_gradient_parts
     with tf.GradientTape(persistent=parts) as tape:
       outputs = self._network(observations)
@@ -96,7 +101,8 @@ class A3CActor(acme.Actor):
       loss, statistics = losses.a3c_loss(taken, actions,
                                          tf.stop_gradient(returns),
                                          self._entropy_cost,
-                                         self._config.value_cost)
+                                         self._config.value_cost,
+                                         advantage_scale)
       # The loss is the policy term - beta entropy + c value: each on its
       # own (the entropy term's and the value term's with their weights).
       terms = {'policy': statistics['policy_loss'],
@@ -217,11 +223,18 @@ class A3CActor(acme.Actor):
     """Sends the rollout's gradients, takes the newest parameters, and
     starts a new rollout."""
     observations = np.stack(self._observations + [self._last_observation])
+    # The scale of the rollouts before this one (--normalize_advantages).
+    advantage_scale = (1.0 if self._advantage_scale is None
+                       else self._advantage_scale.factor)
     gradients, statistics = self._gradients(
         observations, np.asarray(self._actions),
         np.asarray(self._rewards, np.float32),
-        np.asarray(self._discounts, np.float32))
+        np.asarray(self._discounts, np.float32),
+        np.float32(advantage_scale))
     statistics = {key: float(value) for key, value in statistics.items()}
+    if self._advantage_scale is not None:
+      self._advantage_scale.observe(statistics['advantage_square'])
+      statistics['advantage_scale'] = advantage_scale
     if self._return_scale is not None:
       # What each reward was multiplied by (--normalize_rewards).
       statistics['reward_scale'] = self._return_scale.factor

@@ -54,6 +54,13 @@ class A3CConfig(AgentConfig):
   its discounted return (agents/a3c/reward_scale.py), so that returns are
   near 1 whatever the task pays, as on the paper's clipped Atari rewards,
   for which its other values were chosen. Not in the paper."""
+  normalize_advantages: bool = False
+  """Each worker multiplies the policy term's advantages by 1 / the root of
+  a moving average of their square over its rollouts
+  (agents/a3c/reward_scale.py, AdvantageScale), so that they are near 1 on
+  every task, as on the paper's Atari, against which its entropy weight
+  was chosen; the value's errors are left as they are. Not in the paper
+  (PPO normalises its advantages per batch)."""
   scale_observations: bool = False
   """Each observation dimension whose bounds the environment declares (a
   gym: vector environment's observation space) is mapped from [low, high]

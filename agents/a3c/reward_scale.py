@@ -59,3 +59,41 @@ class ReturnScale:
   def variance(self) -> float:
     """The population variance of the returns seen so far."""
     return self._squares / self._count if self._count else 0.0
+
+
+class AdvantageScale:
+  """What a worker multiplies its advantages by in the policy term
+  (`--normalize_advantages`): 1 / the root of an exponential moving average
+  of their square, over this worker's rollouts, corrected for its start at
+  0 (as Adam corrects its moments, Kingma & Ba 2015, §3).
+
+  Rewards scaled by the return's deviation (ReturnScale) put returns near
+  1, but the advantages, returns less the value, are a task's own fraction
+  of that: near 0.05 on Pendulum-v1, 0.1-0.9 on CartPole-v1 early on
+  (docs/a3c.md). The policy term's gradient, and with it the balance
+  between the policy term and the entropy term's fixed weight, follows
+  them. Dividing by their running root mean square puts the advantages
+  near 1 on every task, as PPO's per-batch normalisation does; a batch
+  here is one rollout of at most t_max steps, too few to normalise by
+  alone, hence the average over rollouts. Each worker keeps its own (not
+  checkpointed: a resumed worker estimates it anew).
+  """
+
+  def __init__(self, decay: float = 0.99, epsilon: float = 1e-8):
+    self._decay = decay
+    self._epsilon = epsilon
+    self._mean_square = 0.0
+    self._weight = 0.0  # 1 - decay^n after n rollouts: the start's bias.
+
+  def observe(self, mean_square: float):
+    """Takes one rollout's mean squared advantage."""
+    self._mean_square = (self._decay * self._mean_square +
+                         (1.0 - self._decay) * mean_square)
+    self._weight = self._decay * self._weight + (1.0 - self._decay)
+
+  @property
+  def factor(self) -> float:
+    """1 / the advantages' root mean square so far (1 before any)."""
+    if self._weight == 0.0:
+      return 1.0
+    return 1.0 / math.sqrt(self._mean_square / self._weight + self._epsilon)
