@@ -2,9 +2,10 @@
 return (`--normalize_rewards`).
 
 The A3C paper's hyper-parameters (entropy weight 0.01, learning rates of
-1e-4 to 1e-2 through RMSProp, whose steps are about the learning rate
-whatever the gradient's size) were chosen on Atari with rewards clipped to
-[-1, 1] (Supp. §8), where returns stay near 1. A task that pays every step
+1e-4 to 1e-2 through RMSProp) were chosen on Atari with rewards clipped to
+[-1, 1] (Supp. §8), where returns stay near 1; with RMSProp's epsilon at
+0.1 its steps follow the gradient's size (docs/a3c.md), so the rewards'
+scale reaches every step. A task that pays every step
 has returns of -1 / (1 - gamma), -100 on Acrobot at gamma 0.99: the value's
 output then needs tens of thousands of RMSProp steps to reach the returns,
 its errors dominate the shared torso's gradient, and the advantages dwarf
