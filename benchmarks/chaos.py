@@ -22,7 +22,11 @@ cachers) in a shuffled cycle, so that every kind is hit in turn; an actor
 or a replay shard chosen among them at random; SIGSTOP with probability
 `--freeze_share`. A node whose last fault has not yet been recovered from
 (no `recovered` record in `<run>/faults/` since) is passed over for
-the next kind. `--fault_every=0` runs the program without faults (its twin).
+the next kind. With `--after_checkpoints`, so is a node whose checkpoint
+holds none of the run's work yet (the counter's first save can come before
+any actor's counts). `--schedule` replaces the seeded schedule with one's
+own, each fault once every one before it is recovered from.
+`--fault_every=0` runs the program without faults (its twin).
 
 The program ends by its own budget (or, with `--stop_after_faults=N`, by a
 stop request once N faults are recovered from: `programs/stop.py`). Then,
@@ -79,6 +83,13 @@ flags.DEFINE_list('schedule', [], 'A schedule of one\'s own instead of the '
                   '(e.g. learner:SIGKILL,replay_server:SIGKILL), each once '
                   'the node before it has been recovered from and '
                   '--fault_every has passed.')
+flags.DEFINE_bool('after_checkpoints', False, 'Fault a node only once the '
+                  'checkpoint it would come back from holds some of the '
+                  'run\'s work (the learner\'s parameters, the counter\'s '
+                  'counts of actor steps, a replay shard\'s tables), so '
+                  'that each fault tests a return from a checkpoint rather '
+                  'than from the run\'s start. Needs checkpoints on '
+                  '(--checkpoint_every, --replay_checkpoint_every).')
 flags.DEFINE_integer('stop_after_faults', 0, 'Stop the program by a stop '
                      'request once this many faults are recovered from (0: '
                      'it ends by its own budget).')
@@ -222,6 +233,52 @@ class Schedule:
             else signal.SIGKILL)
 
 
+# Seconds a node's newest checkpoint has stood before the node may be
+# faulted (`--after_checkpoints`): the coordinator's heartbeat (once a
+# second) has heard of it by then, so that the node's last answer before
+# the fault names it.
+SAVED_SETTLE_SECONDS = 3.0
+
+
+def has_saved_work(workdir: str, node: str) -> bool:
+  """Whether the checkpoint node `node` would come back from holds some of
+  the run's work: the learner's parameters, the counter's counts of actor
+  steps (it saves when the learner does, and the learner's first checkpoint
+  can come before any actor's counts), a replay shard's finished Reverb
+  checkpoint. Other nodes keep no checkpoint: always True."""
+  directory = os.path.join(workdir, run_manifest.CHECKPOINTS, node)
+  kind = node.split('_')[0]
+  if kind == 'learner':
+    return os.path.exists(os.path.join(directory, 'checkpoint'))
+  if kind == 'counter':
+    try:
+      state = run_manifest.read_saved_counter(workdir)
+    except ValueError:  # Not JSON: the counter will say so as it starts.
+      return False
+    return bool(state) and state['counts'].get('actor_steps', 0) > 0
+  if kind == 'replay':
+    try:
+      return any(os.path.exists(os.path.join(directory, name, 'DONE'))
+                 for name in os.listdir(directory))
+    except FileNotFoundError:
+      return False
+  return True
+
+
+class SavedWork:
+  """Since when each node's checkpoint has held work (`has_saved_work`)."""
+
+  def __init__(self, workdir: str):
+    self._workdir = workdir
+    self._since: Dict[str, float] = {}
+
+  def settled(self, node: str) -> bool:
+    if node not in self._since and has_saved_work(self._workdir, node):
+      self._since[node] = time.time()
+    return time.time() - self._since.get(node, float('inf')) >= (
+        SAVED_SETTLE_SECONDS)
+
+
 def _recovered(records, label: str, since: float) -> Optional[Dict]:
   for record in records:
     if (record.get('event') == 'recovered' and record['node'] == label and
@@ -240,10 +297,15 @@ def _keep(workdir: str, injected: List[Dict[str, Any]]):
 
 
 def inject(run: Run, schedule: Schedule, kinds: Sequence[str],
-           fault_every: float, stop_after: int) -> List[Dict[str, Any]]:
+           fault_every: float, stop_after: int,
+           after_checkpoints: bool = False) -> List[Dict[str, Any]]:
   """Faults nodes until the program ends (or, with `stop_after`, until
-  that many faults are recovered from, then asks it to stop)."""
+  that many faults are recovered from, then asks it to stop); with
+  `after_checkpoints`, each node once its checkpoint holds work
+  (`SavedWork`)."""
   injected: List[Dict[str, Any]] = []
+  saved = SavedWork(run.workdir)
+  ready = lambda node: not after_checkpoints or saved.settled(node)
   next_time = time.time() + fault_every
   stop_asked = False
   while run.process.poll() is None:
@@ -263,9 +325,10 @@ def inject(run: Run, schedule: Schedule, kinds: Sequence[str],
     if schedule.own:
       if not schedule.fixed:
         continue
+      # In order: each fault once every one before it is recovered from.
       label, number = schedule.fixed[0]
       pid = _pid(run.workdir, label)
-      if node_of(label) in pending or pid is None:
+      if pending or pid is None or not ready(node_of(label)):
         continue
       schedule.fixed.pop(0)
       os.kill(pid, number)
@@ -278,7 +341,7 @@ def inject(run: Run, schedule: Schedule, kinds: Sequence[str],
       continue
     for kind in schedule.next_kinds():
       labels = [label for label in process_labels(run.workdir, kind)
-                if node_of(label) not in pending]
+                if node_of(label) not in pending and ready(node_of(label))]
       if kind not in kinds or not labels:
         continue
       label = schedule.choose(labels)
@@ -430,7 +493,7 @@ def main(argv):
       injected = inject(run, Schedule(FLAGS.seed, FLAGS.kinds,
                                       FLAGS.freeze_share, FLAGS.schedule),
                         FLAGS.kinds, FLAGS.fault_every,
-                        FLAGS.stop_after_faults)
+                        FLAGS.stop_after_faults, FLAGS.after_checkpoints)
   except BaseException:
     run.kill()
     raise

@@ -3,9 +3,10 @@ the chaos tool as a user runs it (`python -m benchmarks.chaos`): under
 local_mp the learner, the counter, a replay node, its Reverb server, an
 actor and the evaluator are SIGKILLed, and the learner and the replay
 node's own process SIGSTOPped past --heartbeat_timeout, one after another,
-each once the node before has come back. Each comes back in place, from its
-own newest checkpoint; the program goes on, stops in order with exit 0 on
-a stop request, and every checkpoint it left loads in a relaunch."""
+each once the node before has come back and its own checkpoint holds some
+of the run's work. Each comes back in place, from its own newest
+checkpoint; the program goes on, stops in order with exit 0 on a stop
+request, and every checkpoint it left loads in a relaunch."""
 
 import json
 import os
@@ -13,7 +14,9 @@ import sys
 
 import pytest
 
+from benchmarks import chaos
 from launch import keeper
+from launch.runs import checkpointing
 import helpers
 
 SCHEDULE = ('learner:SIGKILL', 'counter:SIGKILL', 'replay:SIGKILL',
@@ -27,7 +30,7 @@ def test_every_kind_of_node_killed_or_frozen_comes_back_in_place(tmp_path):
   workdir = tmp_path / 'run'
   output = helpers.run([
       sys.executable, '-m', 'benchmarks.chaos', f'--workdir={workdir}',
-      '--fault_every=2',
+      '--fault_every=2', '--after_checkpoints',
       f'--schedule={",".join(SCHEDULE)}',
       f'--stop_after_faults={len(SCHEDULE)}', '--', 'programs/apex_dqn.py',
       '--preset=cartpole_smoke', '--max_actor_steps=100000000',
@@ -90,3 +93,23 @@ def test_every_kind_of_node_killed_or_frozen_comes_back_in_place(tmp_path):
   (replay,) = resume['replay_starts_with']
   assert int(replay.split(': ')[1].rstrip('}')) > 0, resume
   assert os.path.exists(workdir / 'resume_output.txt')
+
+
+def test_a_counter_checkpoint_of_no_actor_steps_is_not_one_to_fault_after(
+    tmp_path):
+  """The counter saves when the learner does, and the learner's first
+  checkpoint can come before any actor's counts reach it: the chaos tool's
+  --after_checkpoints waits for a save that holds actor steps."""
+  workdir = str(tmp_path)
+  assert not chaos.has_saved_work(workdir, 'counter')
+  counter = checkpointing.CheckpointedCounter(workdir, enabled=True)
+  counter.increment(learner_steps=3)
+  assert counter.save_checkpoint()
+  assert not chaos.has_saved_work(workdir, 'counter')
+  counter.increment(actor_steps=25)
+  assert counter.save_checkpoint()
+  assert chaos.has_saved_work(workdir, 'counter')
+  # A learner or a replay shard with no checkpoint yet; an actor keeps none.
+  assert not chaos.has_saved_work(workdir, 'learner')
+  assert not chaos.has_saved_work(workdir, 'replay_1')
+  assert chaos.has_saved_work(workdir, 'actor_1')
