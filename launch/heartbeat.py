@@ -78,25 +78,31 @@ class _Beat:
     # The last answer of the process before a fault, until the new process
     # has answered (None: no fault under way).
     self.before_fault: Optional[Dict[str, int]] = None
+    # A call sent before the node's process was seen to be a new one.
+    self._stale: Optional[futures.Future] = None
 
   def restart(self, process: Optional[int], now: float):
-    """The node's process is a new one: it is starting, from `now`."""
+    """The node's process is a new one: it is starting, from `now`. The
+    call in flight, sent before, may bring the old process's last answer:
+    it is not taken as the new process's first."""
     self.process = process
     self.started = now
     self.answered = None
+    self._stale = self._pending
 
   def beat(self, now: float):
     """Sends a call unless one is outstanding; notes an answer."""
     if self._pending is not None:
       if not self._pending.done():
         return
-      if self._pending.exception() is None:
+      if self._pending.exception() is None and self._pending is not (
+          self._stale):
         # When the answer was seen (at most a period late), not when the
         # call went out: a call that waited for a starting node (or for a
         # server that was slow) proves it alive at its answer.
         self.answered = now
         self.value = self._pending.result()
-      self._pending = None
+      self._pending = self._stale = None
     try:
       self._pending = self._call()
     except Exception as error:  # pylint: disable=broad-except
@@ -198,8 +204,16 @@ class HeartbeatWatch:
       with self._lock:
         beats = self._single + self._actors
         for beat in beats:
+          # A new process is looked for before an answer is taken. A
+          # process started after the look cannot have answered yet (a
+          # node's first answer comes a second or more after its process
+          # starts), so the answer taken is the old process's or one seen
+          # to be new: the last answer before a fault is the old process's,
+          # never the new one's first, however fast that one starts.
+          started_again = (self._kept is not None and
+                           self._started_again(beat, now))
           beat.beat(now)
-          if self._kept is not None:
+          if self._kept is not None and not started_again:
             self._heal(beat, now)
         if (not self.all_answered.is_set() and
             all(beat.answered is not None for beat in beats)):
@@ -207,21 +221,27 @@ class HeartbeatWatch:
           logging.info('Heartbeats: every watched node has answered (%s).',
                        self._description())
 
-  def _heal(self, beat: _Beat, now: float):
-    """Under keepers: a node whose process is a new one is starting again;
-    one that has stayed silent past the timeout (or never answered within
-    the start timeout), or whose own process has stayed stopped that long
-    (a replay node's, whose server answers), is ended, and its keeper starts
-    it again."""
+  def _started_again(self, beat: _Beat, now: float) -> bool:
+    """Under keepers: True if the node's process is a new one, which is
+    then starting again (the last answer before, if a fault is not already
+    under way, is what its fault is measured from)."""
     process = self._kept.process(beat.label)
-    if process is not None and process != beat.process:
-      if beat.process is not None or beat.before_fault is not None:
-        logging.info('Heartbeats: the %s runs again (pid %d).', beat.name,
-                     process)
-        if beat.before_fault is None:
-          beat.before_fault = beat.value or {}
-      beat.restart(process, now)
-      return
+    if process is None or process == beat.process:
+      return False
+    if beat.process is not None or beat.before_fault is not None:
+      logging.info('Heartbeats: the %s runs again (pid %d).', beat.name,
+                   process)
+      if beat.before_fault is None:
+        beat.before_fault = beat.value or {}
+    beat.restart(process, now)
+    return True
+
+  def _heal(self, beat: _Beat, now: float):
+    """Under keepers: a node that answers again after its fault is
+    recorded; one that has stayed silent past the timeout (or never
+    answered within the start timeout), or whose own process has stayed
+    stopped that long (a replay node's, whose server answers), is ended,
+    and its keeper starts it again."""
     if beat.before_fault is not None and beat.answered is not None:
       self._kept.recovered(beat.label, beat.before_fault, beat.value or {})
       beat.before_fault = None

@@ -2,8 +2,12 @@
 served), in a process of its own, for tests/test_heartbeat.py.
 
   python -m tests.heartbeat_server [port]   # prints its port, then serves
+  python -m tests.heartbeat_server port --held   # set up, prints "held" and
+      # serves once a line comes on its standard input (a node that starts
+      # at once)
 """
 
+import os
 import sys
 import time
 
@@ -16,9 +20,11 @@ class Pinged:
   def __init__(self):
     self.pings = 0
 
-  def ping(self) -> bool:
+  def ping(self) -> dict:
+    """As a node's (launch.heartbeat): which process answers, and how many
+    pings it has served."""
     self.pings += 1
-    return True
+    return {'pid': os.getpid(), 'pings': self.pings}
 
   def count(self) -> int:
     return self.pings
@@ -28,6 +34,9 @@ def main():
   port = int(sys.argv[1]) if len(sys.argv) > 1 else (
       portpicker.pick_unused_port())
   server = courier_utils.make_courier_server(Pinged(), port=port)
+  if '--held' in sys.argv:
+    print('held', flush=True)
+    sys.stdin.readline()
   server.Start()
   print(port, flush=True)
   while True:

@@ -130,6 +130,27 @@ def start_heartbeat_server(port: Optional[int] = None
   return process, int(process.stdout.readline())
 
 
+def held_heartbeat_server(port: int) -> subprocess.Popen:
+  """tests/heartbeat_server.py on `port`, set up (imports done) but not
+  serving until `serve_held` (a node that starts in milliseconds, such as
+  one its keeper starts again)."""
+  process = subprocess.Popen(
+      [sys.executable, '-m', 'tests.heartbeat_server', str(port), '--held'],
+      cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+      start_new_session=True)
+  line = process.stdout.readline()
+  if line.strip() != 'held':
+    raise RuntimeError(f'tests/heartbeat_server.py printed {line!r}')
+  return process
+
+
+def serve_held(process: subprocess.Popen) -> int:
+  """Lets a `held_heartbeat_server` serve; its port, once it does."""
+  process.stdin.write('\n')
+  process.stdin.flush()
+  return int(process.stdout.readline())
+
+
 def run(command: Sequence[str], timeout: float,
         stderr=subprocess.STDOUT, cwd=None) -> subprocess.CompletedProcess:
   """Runs `command` from the repository root (or `cwd`) in its own session

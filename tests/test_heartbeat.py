@@ -14,6 +14,8 @@ import pytest
 from courier.python import client as courier_client
 
 from launch import heartbeat
+from launch import keeper
+from launch import platforms
 from tests import helpers
 
 
@@ -186,6 +188,75 @@ def test_a_node_that_starts_after_the_watch_is_watched_from_its_first_answer():
   finally:
     helpers.kill_group(process)
     watch.close()
+
+
+class _Kept(platforms.KeptNodeRecords):
+  """The coordinator's records of a kept node, written to `workdir` as
+  under local_mp, whose process is the one the test says is current (as a
+  node's pid file names its process from the start of its setup, before it
+  serves)."""
+
+  def __init__(self, workdir: str):
+    super().__init__(workdir)
+    self.pid = None
+
+  def process(self, label: str):
+    return self.pid
+
+  def stopped_for(self, label: str) -> float:
+    return 0.0
+
+  def end(self, label: str, cause: str):
+    raise AssertionError(f'the {label} was ended: {cause}')
+
+
+@pytest.mark.slow
+def test_a_fault_is_measured_from_the_old_process_however_fast_the_new_starts(
+    tmp_path):
+  # A node killed and started again on its address after a pause (its
+  # keeper's), its new process named as current just before it serves (a
+  # node writes its pid file as it starts, then is constructed and serves;
+  # the counter's constructor takes milliseconds), at pauses that sweep a
+  # heartbeat period: its last answer before the fault is the old
+  # process's and its first after the new one's, every time. With the
+  # answer taken before the look for a new process, a call sent into the
+  # pause and answered by the new process within the period was taken as
+  # the last answer before the fault, which then lost nothing.
+  port = portpicker.pick_unused_port()
+  address = f'localhost:{port}'
+  kept = _Kept(str(tmp_path))
+  process = helpers.held_heartbeat_server(port)
+  kept.pid = process.pid
+  helpers.serve_held(process)
+  period, restarts = 1.0, 8
+  watch = heartbeat.HeartbeatWatch({'learner': [_node(address)]},
+                                   timeout=30.0, period=period, kept=kept)
+  pids = [process.pid]
+  try:
+    for restart in range(1, restarts + 1):
+      following = helpers.held_heartbeat_server(port)
+      helpers.wait_for(
+          lambda: len(keeper.read_faults(str(tmp_path))) == restart - 1 and
+          _pings(address) >= 3, 120, 'answers of the current process')
+      helpers.kill_group(process)
+      kept.pid = None  # Gone: no process of the launch does its work.
+      time.sleep(0.25 + period * restart / restarts)
+      process = following
+      kept.pid = process.pid
+      helpers.serve_held(process)
+      pids.append(process.pid)
+      helpers.wait_for(
+          lambda: len(keeper.read_faults(str(tmp_path))) == restart, 120,
+          'the restarted node to answer')
+  finally:
+    watch.close()
+    helpers.kill_group(process)
+  records = keeper.read_faults(str(tmp_path))
+  assert [record['event'] for record in records] == ['recovered'] * restarts
+  for record, old, new in zip(records, pids, pids[1:]):
+    assert record['answered_before_fault']['pid'] == old, record
+    assert record['answered_after']['pid'] == new, record
+    assert record['pid'] == new, record
 
 
 def test_either_watch_ends_the_nodes_another_sees_gone():
