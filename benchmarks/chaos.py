@@ -64,6 +64,7 @@ import numpy as np
 import psutil
 
 from launch import keeper
+from launch.runs import checkpointing
 from launch.runs import loggers
 from launch.runs import run_manifest
 
@@ -240,40 +241,17 @@ class Schedule:
 SAVED_SETTLE_SECONDS = 3.0
 
 
-def has_saved_work(workdir: str, node: str) -> bool:
-  """Whether the checkpoint node `node` would come back from holds some of
-  the run's work: the learner's parameters, the counter's counts of actor
-  steps (it saves when the learner does, and the learner's first checkpoint
-  can come before any actor's counts), a replay shard's finished Reverb
-  checkpoint. Other nodes keep no checkpoint: always True."""
-  directory = os.path.join(workdir, run_manifest.CHECKPOINTS, node)
-  kind = node.split('_')[0]
-  if kind == 'learner':
-    return os.path.exists(os.path.join(directory, 'checkpoint'))
-  if kind == 'counter':
-    try:
-      state = run_manifest.read_saved_counter(workdir)
-    except ValueError:  # Not JSON: the counter will say so as it starts.
-      return False
-    return bool(state) and state['counts'].get('actor_steps', 0) > 0
-  if kind == 'replay':
-    try:
-      return any(os.path.exists(os.path.join(directory, name, 'DONE'))
-                 for name in os.listdir(directory))
-    except FileNotFoundError:
-      return False
-  return True
-
-
 class SavedWork:
-  """Since when each node's checkpoint has held work (`has_saved_work`)."""
+  """Since when each node's checkpoint has held work
+  (`checkpointing.holds_work`)."""
 
   def __init__(self, workdir: str):
     self._workdir = workdir
     self._since: Dict[str, float] = {}
 
   def settled(self, node: str) -> bool:
-    if node not in self._since and has_saved_work(self._workdir, node):
+    if node not in self._since and checkpointing.holds_work(self._workdir,
+                                                            node):
       self._since[node] = time.time()
     return time.time() - self._since.get(node, float('inf')) >= (
         SAVED_SETTLE_SECONDS)

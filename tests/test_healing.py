@@ -14,7 +14,6 @@ import sys
 
 import pytest
 
-from benchmarks import chaos
 from launch import keeper
 from launch.runs import checkpointing
 import helpers
@@ -101,15 +100,15 @@ def test_a_counter_checkpoint_of_no_actor_steps_is_not_one_to_fault_after(
   checkpoint can come before any actor's counts reach it: the chaos tool's
   --after_checkpoints waits for a save that holds actor steps."""
   workdir = str(tmp_path)
-  assert not chaos.has_saved_work(workdir, 'counter')
+  assert not checkpointing.holds_work(workdir, 'counter')
   counter = checkpointing.CheckpointedCounter(workdir, enabled=True)
   counter.increment(learner_steps=3)
   assert counter.save_checkpoint()
-  assert not chaos.has_saved_work(workdir, 'counter')
+  assert not checkpointing.holds_work(workdir, 'counter')
   counter.increment(actor_steps=25)
   assert counter.save_checkpoint()
-  assert chaos.has_saved_work(workdir, 'counter')
+  assert checkpointing.holds_work(workdir, 'counter')
   # A learner or a replay shard with no checkpoint yet; an actor keeps none.
-  assert not chaos.has_saved_work(workdir, 'learner')
-  assert not chaos.has_saved_work(workdir, 'replay_1')
-  assert chaos.has_saved_work(workdir, 'actor_1')
+  assert not checkpointing.holds_work(workdir, 'learner')
+  assert not checkpointing.holds_work(workdir, 'replay_1')
+  assert checkpointing.holds_work(workdir, 'actor_1')

@@ -41,6 +41,31 @@ def checkpoint_directory(workdir: str, name: str) -> str:
   return os.path.join(workdir, CHECKPOINTS, name)
 
 
+def holds_work(workdir: str, node: str) -> bool:
+  """Whether the checkpoint node `node` would come back from holds some of
+  the run's work: the learner's parameters, the counter's counts of actor
+  steps (it saves when the learner does, and the learner's first checkpoint
+  can come before any actor's counts), a replay shard's finished Reverb
+  checkpoint. Other nodes keep no checkpoint: always True."""
+  directory = checkpoint_directory(workdir, node)
+  kind = node.split('_')[0]
+  if kind == 'learner':
+    return os.path.exists(os.path.join(directory, 'checkpoint'))
+  if kind == 'counter':
+    try:
+      state = run_manifest.read_saved_counter(workdir)
+    except ValueError:  # Not JSON: the counter says so as it starts.
+      return False
+    return bool(state) and state['counts'].get('actor_steps', 0) > 0
+  if kind == 'replay':
+    try:
+      return any(os.path.exists(os.path.join(directory, name, 'DONE'))
+                 for name in os.listdir(directory))
+    except FileNotFoundError:
+      return False
+  return True
+
+
 def parameters_checksum(variables) -> str:
   """A short digest of variables' values, to compare parameters across
   processes (e.g. a checkpoint and the learner that restored it)."""
