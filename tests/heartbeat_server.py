@@ -2,7 +2,7 @@
 served), in a process of its own, for tests/test_heartbeat.py.
 
   python -m tests.heartbeat_server [port]   # prints its port, then serves
-  python -m tests.heartbeat_server port --held   # set up, prints "held" and
+  python -m tests.heartbeat_server --held [port]  # set up, prints "held" and
       # serves once a line comes on its standard input (a node that starts
       # at once)
 """
@@ -31,8 +31,8 @@ class Pinged:
 
 
 def main():
-  port = int(sys.argv[1]) if len(sys.argv) > 1 else (
-      portpicker.pick_unused_port())
+  ports = [argument for argument in sys.argv[1:] if argument != '--held']
+  port = int(ports[0]) if ports else portpicker.pick_unused_port()
   server = courier_utils.make_courier_server(Pinged(), port=port)
   if '--held' in sys.argv:
     print('held', flush=True)

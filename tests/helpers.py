@@ -123,19 +123,17 @@ def start_heartbeat_server(port: Optional[int] = None
   """tests/heartbeat_server.py in a session of its own, on `port` (None:
   one it picks): (its process, its port), once it serves. End it with
   `kill_group`."""
+  process = held_heartbeat_server(port)
+  return process, serve_held(process)
+
+
+def held_heartbeat_server(port: Optional[int] = None) -> subprocess.Popen:
+  """tests/heartbeat_server.py on `port` (None: one it picks), set up
+  (imports done) but not serving until `serve_held` (a node that starts in
+  milliseconds, such as one its keeper starts again)."""
   process = subprocess.Popen(
-      [sys.executable, '-m', 'tests.heartbeat_server',
+      [sys.executable, '-m', 'tests.heartbeat_server', '--held',
        *([] if port is None else [str(port)])],
-      cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True)
-  return process, int(process.stdout.readline())
-
-
-def held_heartbeat_server(port: int) -> subprocess.Popen:
-  """tests/heartbeat_server.py on `port`, set up (imports done) but not
-  serving until `serve_held` (a node that starts in milliseconds, such as
-  one its keeper starts again)."""
-  process = subprocess.Popen(
-      [sys.executable, '-m', 'tests.heartbeat_server', str(port), '--held'],
       cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
       start_new_session=True)
   line = process.stdout.readline()

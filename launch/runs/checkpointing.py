@@ -52,11 +52,8 @@ def holds_work(workdir: str, node: str) -> bool:
   if kind == 'learner':
     return os.path.exists(os.path.join(directory, 'checkpoint'))
   if kind == 'counter':
-    try:
-      state = run_manifest.read_saved_counter(workdir)
-    except ValueError:  # Not JSON: the counter says so as it starts.
-      return False
-    return bool(state) and state['counts'].get('actor_steps', 0) > 0
+    counts = run_manifest.saved_counts(workdir)
+    return bool(counts) and counts.get('actor_steps', 0) > 0
   if kind == 'replay':
     try:
       return any(os.path.exists(os.path.join(directory, name, 'DONE'))

@@ -301,7 +301,7 @@ def _flag_change(workdir: str, before: Dict[str, Any],
   if not changed:
     return None
   return {'launched': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
-          'changed': changed, 'counts': _saved_counts(workdir)}
+          'changed': changed, 'counts': saved_counts(workdir)}
 
 
 def read_saved_counter(workdir: str) -> Optional[Dict[str, Any]]:
@@ -314,7 +314,7 @@ def read_saved_counter(workdir: str) -> Optional[Dict[str, Any]]:
   return json.loads(text) if text is not None else None
 
 
-def _saved_counts(workdir: str) -> Optional[Dict[str, int]]:
+def saved_counts(workdir: str) -> Optional[Dict[str, int]]:
   """The counts in the counter's checkpoint, None if it has none (or one
   this cannot read)."""
   try:
