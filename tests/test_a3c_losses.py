@@ -73,7 +73,10 @@ def _softmax(logits):
   return exp / exp.sum(axis=-1, keepdims=True)
 
 
-def test_discrete_loss_and_gradients_against_the_analytic_ones():
+@pytest.mark.parametrize('value_scale', [1.0, 2.5])
+def test_discrete_loss_and_gradients_against_the_analytic_ones(value_scale):
+  # value_scale: Pop-Art's sigma (agents/a3c/popart.py), by which the value's
+  # errors and the advantages are divided; 1 is Algorithm S3's loss.
   rng = np.random.default_rng(0)
   steps, num_actions, beta, value_cost = 5, 4, 0.01, 0.5
   logits = rng.normal(size=(steps, num_actions))
@@ -85,7 +88,8 @@ def test_discrete_loss_and_gradients_against_the_analytic_ones():
   values_var = tf.Variable(values, dtype=tf.float32)
   with tf.GradientTape() as tape:
     outputs = networks.PolicyValue(networks.Categorical(logits_var),
-                                   values_var)
+                                   values_var,
+                                   tf.fill([steps], float(value_scale)))
     loss, extras = losses.a3c_loss(outputs, tf.constant(actions),
                                    tf.constant(returns, tf.float32), beta,
                                    value_cost)
@@ -93,18 +97,19 @@ def test_discrete_loss_and_gradients_against_the_analytic_ones():
 
   # Reference (float64): pi, H, the loss, and its gradients by hand:
   # d(-log pi(a) A)/dz = (pi - onehot(a)) A; d(-beta H)/dz_j =
-  # beta pi_j (log pi_j + H); d(c (R - V)^2)/dV = -2 c (R - V).
+  # beta pi_j (log pi_j + H); d(c ((R - V) / s)^2)/dV = -2 c (R - V) / s^2,
+  # with A = (R - V) / s.
   pi = _softmax(logits)
   log_pi = np.log(pi)
   entropy = -(pi * log_pi).sum(axis=-1)
-  advantages = returns - values
+  advantages = (returns - values) / value_scale
   onehot = np.eye(num_actions)[actions]
   expected_loss = (-(log_pi[np.arange(steps), actions] * advantages).sum()
                    - beta * entropy.sum()
                    + value_cost * (advantages**2).sum())
   expected_d_logits = ((pi - onehot) * advantages[:, None]
                        + beta * pi * (log_pi + entropy[:, None]))
-  expected_d_values = -2 * value_cost * advantages
+  expected_d_values = -2 * value_cost * advantages / value_scale
   assert float(loss) == pytest.approx(expected_loss, rel=1e-5, abs=1e-5)
   np.testing.assert_allclose(d_logits.numpy(), expected_d_logits, rtol=1e-4,
                              atol=1e-6)
@@ -119,7 +124,8 @@ def test_the_advantage_does_not_train_the_value_through_the_policy_loss():
   values = tf.Variable([0.3, -0.2])
   with tf.GradientTape() as tape:
     outputs = networks.PolicyValue(
-        networks.Categorical(tf.constant([[0.1, 0.5], [1.0, -1.0]])), values)
+        networks.Categorical(tf.constant([[0.1, 0.5], [1.0, -1.0]])), values,
+        tf.ones([2]))
     loss, _ = losses.a3c_loss(outputs, tf.constant([0, 1]),
                               tf.constant([1.0, 2.0]), 0.0, 0.0)
   gradient = tape.gradient(loss, values)
@@ -154,7 +160,7 @@ def test_gaussian_policy_against_scipy_and_its_analytic_gradients():
   with tf.GradientTape() as tape:
     outputs = networks.PolicyValue(
         networks.SphericalGaussian(mean_var, variance_var),
-        tf.constant(values, tf.float32))
+        tf.constant(values, tf.float32), tf.ones([steps]))
     loss, _ = losses.a3c_loss(outputs, tf.constant(actions, tf.float32),
                               tf.constant(returns, tf.float32), beta, 1.0)
   d_mean, d_variance = tape.gradient(loss, [mean_var, variance_var])

@@ -79,11 +79,14 @@ class Recording:
   def get_variables(self, names):
     return self.server.get_variables(names)
 
-  def apply_gradients(self, gradients, steps, statistics=None, worker=None):
+  def apply_gradients(self, gradients, steps, statistics=None, worker=None,
+                      targets=None):
     before = self.server.get_variables([POLICY])[0]
-    after = self.server.apply_gradients(gradients, steps, statistics, worker)
+    after = self.server.apply_gradients(gradients, steps, statistics, worker,
+                                        targets)
     self.calls.append(dict(before=before, gradients=gradients, steps=steps,
-                           after=after, statistics=statistics, worker=worker))
+                           after=after, statistics=statistics, worker=worker,
+                           targets=targets))
     return after
 
 
@@ -115,33 +118,49 @@ def test_staleness_counts_the_other_workers_updates_since_a_pull():
       None, None, 0, 0, 3, 1, None]
 
 
-def _network(seed: int) -> networks.DiscretePolicyValueNetwork:
+def _network(seed: int, popart: bool = False
+             ) -> networks.DiscretePolicyValueNetwork:
   tf.random.set_seed(seed)
   network = networks.DiscretePolicyValueNetwork(MLPTorso([HIDDEN]),
-                                                NUM_ACTIONS)
+                                                NUM_ACTIONS, popart=popart)
   tf2_utils.create_variables(network, [OBSERVATION_SPEC])
   return network
 
 
 def _by_name(network, values) -> Dict[str, np.ndarray]:
-  """{'linear_0/w', ..., 'value/b'}: each variable's value, by its layer."""
+  """{'linear_0/w', ..., 'value/b'}: each variable's value, by its layer
+  (the variables the server sends, or with fewer values the trained ones,
+  whose gradients a worker sends); with --popart the value layer is
+  'normalized_value/w' and '.../b', and its statistics 'popart_value/mean'
+  and 'popart_value/second_moment'."""
+  variables = (network.variables if len(values) == len(network.variables)
+               else network.trainable_variables)
   return {'/'.join(variable.name.split(':')[0].split('/')[-2:]):
           np.asarray(value, np.float64)
-          for variable, value in zip(network.trainable_variables, values)}
+          for variable, value in zip(variables, values)}
 
 
 def reference_gradients(params, observations, actions, rewards, discounts,
                         config: A3CConfig, advantage_scale: float = 1.0):
   """Algorithm S3's accumulated gradient, by hand: forward and backward
   through relu(x W1 + b1) -> (logits, V), in float64; the policy term's
-  advantages multiplied by `advantage_scale`."""
+  advantages multiplied by `advantage_scale`. With Pop-Art's parameters
+  (`params` has 'popart_value/mean'), V = sigma n + mu with n the linear
+  value layer's output, and the errors and advantages are (R - V) / sigma,
+  sigma = sqrt(nu - mu^2): the gradients are at n."""
   w1, b1 = params['linear_0/w'], params['linear_0/b']
   wp, bp = params['policy_logits/w'], params['policy_logits/b']
-  wv, bv = params['value/w'], params['value/b']
+  popart = 'popart_value/mean' in params
+  value_layer = 'normalized_value' if popart else 'value'
+  wv, bv = params[f'{value_layer}/w'], params[f'{value_layer}/b']
+  mean, scale = 0.0, 1.0
+  if popart:
+    mean = float(params['popart_value/mean'])
+    scale = math.sqrt(float(params['popart_value/second_moment']) - mean**2)
   pre = observations @ w1 + b1
   hidden = np.maximum(pre, 0.0)
   logits = hidden @ wp + bp
-  values = (hidden @ wv + bv)[:, 0]
+  values = scale * (hidden @ wv + bv)[:, 0] + mean
   steps = len(actions)
   returns = np.zeros(steps)
   following = values[-1]  # V(s_T); multiplied by 0 after a terminal step.
@@ -152,11 +171,13 @@ def reference_gradients(params, observations, actions, rewards, discounts,
   pi = np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
   log_pi = np.log(pi)
   entropy = -(pi * log_pi).sum(axis=-1)
-  advantages = returns - values[:steps]
+  advantages = (returns - values[:steps]) / scale
   beta = config.entropy_weight(continuous=False)
   zeros = np.zeros(steps)
-  # The loss's three terms' gradients at the logits and the values.
+  # The loss's three terms' gradients at the logits and the values (at n,
+  # the value layer's output, with Pop-Art).
   reference_gradients.advantages = advantages
+  reference_gradients.returns = returns
   parts = {'policy': ((pi - np.eye(NUM_ACTIONS)[actions]) *
                       advantage_scale * advantages[:, None], zeros),
            'entropy': (beta * pi * (log_pi + entropy[:, None]), zeros),
@@ -170,8 +191,8 @@ def reference_gradients(params, observations, actions, rewards, discounts,
         'linear_0/w': x.T @ d_pre, 'linear_0/b': d_pre.sum(axis=0),
         'policy_logits/w': hidden[:steps].T @ d_logits,
         'policy_logits/b': d_logits.sum(axis=0),
-        'value/w': hidden[:steps].T @ d_values[:, None],
-        'value/b': np.array([d_values.sum()]),
+        f'{value_layer}/w': hidden[:steps].T @ d_values[:, None],
+        f'{value_layer}/b': np.array([d_values.sum()]),
     }
 
   def global_norm(gradients):
@@ -353,6 +374,83 @@ def test_normalised_advantages_are_over_the_earlier_rollouts_root_mean_square():
     factors.append(factor)
   # The scale moved: the check above is not of 1s alone.
   assert min(abs(factor - 1.0) for factor in factors[1:]) > 0.01, factors
+
+
+def _hand_moved_statistics(mean, second_moment, targets, beta):
+  """Pop-Art's moving averages of the returns and their squares, one
+  target at a time (van Hasselt et al. 2016, Algorithm 1)."""
+  for target in targets:
+    mean = (1 - beta) * mean + beta * target
+    second_moment = (1 - beta) * second_moment + beta * target**2
+  return mean, second_moment
+
+
+def test_with_popart_a_worker_learns_in_the_returns_units_and_the_server_keeps_v():
+  # --popart: the server's statistics start at mu 3, nu 13 (sigma 2). Each
+  # rollout's gradient is the reference's with V = sigma n + mu and errors
+  # (R - V) / sigma; the server moves mu and nu by the rollout's returns,
+  # rescales the value layer so that V is unchanged, then takes the
+  # RMSProp step on the gradient.
+  beta = 0.05  # Large, so that the statistics move visibly in 4 rollouts.
+  config = A3CConfig(t_max=5, learning_rate=0.01, popart=True,
+                     popart_step_size=beta)
+  network = _network(1, popart=True)
+  head = networks.popart_head(network)
+  head.mean.assign(3.0)
+  head.second_moment.assign(13.0)
+  server = A3CParameterServer(network, config, total_steps=100)
+  recording = Recording(server)
+  worker = A3CActor(_network(2, popart=True), OBSERVATION_SPEC, ACTION_SPEC,
+                    config, parameter_server=recording, seed=3)
+  environment = ScriptedEpisodes()
+  _run(worker, environment, 'acme', 2)
+  rollouts = [(0, 5), (5, 7)] * 2
+  mean, second_moment = 3.0, 13.0
+  mean_squares, done = None, 0
+  for index, (call, (start, end)) in enumerate(zip(recording.calls,
+                                                  rollouts)):
+    params = _by_name(network, call['before'])
+    assert params['popart_value/mean'] == pytest.approx(mean, rel=1e-6)
+    discounts = np.full(end - start, config.discount)
+    if end == EPISODE_LENGTH:
+      discounts[-1] = 0.0
+    actions = environment.actions[index // 2 * EPISODE_LENGTH:][start:end]
+    observations = environment.observations[start:end + 1].astype(np.float64)
+    expected, _ = reference_gradients(
+        params, observations, np.array(actions),
+        environment.rewards[start:end], discounts, config)
+    sent = _by_name(network, call['gradients'])
+    assert set(sent) == set(expected)
+    for name in sent:
+      np.testing.assert_allclose(sent[name], expected[name], rtol=2e-4,
+                                 atol=1e-6, err_msg=f'update {index}: {name}')
+    np.testing.assert_allclose(call['targets'], reference_gradients.returns,
+                               rtol=1e-5)
+    # The statistics, by hand; the value layer rescaled to keep V.
+    scale = math.sqrt(second_moment - mean**2)
+    new_mean, second_moment = _hand_moved_statistics(
+        mean, second_moment, reference_gradients.returns, beta)
+    new_scale = math.sqrt(second_moment - new_mean**2)
+    kept = dict(params)
+    kept['normalized_value/w'] = params['normalized_value/w'] * (
+        scale / new_scale)
+    kept['normalized_value/b'] = (scale * params['normalized_value/b'] +
+                                  mean - new_mean) / new_scale
+    mean = new_mean
+    after = _by_name(network, call['after'])
+    assert after['popart_value/mean'] == pytest.approx(mean, rel=1e-5)
+    assert after['popart_value/second_moment'] == pytest.approx(
+        second_moment, rel=1e-5)
+    learning_rate = config.learning_rate * (1 - done / 100)
+    done += end - start
+    if mean_squares is None:
+      mean_squares = {name: np.zeros_like(g) for name, g in sent.items()}
+    for name in sent:
+      theta, mean_squares[name] = reference_rmsprop(
+          kept[name], mean_squares[name], sent[name], learning_rate, config)
+      np.testing.assert_allclose(after[name], theta, rtol=1e-4, atol=1e-6,
+                                 err_msg=f'update {index}: {name}')
+  assert abs(mean - 3.0) > 0.1  # The statistics moved.
 
 
 def test_the_first_action_comes_from_the_shared_parameters():

@@ -40,7 +40,10 @@ class A3CActor(acme.Actor):
                epsilon: Union[float, Sequence[float]] = 0.0,
                seed: Optional[int] = None):
     self._network = network
+    # Gradients are of the trained variables; the parameter server sends
+    # every variable (with --popart also its statistics of the returns).
     self._variables = list(network.trainable_variables)
+    self._synchronised_variables = list(network.variables)
     self._config = config
     self._server = parameter_server
     self._variable_client = variable_client
@@ -122,7 +125,7 @@ class A3CActor(acme.Actor):
     statistics['gradient_norm'] = norm
     statistics['clipped_gradient_norm'] = tf.minimum(
         norm, self._config.max_gradient_norm)
-    return gradients, statistics
+    return gradients, returns, statistics
 
   # The program's actor loop: one environment for a worker (A3C's has
   # one), one per epsilon for an evaluator.
@@ -226,7 +229,7 @@ class A3CActor(acme.Actor):
     # The scale of the rollouts before this one (--normalize_advantages).
     advantage_scale = (1.0 if self._advantage_scale is None
                        else self._advantage_scale.factor)
-    gradients, statistics = self._gradients(
+    gradients, returns, statistics = self._gradients(
         observations, np.asarray(self._actions),
         np.asarray(self._rewards, np.float32),
         np.asarray(self._discounts, np.float32),
@@ -238,13 +241,17 @@ class A3CActor(acme.Actor):
     if self._return_scale is not None:
       # What each reward was multiplied by (--normalize_rewards).
       statistics['reward_scale'] = self._return_scale.factor
+    # With --popart the server moves its statistics by the rollout's returns
+    # (the value's targets, in the task's units) before it applies the
+    # gradient.
+    targets = returns.numpy().tolist() if self._config.popart else None
     parameters = self._server.apply_gradients(
         [g.numpy() for g in gradients], len(self._rewards), statistics,
-        worker=self._name)
+        worker=self._name, targets=targets)
     self._assign(parameters)
     self._observations, self._actions = [], []
     self._rewards, self._discounts = [], []
 
   def _assign(self, parameters: List[np.ndarray]):
-    for variable, value in zip(self._variables, parameters):
+    for variable, value in zip(self._synchronised_variables, parameters):
       variable.assign(value)

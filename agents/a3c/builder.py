@@ -97,7 +97,7 @@ class A3CBuilder(builders.WorkerBuilder):
     network = self.make_network()
     spec = self.environment.spec
     client = variables_lib.NewestVariableClient(
-        variable_source, {learning.POLICY: network.trainable_variables})
+        variable_source, {learning.POLICY: network.variables})
     client.update_and_wait()
     return actor_lib.A3CActor(network, spec.observations, spec.actions,
                               self.config, variable_client=client,

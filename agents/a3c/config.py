@@ -61,6 +61,17 @@ class A3CConfig(AgentConfig):
   every task, as on the paper's Atari, against which its entropy weight
   was chosen; the value's errors are left as they are. Not in the paper
   (PPO normalises its advantages per batch)."""
+  popart: bool = False
+  """The value learns the return in units of the returns' running mean and
+  deviation, its last layer rescaled whenever they move so that its values
+  do not (Pop-Art, van Hasselt et al. 2016; agents/a3c/popart.py); the
+  value's errors and the policy's advantages are in those units, as in
+  PopArt-IMPALA (Hessel et al. 2019). The statistics are the parameter
+  server's, shared by every worker and checkpointed with the parameters.
+  Not in the paper."""
+  popart_step_size: float = 3e-4
+  """beta, the step size of Pop-Art's moving averages of the returns and
+  their squares, per return (Hessel et al. 2019's 3e-4)."""
   scale_observations: bool = False
   """Each observation dimension whose bounds the environment declares (a
   gym: vector environment's observation space) is mapped from [low, high]
@@ -101,7 +112,7 @@ class A3CConfig(AgentConfig):
 
   # Fields that a run's checkpoints depend on (network shapes).
   CHECKPOINT_FIELDS = ('mlp_hidden_sizes', 'shared_torso',
-                       'state_independent_variance')
+                       'state_independent_variance', 'popart')
 
   def entropy_weight(self, continuous: bool) -> float:
     """beta for this action space (`entropy_cost`, else the paper's)."""
@@ -112,7 +123,8 @@ class A3CConfig(AgentConfig):
   def validate(self):
     """Raises ValueError naming the first flag whose value is out of range."""
     check_flag('t_max', self.t_max >= 1, self.t_max, '>= 1')
-    for name in ('discount', 'rmsprop_decay', 'evaluation_epsilon'):
+    for name in ('discount', 'rmsprop_decay', 'evaluation_epsilon',
+                 'popart_step_size'):
       value = getattr(self, name)
       check_flag(name, 0.0 <= value <= 1.0, value, 'in [0, 1]')
     for name in ('learning_rate', 'rmsprop_epsilon', 'max_gradient_norm'):

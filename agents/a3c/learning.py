@@ -19,6 +19,7 @@ from acme.utils import counting
 from acme.utils import loggers
 
 from agents import variables as variables_lib
+from agents.a3c import networks
 from agents.a3c import optimizer
 from agents.a3c.config import A3CConfig
 
@@ -40,11 +41,16 @@ class A3CParameterServer(acme.VariableSource):
     `total_steps` is the run's step budget, over which the learning rate
     anneals to 0 (A3C Supp. §8)."""
     self._network = network
-    self._variables = list(network.trainable_variables)
+    # What gradients train, and what is served: every variable, with
+    # --popart also Pop-Art's statistics, which the workers need to read
+    # the value in the task's units.
+    self._trained = list(network.trainable_variables)
+    self._variables = list(network.variables)
+    self._popart = networks.popart_head(network)
     self._config = config
     self._total_steps = total_steps
     self._optimizer = optimizer.SharedRMSProp(
-        self._variables, config.rmsprop_decay, config.rmsprop_epsilon)
+        self._trained, config.rmsprop_decay, config.rmsprop_epsilon)
     self._num_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
     self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
     self._counter = counter or counting.Counter()
@@ -53,6 +59,10 @@ class A3CParameterServer(acme.VariableSource):
     # Only the bookkeeping of counts and logs takes this lock; the update
     # itself takes none (Hogwild).
     self._log_lock = threading.Lock()
+    # Pop-Art's statistics and the value layer they rescale are moved by
+    # one rollout's returns at a time (a read, then writes of three
+    # variables); the gradient's step is not under it.
+    self._popart_lock = threading.Lock()
     self._last_log = time.time()
     self._logged_updates = 0
     self._statistics: Dict[str, List[float]] = {}
@@ -97,21 +107,34 @@ class A3CParameterServer(acme.VariableSource):
 
   def apply_gradients(self, gradients: Sequence[np.ndarray], steps: int,
                       statistics: Optional[Dict[str, float]] = None,
-                      worker: Optional[str] = None) -> List[np.ndarray]:
+                      worker: Optional[str] = None,
+                      targets: Optional[Sequence[float]] = None
+                      ) -> List[np.ndarray]:
     """One worker's update from a rollout of `steps` environment steps;
     returns the newest parameters (Algorithm S3: the worker synchronises
     with them before its next rollout).
 
     With `worker` (a name of the worker's own), the logs also say how stale
     its gradient was: `staleness`, the updates other workers applied
-    between the parameters this worker was last sent and this update."""
-    if len(gradients) != len(self._variables):
+    between the parameters this worker was last sent and this update.
+    With --popart, `targets` are the rollout's returns, by which Pop-Art's
+    statistics move (and the value layer is rescaled to keep its values)
+    before the gradient is applied."""
+    if len(gradients) != len(self._trained):
       raise ValueError(f'{len(gradients)} gradients for '
-                       f'{len(self._variables)} variables.')
+                       f'{len(self._trained)} variables.')
     statistics = dict(statistics or {})
     sent = self._sent.get(worker) if worker is not None else None
     if sent is not None:
       statistics['staleness'] = self.num_steps - sent
+    if self._popart is not None:
+      if targets is None:
+        raise ValueError('--popart: a worker\'s update needs its rollout\'s '
+                         'returns (`targets`).')
+      with self._popart_lock:
+        self._popart.update(targets, self._config.popart_step_size)
+      statistics['popart_mean'] = float(self._popart.mean.numpy())
+      statistics['popart_scale'] = float(self._popart.scale.numpy())
     applied = self._optimizer.apply(
         [np.asarray(g) for g in gradients],
         tf.constant(self.learning_rate, tf.float32))

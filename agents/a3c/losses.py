@@ -38,8 +38,10 @@ def a3c_loss(outputs: PolicyValue, actions: tf.Tensor, returns: tf.Tensor,
   rollout's T observations, `actions` [T] or [T, d], `returns` [T].
   The policy term's advantages are multiplied by `advantage_scale`
   (`--normalize_advantages`; 1: Algorithm S3's); the value's errors are not.
+  Errors and advantages are (R_i - V(s_i)) / `outputs.value_scale` (1, or
+  Pop-Art's sigma: agents/a3c/popart.py).
   """
-  errors = returns - outputs.value
+  errors = (returns - outputs.value) / outputs.value_scale
   advantages = tf.stop_gradient(errors)
   log_probs = outputs.policy.log_prob(actions)
   entropies = outputs.policy.entropy()

@@ -10,6 +10,7 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
+from agents.a3c import popart as popart_lib
 from agents.torsos import MLPTorso
 from agents.torsos import make_torso
 
@@ -54,6 +55,31 @@ class PolicyValue(NamedTuple):
   """What an A3C network gives for a batch of observations."""
   policy: Policy
   value: tf.Tensor  # [B]: V(s).
+  # [B]: what the value's errors are divided by in the loss: Pop-Art's sigma
+  # (`--popart`, agents/a3c/popart.py), else 1.
+  value_scale: tf.Tensor
+
+
+def value_head(popart: bool) -> snt.Module:
+  """A3C's value layer: linear, or with `popart` Pop-Art's
+  (agents/a3c/popart.py)."""
+  return popart_lib.PopArtValue() if popart else snt.Linear(1, name='value')
+
+
+def value_output(head: snt.Module,
+                 embedding: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+  """(V [B], the scale of its errors [B]) from `value_head`'s layer."""
+  if isinstance(head, popart_lib.PopArtValue):
+    return head(embedding)
+  value = tf.squeeze(head(embedding), axis=-1)
+  return value, tf.ones_like(value)
+
+
+def popart_head(network: snt.Module) -> Optional[popart_lib.PopArtValue]:
+  """The Pop-Art value layer of an A3C network (None without `--popart`)."""
+  heads = [module for module in network.submodules
+           if isinstance(module, popart_lib.PopArtValue)]
+  return heads[0] if heads else None
 
 
 class DiscretePolicyValueNetwork(snt.Module):
@@ -62,19 +88,19 @@ class DiscretePolicyValueNetwork(snt.Module):
 
   def __init__(self, torso: snt.Module, num_actions: int,
                value_torso: Optional[snt.Module] = None,
-               name: str = 'policy_value_network'):
+               popart: bool = False, name: str = 'policy_value_network'):
     super().__init__(name=name)
     self._torso = torso
     self._value_torso = value_torso
     self._logits = snt.Linear(num_actions, name='policy_logits')
-    self._value = snt.Linear(1, name='value')
+    self._value = value_head(popart)
 
   def __call__(self, observation: tf.Tensor) -> PolicyValue:
     embedding = self._torso(observation)
     value_embedding = (embedding if self._value_torso is None
                        else self._value_torso(observation))
     return PolicyValue(Categorical(self._logits(embedding)),
-                       tf.squeeze(self._value(value_embedding), axis=-1))
+                       *value_output(self._value, value_embedding))
 
 
 class GaussianPolicyValueNetwork(snt.Module):
@@ -87,13 +113,14 @@ class GaussianPolicyValueNetwork(snt.Module):
   def __init__(self, hidden_sizes: Sequence[int], action_dims: int,
                bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None,
                initial_stddev: Optional[float] = None,
+               popart: bool = False,
                name: str = 'gaussian_policy_value_network'):
     """`bounds`, (minimum, maximum) of the actions: the mean is mapped onto
     them by tanh (`--bounded_mean`); None: the mean is linear, as Supp.
     §9's. `initial_stddev`: the standard deviation is one learned parameter
     of the policy, the same in every state, starting there
     (`--state_independent_variance`); None: a SoftPlus of a linear layer,
-    as Supp. §9's."""
+    as Supp. §9's. `popart`: the value is Pop-Art's (agents/a3c/popart.py)."""
     super().__init__(name=name)
     self._bounds = None
     if bounds is not None:
@@ -110,7 +137,7 @@ class GaussianPolicyValueNetwork(snt.Module):
       self._log_stddev = tf.Variable(
           math.log(initial_stddev), dtype=tf.float32, name='log_stddev')
     self._value_torso = MLPTorso(hidden_sizes, name='value_torso')
-    self._value = snt.Linear(1, name='value')
+    self._value = value_head(popart)
 
   def __call__(self, observation: tf.Tensor) -> PolicyValue:
     embedding = self._policy_torso(observation)
@@ -125,8 +152,8 @@ class GaussianPolicyValueNetwork(snt.Module):
       middle, half_range = self._bounds
       mean = middle + half_range * tf.tanh(mean)
     policy = SphericalGaussian(mean, variance)
-    value = tf.squeeze(self._value(self._value_torso(observation)), axis=-1)
-    return PolicyValue(policy, value)
+    return PolicyValue(policy, *value_output(
+        self._value, self._value_torso(observation)))
 
 
 class BoundsScale(snt.Module):
@@ -164,7 +191,8 @@ def make_network(suite, action_spec, hidden_sizes: Sequence[int],
                  shared_torso: bool = True,
                  observation_bounds=None,
                  bounded_mean: bool = False,
-                 state_independent_variance: bool = False) -> snt.Module:
+                 state_independent_variance: bool = False,
+                 popart: bool = False) -> snt.Module:
   """A3C's network for the observations of `suite` (an
   `agents.envs.suites.Suite`: its torso of kind 'dense', ending in a layer
   of its own, as A3C's heads are one linear layer each) and an action spec
@@ -173,19 +201,20 @@ def make_network(suite, action_spec, hidden_sizes: Sequence[int],
   Gaussian's mean is kept inside the action bounds;
   `state_independent_variance`: its variance is one learned parameter,
   starting at a standard deviation of half the action range (the widest
-  dimension's)."""
+  dimension's); `popart`: the value is Pop-Art's (agents/a3c/popart.py)."""
   if observation_bounds is not None:
     return ScaledObservations(
         BoundsScale(*observation_bounds),
         make_network(suite, action_spec, hidden_sizes, shared_torso,
                      bounded_mean=bounded_mean,
-                     state_independent_variance=state_independent_variance))
+                     state_independent_variance=state_independent_variance,
+                     popart=popart))
   if np.issubdtype(action_spec.dtype, np.integer):
     def torso():
       return make_torso(suite, 'dense', hidden_sizes)
     return DiscretePolicyValueNetwork(
         torso(), int(action_spec.num_values),
-        value_torso=None if shared_torso else torso())
+        value_torso=None if shared_torso else torso(), popart=popart)
   bounds = ((action_spec.minimum, action_spec.maximum) if bounded_mean
             else None)
   initial_stddev = None
@@ -195,7 +224,7 @@ def make_network(suite, action_spec, hidden_sizes: Sequence[int],
     initial_stddev = float(np.max(np.broadcast_to(half_ranges,
                                                   action_spec.shape)))
   return GaussianPolicyValueNetwork(hidden_sizes, int(action_spec.shape[-1]),
-                                    bounds, initial_stddev)
+                                    bounds, initial_stddev, popart)
 
 
 def make_networks(environment, config) -> snt.Module:
@@ -207,7 +236,8 @@ def make_networks(environment, config) -> snt.Module:
             else None)
   return make_network(environment.suite, environment.spec.actions,
                       config.hidden_sizes, config.shared_torso, bounds,
-                      config.bounded_mean, config.state_independent_variance)
+                      config.bounded_mean, config.state_independent_variance,
+                      config.popart)
 
 
 class ModePolicy(snt.Module):
