@@ -45,6 +45,14 @@ BANK = os.path.join(RESULTS, 'banked', ANALYSIS)
 DATA = os.path.join(RESULTS, f'{ANALYSIS}.json')
 PAGE = os.path.join(RESULTS, f'{ANALYSIS}.md')
 
+# Pop-Art's runs: the value's targets normalised (agents/a3c/popart.py),
+# RMSProp's epsilon small enough that it normalises the steps, no shared
+# torso, gamma 0.99; only the learning rate differs between them.
+POPART_FLAGS = ['--env=gym:CartPole-v1', '--seed=0', '--num_actors=4',
+                '--evaluation_period=2000', '--evaluation_episodes=10',
+                '--discount=0.99', '--popart', '--noshared_torso',
+                '--value_cost=0.5', '--rmsprop_epsilon=1e-5']
+
 # The runs, as launched (with --max_actor_steps=200000 --log_gradient_parts
 # --log_every=2 each): what each shows.
 RUNS = {
@@ -61,13 +69,25 @@ RUNS = {
         'the `cartpole` preset on gym:CartPole-v1, seed 0 (a run that '
         'learns, for reference)',
         ['--preset=cartpole', '--env=gym:CartPole-v1', '--seed=0']),
+    'popart_lr3e4_on_cartpole_s0': (
+        'Pop-Art, normalised RMSProp (epsilon 1e-5) and a learning rate of '
+        '3e-4 on gym:CartPole-v1, seed 0',
+        POPART_FLAGS + ['--learning_rate=3e-4']),
+    'popart_centred_lr3e4_on_cartpole_s0': (
+        'the same with the policy term\'s advantages centred on their '
+        'running mean (--center_advantages)',
+        POPART_FLAGS + ['--learning_rate=3e-4', '--center_advantages']),
+    'popart_lr1e4_on_cartpole_s0': (
+        'the same as the Pop-Art run at 3e-4, at a learning rate of 1e-4',
+        POPART_FLAGS + ['--learning_rate=1e-4']),
 }
 COMMON_FLAGS = ['--max_actor_steps=200000', '--log_gradient_parts',
                 '--log_every=2']
 SMALL_FILES = ('run.json', 'stop.json', 'logs/learner/logs.csv',
                'logs/evaluator/logs.csv')
 # The learner log's columns the page reads, in its order.
-COLUMNS = ('entropy', 'advantage_abs', 'value', 'return', 'policy_loss',
+COLUMNS = ('entropy', 'advantage', 'advantage_abs', 'value', 'return',
+           'popart_scale', 'advantage_offset', 'policy_loss',
            'value_loss', 'gradient_norm', 'policy_gradient_norm',
            'value_gradient_norm', 'entropy_gradient_norm', 'update_norm',
            'step_size', 'staleness', 'learning_rate', 'reward_scale')
@@ -159,8 +179,11 @@ def _cell(value: Optional[float], form: str) -> str:
 
 
 # The windows' columns as the page shows them: title, format.
-SHOWN = (('entropy', 'entropy', '.2f'), ('advantage_abs', '|A|', '.3g'),
+SHOWN = (('entropy', 'entropy', '.2f'), ('advantage', 'mean A', '.3g'),
+         ('advantage_abs', '|A|', '.3g'),
          ('value', 'V', '.3g'), ('return', 'R', '.3g'),
+         ('popart_scale', 'Pop-Art sigma', '.3g'),
+         ('advantage_offset', 'offset', '.3g'),
          ('gradient_norm', 'gradient norm', '.3g'),
          ('policy_gradient_norm', 'policy term', '.3g'),
          ('value_gradient_norm', 'value term', '.3g'),

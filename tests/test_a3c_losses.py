@@ -73,10 +73,14 @@ def _softmax(logits):
   return exp / exp.sum(axis=-1, keepdims=True)
 
 
-@pytest.mark.parametrize('value_scale', [1.0, 2.5])
-def test_discrete_loss_and_gradients_against_the_analytic_ones(value_scale):
+@pytest.mark.parametrize('value_scale, offset', [(1.0, 0.0), (2.5, 0.0),
+                                                 (1.0, -0.3)])
+def test_discrete_loss_and_gradients_against_the_analytic_ones(value_scale,
+                                                               offset):
   # value_scale: Pop-Art's sigma (agents/a3c/popart.py), by which the value's
-  # errors and the advantages are divided; 1 is Algorithm S3's loss.
+  # errors and the advantages are divided; offset: what the policy term
+  # subtracts from the advantages (--center_advantages); 1 and 0 are
+  # Algorithm S3's loss.
   rng = np.random.default_rng(0)
   steps, num_actions, beta, value_cost = 5, 4, 0.01, 0.5
   logits = rng.normal(size=(steps, num_actions))
@@ -92,7 +96,7 @@ def test_discrete_loss_and_gradients_against_the_analytic_ones(value_scale):
                                    tf.fill([steps], float(value_scale)))
     loss, extras = losses.a3c_loss(outputs, tf.constant(actions),
                                    tf.constant(returns, tf.float32), beta,
-                                   value_cost)
+                                   value_cost, advantage_offset=offset)
   d_logits, d_values = tape.gradient(loss, [logits_var, values_var])
 
   # Reference (float64): pi, H, the loss, and its gradients by hand:
@@ -104,10 +108,11 @@ def test_discrete_loss_and_gradients_against_the_analytic_ones(value_scale):
   entropy = -(pi * log_pi).sum(axis=-1)
   advantages = (returns - values) / value_scale
   onehot = np.eye(num_actions)[actions]
-  expected_loss = (-(log_pi[np.arange(steps), actions] * advantages).sum()
+  centred = advantages - offset
+  expected_loss = (-(log_pi[np.arange(steps), actions] * centred).sum()
                    - beta * entropy.sum()
                    + value_cost * (advantages**2).sum())
-  expected_d_logits = ((pi - onehot) * advantages[:, None]
+  expected_d_logits = ((pi - onehot) * centred[:, None]
                        + beta * pi * (log_pi + entropy[:, None]))
   expected_d_values = -2 * value_cost * advantages / value_scale
   assert float(loss) == pytest.approx(expected_loss, rel=1e-5, abs=1e-5)

@@ -51,3 +51,23 @@ def test_the_advantage_scale_is_one_over_the_corrected_moving_root_mean_square()
   for _ in range(3):
     steady.observe(0.0025)
     np.testing.assert_allclose(steady.factor, 20.0, rtol=1e-5)  # epsilon
+
+
+def test_the_advantage_offset_is_the_running_mean_step_by_step():
+  # Worked by hand, decay 0.5: a rollout of 3 steps summing to 3 gives a mean
+  # of 1; then one step of -2: (0.5 * 3 - 2) / (0.5 * 3 + 1) = -0.5 / 2.5.
+  mean = reward_scale.AdvantageMean(decay=0.5)
+  assert mean.offset == 0.0
+  mean.observe(3.0, 3)
+  assert mean.offset == 1.0
+  mean.observe(-2.0, 1)
+  np.testing.assert_allclose(mean.offset, -0.2, rtol=1e-12)
+  # Weighted by steps: a short rollout that ends an episode counts for its
+  # steps, not as much as a whole rollout. Four rollouts of 5 steps at +0.1
+  # and one of 1 step at -2 average 0 step by step (decay 1: no aging),
+  # where the mean of the rollouts' means would be (0.4 - 2) / 5 = -0.32.
+  even = reward_scale.AdvantageMean(decay=1.0)
+  for _ in range(4):
+    even.observe(0.5, 5)
+  even.observe(-2.0, 1)
+  np.testing.assert_allclose(even.offset, 0.0, atol=1e-12)

@@ -141,10 +141,11 @@ def _by_name(network, values) -> Dict[str, np.ndarray]:
 
 
 def reference_gradients(params, observations, actions, rewards, discounts,
-                        config: A3CConfig, advantage_scale: float = 1.0):
+                        config: A3CConfig, advantage_scale: float = 1.0,
+                        advantage_offset: float = 0.0):
   """Algorithm S3's accumulated gradient, by hand: forward and backward
   through relu(x W1 + b1) -> (logits, V), in float64; the policy term's
-  advantages multiplied by `advantage_scale`. With Pop-Art's parameters
+  advantages, less `advantage_offset`, multiplied by `advantage_scale`. With Pop-Art's parameters
   (`params` has 'popart_value/mean'), V = sigma n + mu with n the linear
   value layer's output, and the errors and advantages are (R - V) / sigma,
   sigma = sqrt(nu - mu^2): the gradients are at n."""
@@ -178,8 +179,8 @@ def reference_gradients(params, observations, actions, rewards, discounts,
   # the value layer's output, with Pop-Art).
   reference_gradients.advantages = advantages
   reference_gradients.returns = returns
-  parts = {'policy': ((pi - np.eye(NUM_ACTIONS)[actions]) *
-                      advantage_scale * advantages[:, None], zeros),
+  parts = {'policy': ((pi - np.eye(NUM_ACTIONS)[actions]) * advantage_scale *
+                      (advantages - advantage_offset)[:, None], zeros),
            'entropy': (beta * pi * (log_pi + entropy[:, None]), zeros),
            'value': (np.zeros_like(pi), -2.0 * config.value_cost * advantages)}
 
@@ -333,12 +334,12 @@ def test_a_worker_sends_algorithm_s3s_gradient(max_gradient_norm, loop,
   assert server.environment_steps == EPISODE_LENGTH * episodes
 
 
-def test_normalised_advantages_are_over_the_earlier_rollouts_root_mean_square():
-  # --normalize_advantages: each rollout's policy term takes its advantages
-  # times 1 / sqrt(m), m the average of the earlier rollouts' mean squared
-  # advantages weighted 0.99^age (the weights summing to 1); the first
-  # rollout's are left as they are.
-  config = A3CConfig(t_max=5, learning_rate=0.01, normalize_advantages=True)
+def _check_each_rollouts_gradient(config: A3CConfig, reference_arguments):
+  """Runs a worker of `config` for 2 episodes and checks the gradient of
+  each of its rollouts against the reference's, called with the keyword
+  arguments `reference_arguments(earlier)` gives, `earlier` the earlier
+  rollouts' advantages, in order. Returns each rollout's (statistics sent,
+  arguments)."""
   server = A3CParameterServer(_network(1), config, total_steps=100)
   recording = Recording(server)
   worker = A3CActor(_network(2), OBSERVATION_SPEC, ACTION_SPEC, config,
@@ -346,15 +347,11 @@ def test_normalised_advantages_are_over_the_earlier_rollouts_root_mean_square():
   environment = ScriptedEpisodes()
   _run(worker, environment, 'actor_loop', 2)
   rollouts = [(0, 5), (5, 7)] * 2
-  mean_squares, factors = [], []
+  earlier: List[np.ndarray] = []
+  checked = []
   for index, (call, (start, end)) in enumerate(zip(recording.calls,
                                                   rollouts)):
-    if mean_squares:
-      ages = np.arange(len(mean_squares))[::-1]
-      weights = 0.99**ages
-      factor = 1 / math.sqrt(np.dot(weights, mean_squares) / weights.sum())
-    else:
-      factor = 1.0
+    arguments = reference_arguments(earlier)
     params = _by_name(server._network, call['before'])  # pylint: disable=protected-access
     discounts = np.full(end - start, config.discount)
     if end == EPISODE_LENGTH:
@@ -363,17 +360,58 @@ def test_normalised_advantages_are_over_the_earlier_rollouts_root_mean_square():
     expected, _ = reference_gradients(
         params, environment.observations[start:end + 1].astype(np.float64),
         np.array(actions), environment.rewards[start:end], discounts, config,
-        advantage_scale=factor)
-    mean_squares.append(float(np.mean(reference_gradients.advantages**2)))
+        **arguments)
+    earlier.append(reference_gradients.advantages)
     sent = _by_name(server._network, call['gradients'])  # pylint: disable=protected-access
     for name in sent:
       np.testing.assert_allclose(sent[name], expected[name], rtol=2e-4,
                                  atol=1e-6, err_msg=f'update {index}: {name}')
-    assert call['statistics']['advantage_scale'] == pytest.approx(
-        factor, rel=1e-5)
-    factors.append(factor)
+    checked.append((call['statistics'], arguments))
+  return checked
+
+
+def test_normalised_advantages_are_over_the_earlier_rollouts_root_mean_square():
+  # --normalize_advantages: each rollout's policy term takes its advantages
+  # times 1 / sqrt(m), m the average of the earlier rollouts' mean squared
+  # advantages weighted 0.99^age (the weights summing to 1); the first
+  # rollout's are left as they are.
+  def scale(earlier):
+    if not earlier:
+      return {'advantage_scale': 1.0}
+    weights = 0.99**np.arange(len(earlier))[::-1]
+    mean_squares = [np.mean(advantages**2) for advantages in earlier]
+    return {'advantage_scale': 1 / math.sqrt(
+        np.dot(weights, mean_squares) / weights.sum())}
+
+  checked = _check_each_rollouts_gradient(
+      A3CConfig(t_max=5, learning_rate=0.01, normalize_advantages=True),
+      scale)
+  for statistics, arguments in checked:
+    assert statistics['advantage_scale'] == pytest.approx(
+        arguments['advantage_scale'], rel=1e-5)
   # The scale moved: the check above is not of 1s alone.
-  assert min(abs(factor - 1.0) for factor in factors[1:]) > 0.01, factors
+  assert min(abs(arguments['advantage_scale'] - 1.0)
+             for _, arguments in checked[1:]) > 0.01
+
+
+def test_centred_advantages_are_less_the_earlier_rollouts_mean_step_by_step():
+  # --center_advantages: each rollout's policy term takes its advantages
+  # less m, the mean of the earlier rollouts' advantages, each advantage
+  # weighted 0.99^(rollouts since its own); the first rollout's are left
+  # as they are.
+  def offset(earlier):
+    weights = [0.99**(len(earlier) - 1 - age) for age in range(len(earlier))]
+    total = sum(w * a.sum() for w, a in zip(weights, earlier))
+    count = sum(w * len(a) for w, a in zip(weights, earlier))
+    return {'advantage_offset': total / count if earlier else 0.0}
+
+  checked = _check_each_rollouts_gradient(
+      A3CConfig(t_max=5, learning_rate=0.01, center_advantages=True), offset)
+  for statistics, arguments in checked:
+    assert statistics['advantage_offset'] == pytest.approx(
+        arguments['advantage_offset'], rel=1e-5, abs=1e-7)
+  assert min(abs(arguments['advantage_offset'])
+             for _, arguments in checked[1:]) > 0.01
 
 
 def _hand_moved_statistics(mean, second_moment, targets, beta):

@@ -67,11 +67,14 @@ class A3CActor(acme.Actor):
         tf.TensorSpec((None,), tf.float32),
         tf.TensorSpec((None,), tf.float32),
         tf.TensorSpec((), tf.float32),
+        tf.TensorSpec((), tf.float32),
     ])
     self._return_scale = (reward_scale.ReturnScale(config.discount)
                           if config.normalize_rewards else None)
     self._advantage_scale = (reward_scale.AdvantageScale()
                              if config.normalize_advantages else None)
+    self._advantage_mean = (reward_scale.AdvantageMean()
+                            if config.center_advantages else None)
     self._observations: List[np.ndarray] = []
     self._actions: List[np.ndarray] = []
     self._rewards: List[float] = []
@@ -91,10 +94,10 @@ class A3CActor(acme.Actor):
     return tuple(policy)
 
   def _rollout_gradients(self, observations, actions, rewards, discounts,
-                         advantage_scale):
+                         advantage_scale, advantage_offset):
     """Algorithm S3's accumulated gradients of one rollout: `observations`
     are its T states and the one after its last step; the policy term's
-    advantages multiplied by `advantage_scale`."""
+    advantages, less `advantage_offset`, multiplied by `advantage_scale`."""
     parts = self._config.log_gradient_parts
     with tf.GradientTape(persistent=parts) as tape:
       outputs = self._network(observations)
@@ -105,7 +108,7 @@ class A3CActor(acme.Actor):
                                          tf.stop_gradient(returns),
                                          self._entropy_cost,
                                          self._config.value_cost,
-                                         advantage_scale)
+                                         advantage_scale, advantage_offset)
       # The loss is the policy term - beta entropy + c value: each on its
       # own (the entropy term's and the value term's with their weights).
       terms = {'policy': statistics['policy_loss'],
@@ -229,15 +232,21 @@ class A3CActor(acme.Actor):
     # The scale of the rollouts before this one (--normalize_advantages).
     advantage_scale = (1.0 if self._advantage_scale is None
                        else self._advantage_scale.factor)
+    advantage_offset = (0.0 if self._advantage_mean is None
+                        else self._advantage_mean.offset)
     gradients, returns, statistics = self._gradients(
         observations, np.asarray(self._actions),
         np.asarray(self._rewards, np.float32),
         np.asarray(self._discounts, np.float32),
-        np.float32(advantage_scale))
+        np.float32(advantage_scale), np.float32(advantage_offset))
     statistics = {key: float(value) for key, value in statistics.items()}
     if self._advantage_scale is not None:
       self._advantage_scale.observe(statistics['advantage_square'])
       statistics['advantage_scale'] = advantage_scale
+    if self._advantage_mean is not None:
+      self._advantage_mean.observe(
+          statistics['advantage'] * len(self._rewards), len(self._rewards))
+      statistics['advantage_offset'] = advantage_offset
     if self._return_scale is not None:
       # What each reward was multiplied by (--normalize_rewards).
       statistics['reward_scale'] = self._return_scale.factor

@@ -72,6 +72,12 @@ class A3CConfig(AgentConfig):
   popart_step_size: float = 3e-4
   """beta, the step size of Pop-Art's moving averages of the returns and
   their squares, per return (Hessel et al. 2019's 3e-4)."""
+  center_advantages: bool = False
+  """Each worker subtracts from the policy term's advantages their running
+  mean over its rollouts, step by step (agents/a3c/reward_scale.py,
+  AdvantageMean), so that a value whose level is off does not shift every
+  advantage one way; the value's errors are left as they are. Not in the
+  paper (PPO centres its advantages per batch)."""
   scale_observations: bool = False
   """Each observation dimension whose bounds the environment declares (a
   gym: vector environment's observation space) is mapped from [low, high]

@@ -29,15 +29,18 @@ def n_step_returns(rewards: tf.Tensor, discounts: tf.Tensor,
 
 def a3c_loss(outputs: PolicyValue, actions: tf.Tensor, returns: tf.Tensor,
              entropy_cost: float, value_cost: float,
-             advantage_scale=1.0) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+             advantage_scale=1.0, advantage_offset=0.0
+             ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
   """The loss whose gradient is Algorithm S3's accumulated update.
 
   Descending it ascends sum_i log pi(a_i|s_i) (R_i - V(s_i)) + beta H(pi(s_i))
   (the advantage held constant for the policy) and descends
   value_cost * sum_i (R_i - V(s_i))^2. `outputs` are the network's for the
   rollout's T observations, `actions` [T] or [T, d], `returns` [T].
-  The policy term's advantages are multiplied by `advantage_scale`
-  (`--normalize_advantages`; 1: Algorithm S3's); the value's errors are not.
+  The policy term's advantages, less `advantage_offset`
+  (`--center_advantages`; 0: Algorithm S3's), are multiplied by
+  `advantage_scale` (`--normalize_advantages`; 1: Algorithm S3's); the
+  value's errors are not.
   Errors and advantages are (R_i - V(s_i)) / `outputs.value_scale` (1, or
   Pop-Art's sigma: agents/a3c/popart.py).
   """
@@ -46,7 +49,8 @@ def a3c_loss(outputs: PolicyValue, actions: tf.Tensor, returns: tf.Tensor,
   log_probs = outputs.policy.log_prob(actions)
   entropies = outputs.policy.entropy()
   policy_loss = -tf.reduce_sum(
-      log_probs * advantages * tf.cast(advantage_scale, tf.float32))
+      log_probs * (advantages - tf.cast(advantage_offset, tf.float32)) *
+      tf.cast(advantage_scale, tf.float32))
   entropy = tf.reduce_sum(entropies)
   value_loss = tf.reduce_sum(tf.square(errors))
   loss = policy_loss - entropy_cost * entropy + value_cost * value_loss

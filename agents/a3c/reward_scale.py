@@ -98,3 +98,35 @@ class AdvantageScale:
     if self._weight == 0.0:
       return 1.0
     return 1.0 / math.sqrt(self._mean_square / self._weight + self._epsilon)
+
+
+class AdvantageMean:
+  """What a worker subtracts from its advantages in the policy term
+  (`--center_advantages`): their running mean, step by step, over its
+  rollouts, each rollout's weight decaying by `decay` per later rollout.
+
+  On-policy a right value makes the advantages' mean 0, and any value is an
+  unbiased baseline; but a value whose level is off by b (CartPole's, above
+  the largest return the task can give: docs/a3c.md) shifts every advantage
+  by about -(1 - gamma^k) b, which adds to each update's variance, and
+  under RMSProp's normalised steps takes the place of the signal. The
+  running mean removes the shift (PPO subtracts each batch's mean; a
+  rollout of at most t_max steps is too few for that). Weighted by steps,
+  so that the short rollouts that end an episode count no more than their
+  steps. Each worker keeps its own (not checkpointed).
+  """
+
+  def __init__(self, decay: float = 0.99):
+    self._decay = decay
+    self._sum = 0.0
+    self._count = 0.0
+
+  def observe(self, total: float, steps: int):
+    """Takes one rollout's sum of advantages over its `steps` steps."""
+    self._sum = self._decay * self._sum + total
+    self._count = self._decay * self._count + steps
+
+  @property
+  def offset(self) -> float:
+    """The advantages' running mean (0 before any)."""
+    return self._sum / self._count if self._count else 0.0
