@@ -45,14 +45,18 @@ def _server_checkpoint(workdir):
 
 
 # Both whole programs are the second tier's: the quick tier's one local_mp
-# run is Ape-X DQN's (test_program.py).
+# run is Ape-X DQN's (test_program.py). The processes' run also has Pop-Art
+# (its returns travel with each worker's call, its statistics come back with
+# the parameters and are checkpointed); the threads' run the paper's value.
 @pytest.mark.slow
-@pytest.mark.parametrize('launch_type', ['local_mp', 'local_mt'])
+@pytest.mark.parametrize('launch_type, popart', [('local_mp', True),
+                                                 ('local_mt', False)])
 def test_a3c_runs_to_its_step_limit_and_checkpoints_what_it_did(
-    tmp_path, launch_type):
+    tmp_path, launch_type, popart):
   limit = 3000
   result = helpers.run_program('a3c', f'--workdir={tmp_path}', *SMALL_RUN,
                                f'--max_actor_steps={limit}',
+                               *(['--popart'] if popart else []),
                                launch_type=launch_type)
   assert result.returncode == 0, result.stdout[-5000:]
   helpers.check_stopped_in_order(result.stdout, tmp_path)
@@ -76,6 +80,15 @@ def test_a3c_runs_to_its_step_limit_and_checkpoints_what_it_did(
   rows = helpers.rows(tmp_path, 'learner')
   rates = [float(row['learning_rate']) for row in rows]
   assert rates and all(a >= b for a, b in zip(rates, rates[1:])), rates
+  means = [name for name in values if name.endswith('mean/.ATTRIBUTES/'
+                                                    'VARIABLE_VALUE')]
+  if popart:
+    # CartPole's returns are positive: mu moved up from 0 with the workers'
+    # returns, and the log has sigma.
+    assert len(means) == 1 and values[means[0]] > 0.01, means
+    assert all(float(row['popart_scale']) > 0 for row in rows)
+  else:
+    assert not means, means
   helpers.check_episode_logs(tmp_path, 'actor')
   # evaluate.py reads the run back: the policy's mode, from its checkpoint.
   evaluation = helpers.run_script('evaluate', f'--workdir={tmp_path}',
