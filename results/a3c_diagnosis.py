@@ -83,8 +83,12 @@ RUNS = {
 }
 COMMON_FLAGS = ['--max_actor_steps=200000', '--log_gradient_parts',
                 '--log_every=2']
+# The workers' episode logs (actor, actor_1, ...) too: what the sampled
+# policy scored, beside the evaluator's greedy rounds.
+WORKER_LOGS = ('actor', 'actor_1', 'actor_2', 'actor_3')
 SMALL_FILES = ('run.json', 'stop.json', 'logs/learner/logs.csv',
-               'logs/evaluator/logs.csv')
+               'logs/evaluator/logs.csv',
+               *(f'logs/{label}/logs.csv' for label in WORKER_LOGS))
 # The learner log's columns the page reads, in its order.
 COLUMNS = ('entropy', 'advantage', 'advantage_abs', 'value', 'return',
            'popart_scale', 'advantage_offset', 'policy_loss',
@@ -118,6 +122,29 @@ def evaluation_rounds(workdir: str) -> List[Dict[str, float]]:
   return [{'actor_steps': int(episodes['actor_steps'][indices[0]]),
            'mean_return': float(np.mean(episodes['episode_return'][indices]))}
           for indices in loggers.split_rounds(started, per_round)]
+
+
+def worker_returns(workdir: str) -> List[Dict[str, float]]:
+  """The workers' own episodes (their sampled policies), in windows of
+  `WINDOW_STEPS` actor steps: the mean return of the episodes that ended
+  in each, and how many; empty where the run's worker logs are not
+  banked."""
+  ended = []
+  for label in WORKER_LOGS:
+    log = curves_lib.read_log(workdir, label)
+    returns = log.get('episode_return', np.array([]))
+    steps = log.get('actor_steps', np.array([]))
+    ended += [(step, value) for step, value in zip(steps, returns)
+              if np.isfinite(value)]
+  out = []
+  for start in range(0, int(max(step for step, _ in ended)) + 1 if ended
+                     else 0, WINDOW_STEPS):
+    values = [value for step, value in ended
+              if start <= step < start + WINDOW_STEPS]
+    if values:
+      out.append({'from_steps': start, 'mean_return': float(np.mean(values)),
+                  'episodes': len(values)})
+  return out
 
 
 def windows(workdir: str) -> List[Dict[str, Optional[float]]]:
@@ -170,6 +197,7 @@ def collect() -> Dict[str, Any]:
     env = run_manifest.read_manifest(workdir)['env']
     rounds = evaluation_rounds(workdir)
     data[name] = {'env': env, 'rounds': rounds, 'windows': windows(workdir),
+                  'worker_returns': worker_returns(workdir),
                   **keeps(rounds, *RANGES[env])}
   return data
 
@@ -221,21 +249,28 @@ def render(data: Dict[str, Any]) -> str:
                  'range of it)' if not run.get('learned', True) else
                  'kept' if run['kept'] else 'not kept') + ' (kept: within '
               '10% of the best, measured from the floor).', '',
-              '| actor steps | evaluation | ' + ' | '.join(
+              '| actor steps | evaluation | workers\' episodes | ' + ' | '.join(
                   title for _, title, _ in SHOWN) + ' |',
-              '|---|---|' + '---|' * len(SHOWN)]
+              '|---|---|---|' + '---|' * len(SHOWN)]
+    sampled = {row['from_steps']: row['mean_return']
+               for row in run.get('worker_returns', [])}
     for window in run['windows']:
       lines.append(
           f'| {window["from_steps"] // 1000}K | '
           f'{_round_near(run["rounds"], window["from_steps"] + WINDOW_STEPS // 2)} | '
+          f'{_cell(sampled.get(window["from_steps"]), ".1f")} | '
           + ' | '.join(_cell(window[column], form)
                        for column, _, form in SHOWN) + ' |')
     lines.append('')
   lines += ['Each row: the medians over the learner log\'s rows (one every '
             '2 s, each the mean over the updates applied in it) of the '
             f'window of {WINDOW_STEPS:,} actor steps from that step; the '
-            'evaluation round nearest the window\'s middle. The three '
-            'terms: the global norm of the gradient of each term of the '
+            'evaluation round (the greedy policy) nearest the window\'s '
+            'middle; the mean return of the workers\' own episodes (their '
+            'sampled policies) that ended in the window, where their logs '
+            'are banked. Mean A: the mean over updates of each rollout\'s '
+            'mean advantage, so a short rollout that ends an episode counts '
+            'as much as a whole one. The three terms: the global norm of the gradient of each term of the '
             'loss alone (policy, value with its weight, entropy with its '
             'weight), before the clip at 40.', '']
   return '\n'.join(lines)

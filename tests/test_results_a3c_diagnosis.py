@@ -52,3 +52,23 @@ def test_windows_are_medians_of_the_learner_log(tmp_path):
                                              np.median([4, 5, 6, 7]), 8.0]
   assert windows[0]['staleness'] == 3.0  # The empty cell is left out.
   assert windows[0]['update_norm'] is None  # A column the log lacks.
+
+
+def test_worker_returns_are_each_windows_episodes_across_workers(tmp_path):
+  workdir = tmp_path / 'run'
+  # Two workers' episodes: (actor steps at the episode's end, return).
+  episodes = {'actor': [(4_000, 10.0), (12_000, 30.0)],
+              'actor_1': [(9_999, 20.0), (10_000, 50.0), (25_000, 7.0)]}
+  for label, rows in episodes.items():
+    (workdir / 'logs' / label).mkdir(parents=True)
+    with open(workdir / 'logs' / label / 'logs.csv', 'w', newline='') as f:
+      writer = csv.writer(f)
+      writer.writerow(['actor_steps', 'episode_return'])
+      writer.writerows(rows)
+  returns = a3c_diagnosis.worker_returns(str(workdir))
+  # 0-9,999: 10 and 20; 10,000-19,999: 30 and 50; none in the next; 7.
+  assert returns == [
+      {'from_steps': 0, 'mean_return': 15.0, 'episodes': 2},
+      {'from_steps': 10_000, 'mean_return': 40.0, 'episodes': 2},
+      {'from_steps': 20_000, 'mean_return': 7.0, 'episodes': 1}]
+  assert a3c_diagnosis.worker_returns(str(tmp_path / 'unbanked')) == []
