@@ -129,22 +129,17 @@ def worker_returns(workdir: str) -> List[Dict[str, float]]:
   `WINDOW_STEPS` actor steps: the mean return of the episodes that ended
   in each, and how many; empty where the run's worker logs are not
   banked."""
-  ended = []
+  by_window: Dict[int, List[float]] = {}
   for label in WORKER_LOGS:
     log = curves_lib.read_log(workdir, label)
-    returns = log.get('episode_return', np.array([]))
-    steps = log.get('actor_steps', np.array([]))
-    ended += [(step, value) for step, value in zip(steps, returns)
-              if np.isfinite(value)]
-  out = []
-  for start in range(0, int(max(step for step, _ in ended)) + 1 if ended
-                     else 0, WINDOW_STEPS):
-    values = [value for step, value in ended
-              if start <= step < start + WINDOW_STEPS]
-    if values:
-      out.append({'from_steps': start, 'mean_return': float(np.mean(values)),
-                  'episodes': len(values)})
-  return out
+    for step, value in zip(log.get('actor_steps', ()),
+                           log.get('episode_return', ())):
+      if np.isfinite(value):
+        start = int(step // WINDOW_STEPS) * WINDOW_STEPS
+        by_window.setdefault(start, []).append(float(value))
+  return [{'from_steps': start, 'mean_return': float(np.mean(values)),
+           'episodes': len(values)}
+          for start, values in sorted(by_window.items())]
 
 
 def windows(workdir: str) -> List[Dict[str, Optional[float]]]:

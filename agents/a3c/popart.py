@@ -3,17 +3,17 @@ magnitude*): the value head learns the return in units that follow the
 returns' running mean and deviation, and whenever those statistics move,
 its last layer is rescaled so that the values it gives do not (`--popart`).
 
-Why A3C needs it (docs/a3c.md, "Why A3C unlearns"): the paper's learning
+Why A3C has it (docs/a3c.md, "Why A3C unlearns"): the paper's learning
 rates, RMSProp and entropy weight were chosen on Atari's clipped rewards,
 where returns stay near 1. Dividing each reward by a running deviation of
 the return (`--normalize_rewards`) puts them there, but that deviation
 keeps changing as a policy improves (CartPole's episodes grow from 20 to 500
 steps), and every change rescales the targets under a value that learned the
-old scale: the value lags, overestimates, and advantages of one sign push a
-good policy away from the actions it takes. Pop-Art normalises the targets
-instead of the rewards, and preserves the value's outputs as the
-statistics move (Algorithm 1 of the paper), so no change of scale becomes
-an error of the value.
+old scale. Pop-Art normalises the targets instead of the rewards, and
+preserves the value's outputs as the statistics move (Algorithm 1 of the
+paper), so no change of scale becomes an error of the value. It puts the
+value's errors and the advantages on one scale on every task; it does not
+by itself keep what CartPole learns at gamma 0.99 (docs/a3c.md).
 
 The head gives V(s) = sigma n(s) + mu, with n(s) = w h(s) + b its linear
 layer; the loss is on the normalised error (R - V(s)) / sigma = (R - mu) /

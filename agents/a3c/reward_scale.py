@@ -108,10 +108,10 @@ class AdvantageMean:
   On-policy a right value makes the advantages' mean 0, and any value is an
   unbiased baseline; but a value whose level is off by b (CartPole's, above
   the largest return the task can give: docs/a3c.md) shifts every advantage
-  by about -(1 - gamma^k) b, which adds to each update's variance, and
-  under RMSProp's normalised steps takes the place of the signal. The
+  by about -(1 - gamma^k) b, which adds to each update's variance. The
   running mean removes the shift (PPO subtracts each batch's mean; a
-  rollout of at most t_max steps is too few for that). Weighted by steps,
+  rollout of at most t_max steps is too few for that); on CartPole that
+  did not stop the collapse (docs/a3c.md). Weighted by steps,
   so that the short rollouts that end an episode count no more than their
   steps. Each worker keeps its own (not checkpointed).
   """
