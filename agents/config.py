@@ -20,6 +20,8 @@ class Preset:
 
 
 REPLAY_REMOVERS = ('fifo', 'min_heap', 'inverse_priority')
+# The activations an MLP torso may have (agents/torsos.py).
+MLP_ACTIVATIONS = ('relu', 'tanh')
 INITIAL_PRIORITIES = ('actor', 'max')
 
 

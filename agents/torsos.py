@@ -9,6 +9,8 @@ from typing import Sequence
 import sonnet as snt
 import tensorflow as tf
 
+from agents.config import MLP_ACTIVATIONS
+
 
 class NatureCNN(snt.Module):
   """Mnih et al. 2015's convolutional torso; uint8 pixels are scaled to [0, 1]."""
@@ -40,12 +42,19 @@ class MinAtarCNN(snt.Module):
     return self._layers(tf.cast(observation, tf.float32))
 
 
-class MLPTorso(snt.Module):
-  """Fully connected torso for vector observations."""
+ACTIVATIONS = {'relu': tf.nn.relu, 'tanh': tf.tanh}
+assert tuple(ACTIVATIONS) == MLP_ACTIVATIONS
 
-  def __init__(self, hidden_sizes: Sequence[int], name: str = 'mlp_torso'):
+
+class MLPTorso(snt.Module):
+  """Fully connected torso for vector observations; `activation` names one
+  of ACTIVATIONS."""
+
+  def __init__(self, hidden_sizes: Sequence[int], name: str = 'mlp_torso',
+               activation: str = 'relu'):
     super().__init__(name=name)
-    self._mlp = snt.nets.MLP(list(hidden_sizes), activate_final=True)
+    self._mlp = snt.nets.MLP(list(hidden_sizes), activate_final=True,
+                             activation=ACTIVATIONS[activation])
 
   def __call__(self, observation: tf.Tensor) -> tf.Tensor:
     return self._mlp(tf.cast(observation, tf.float32))
@@ -79,12 +88,13 @@ def minatar_dense() -> snt.Module:
   return snt.Sequential([MinAtarCNN(), MLPTorso([MINATAR_HIDDEN_SIZE])])
 
 
-def make_torso(suite, kind: str,
-               mlp_hidden_sizes: Sequence[int]) -> snt.Module:
+def make_torso(suite, kind: str, mlp_hidden_sizes: Sequence[int],
+               mlp_activation: str = 'relu') -> snt.Module:
   """The torso of `kind` ('features' or 'dense') for the observations of
   `suite` (an `agents.envs.suites.Suite`): the one it names, else an MLP of
-  `mlp_hidden_sizes`."""
+  `mlp_hidden_sizes` and `mlp_activation` (the suites' own torsos keep
+  their ReLUs)."""
   factory = suite.torso(kind)
   if factory is None:
-    return MLPTorso(mlp_hidden_sizes)
+    return MLPTorso(mlp_hidden_sizes, activation=mlp_activation)
   return factory()

@@ -1,7 +1,7 @@
 """A3C with one configuration on every task: does each run learn its task
 and keep it to the end of its budget? (A result, not a test.) Runs
-`results.run a3c_default` (each task's runs with the same flags,
-`run.A3C_CONFIGURATION`, and a budget of their own), evaluates each run's
+`results.run a3c_default` (each task's runs with the program's defaults
+and a budget of their own), evaluates each run's
 final policy, plays a random policy on each task as its floor, and writes
 results/a3c_default.{png,json,md}.
 
@@ -32,6 +32,8 @@ from typing import Any, Dict, List
 from absl import app
 import numpy as np
 
+from agents.a3c import presets
+from launch.runs import run_manifest
 from results import a3c_diagnosis
 from results import dpg_control
 from results import page_runs
@@ -46,9 +48,13 @@ ENVS = page_runs.environments(ANALYSIS)
 FINAL = dpg_control.FINAL  # 30 episodes of the final policy (evaluate.py).
 # The highest return each task pays: CartPole-v1 500 (episodes end at 500
 # steps), Acrobot-v1 and Pendulum-v1 0 (no reward above 0), dm_control
-# 1,000 (1,000 steps of rewards in [0, 1]).
+# 1,000 (1,000 steps of rewards in [0, 1]). MinAtar's games pay without a
+# bound; their scale is Young & Tian's AC(λ) at 5M frames (about 17.7 on
+# Breakout, 185 on Space Invaders; results/run.py's
+# MINATAR_AC_LAMBDA_CURVES).
 CEILINGS = {'cartpole': 500.0, 'acrobot': 0.0, 'pendulum': 0.0,
-            'cartpole_balance': 1000.0}
+            'cartpole_balance': 1000.0, 'breakout': 17.7,
+            'space_invaders': 185.1}
 OURS = 'A3C'
 
 
@@ -83,18 +89,45 @@ def run_record(workdir: str, seed: int, floor: float,
   return record
 
 
+def configuration(workdirs: List[str]) -> Dict[str, Any]:
+  """The algorithm's flags (those `--preset=paper` sets) that the runs in
+  `workdirs` launched with, from their run.json; ValueError if two runs
+  differ in one."""
+  values = {}
+  for workdir in workdirs:
+    flags = run_manifest.read_manifest(workdir).get('flags', {})
+    ran = {name: flags[name] for name in presets.PAPER if name in flags}
+    if values and ran != values:
+      raise ValueError(f'{workdir} ran other flags than the runs before it: '
+                       f'{sorted(set(ran.items()) ^ set(values.items()))}; '
+                       'the page is of one configuration.')
+    values = ran
+  return values
+
+
+def departures(values: Dict[str, Any]) -> str:
+  """`--flag=value (paper: value)` for each flag where `values` leave the
+  paper's algorithm (`--preset=paper`)."""
+  parts = [f'`--{name}={value}` (paper: {presets.PAPER[name]})'
+           for name, value in values.items()
+           if value != presets.PAPER[name]]
+  return ', '.join(parts) if parts else 'none'
+
+
 def collect(seeds: List[int]) -> Dict[str, Any]:
   """Writes results/a3c_default.png and .json from the finished runs,
   banked or in the runs directory (their final policies evaluated first,
   where not yet), and returns that JSON's content."""
   records, floors = {}, {}
   kept = dpg_control.kept_floors(ANALYSIS)
+  workdir_lists = []
   for task in TASKS:
     workdirs = {seed: run.finished_directory(ANALYSIS, task, seed)
                 for seed in seeds}
     workdirs = {seed: path for seed, path in workdirs.items() if path}
     if not workdirs:
       continue
+    workdir_lists.append(list(workdirs.values()))
     floors[task] = dpg_control.random_floor(task, kept.get(task, {}), ENVS)
     records[task] = [run_record(path, seed, floors[task]['mean'],
                                 CEILINGS[task])
@@ -104,7 +137,8 @@ def collect(seeds: List[int]) -> Dict[str, Any]:
   dpg_control.plot_tasks(records, floors, ENVS,
                          os.path.join(RESULTS, f'{ANALYSIS}.png'))
   data = {
-      'configuration': run.A3C_CONFIGURATION,
+      'configuration': configuration(
+          [row_path for paths in workdir_lists for row_path in paths]),
       'steps': {task: run.step_budget(ANALYSIS, task) for task in records},
       'seeds': seeds, 'final_episodes': FINAL.episodes,
       'envs': {task: ENVS[task] for task in records},
@@ -171,9 +205,10 @@ def render(data: Dict[str, Any]) -> str:
                       for task, steps in data['steps'].items())
   lines = [
       '# A3C: one configuration on every task', '',
-      f'A3C (Mnih et al. 2016) with the same flags on every task, '
-      f'`{" ".join(data["configuration"])}`, beside the program\'s defaults '
-      '(the paper\'s, agents/a3c/config.py); 4 workers on 2 CPU cores; '
+      'A3C (Mnih et al. 2016) with the program\'s defaults on every task '
+      '(agents/a3c/config.py, docs/a3c.md says why each is what it is); '
+      'where they depart from the paper\'s algorithm (`--preset=paper`): '
+      f'{departures(data["configuration"])}. 4 workers on 2 CPU cores; '
       f'actor steps a run: {budgets}.', '',
       f'![Evaluation rounds and final policies]({ANALYSIS}.png)', '',
       '## Learned, and kept', '', verdict_text(records), '',

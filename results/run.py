@@ -276,15 +276,16 @@ ANALYSES.update({
         ('Ape-X DQN, 4 actors', CARTPOLE + ['--num_actors=4']),
         A3C_CARTPOLE + ['--num_actors=4', '--max_actor_steps=1000000']),
     # MinAtar Breakout: Ape-X DQN's minatar preset (results/minatar.md) with
-    # its 16 environments in 4 actor processes instead of 2; A3C with the
-    # paper's defaults (Supp. §8) and MinAtar's network, 4 workers, its
-    # learning rate annealed over 2M steps, beyond what they reach here.
+    # its 16 environments in 4 actor processes instead of 2; A3C as the
+    # paper has it (--preset=paper, Supp. §8) with MinAtar's network, 4
+    # workers, its learning rate annealed over 2M steps, beyond what they
+    # reach here.
     'a3c_vs_apex_minatar': dict(
         _apex_vs_a3c(
             'MinAtar Breakout', ('seconds', 1200.0), 10,
             ('Ape-X DQN, 4 actors x 4 environments',
              ['--preset=minatar', '--num_actors=4', '--envs_per_actor=4']),
-            ['--env=minatar:breakout', '--num_actors=4',
+            ['--preset=paper', '--env=minatar:breakout', '--num_actors=4',
              '--max_actor_steps=2000000', '--evaluation_period=4000']),
         references=MINATAR_BREAKOUT_REFERENCES),
 })
@@ -310,29 +311,38 @@ ANALYSES.update({
     'a3c_pendulum': _a3c_beside_cartpole('gym:Pendulum-v1', 'pendulum', -200),
 })
 
-# A3C's one configuration on every task: the flags it runs with beside the
-# program's defaults, each task's own environment, and a budget of its own
-# where 200K actor steps is not enough; no setting changes anything else.
-# Its page is written by results/a3c_default.py, which runs it. Every run logs what moves the
-# parameters (--log_gradient_parts), as results/a3c_diagnosis.md's did.
-A3C_CONFIGURATION = ['--discount=0.99', '--normalize_rewards',
-                     '--value_cost=0.5', '--noshared_torso']
+# A3C's one configuration on every task: the program's defaults
+# (agents/a3c/config.py), each task's own environment, and a budget of its
+# own where 200K actor steps is not enough; no setting changes anything
+# else. Its page is written by results/a3c_default.py, which runs it. Every
+# run logs what moves the parameters (--log_gradient_parts), as
+# results/a3c_diagnosis.md's did. MinAtar's budgets are frames (MinAtar has
+# no action repeat: a frame is a step), so that the runs stand beside Young
+# & Tian's curves (results/a3c_minatar.py).
 A3C_TASKS = {
     'cartpole': 'gym:CartPole-v1',
     'acrobot': 'gym:Acrobot-v1',
     'pendulum': 'gym:Pendulum-v1',
     'cartpole_balance': 'control:cartpole:balance',
+    'breakout': 'minatar:breakout',
+    'space_invaders': 'minatar:space_invaders',
+}
+A3C_BUDGETS = {
+    'pendulum': ('steps', 500_000),
+    'cartpole_balance': ('steps', 500_000),
+    'breakout': ('frames', 1_000_000),
+    'space_invaders': ('frames', 1_000_000),
 }
 ANALYSES['a3c_default'] = dict(
     title='A3C, one configuration on every task: learned, and kept to the '
           'end of the budget',
     program='a3c', flags=[], budget=('steps', 200_000), threshold=None,
     page='results.a3c_default',
-    settings={task: [f'--env={env}', *A3C_CONFIGURATION, '--num_actors=4',
+    settings={task: [f'--env={env}', '--num_actors=4',
                      '--evaluation_period=2000', '--evaluation_episodes=10',
                      '--log_gradient_parts']
               for task, env in A3C_TASKS.items()},
-    budgets={})
+    budgets=A3C_BUDGETS)
 
 
 def _frames_per_step(setting_flags: List[str]) -> int:

@@ -27,6 +27,7 @@ from agents.envs import environments
 from agents.a3c import networks
 from agents.a3c.builder import A3CBuilder
 from agents.a3c.config import A3CConfig
+from agents.a3c.presets import PAPER
 from agents.a3c.learning import POLICY
 from test_a3c_worker import Recording  # The server, its calls recorded.
 
@@ -37,9 +38,15 @@ BETA = 1e-4  # Supp. §9's entropy weight for continuous actions.
 
 
 def make_builder() -> A3CBuilder:
-  config = A3CConfig(t_max=T_MAX, learning_rate=0.01, mlp_hidden_sizes='6')
+  config = paper_config(t_max=T_MAX, learning_rate=0.01, mlp_hidden_sizes='6')
   config.validate()
   return A3CBuilder(config, environments.resolve_any(ENV))
+
+
+def paper_config(**values) -> A3CConfig:
+  """The paper's algorithm (`--preset=paper`), whose networks `forward`
+  computes, with `values` changed."""
+  return A3CConfig(**{**PAPER, **values})
 
 
 def by_name(network, values) -> Dict[str, np.ndarray]:
@@ -205,7 +212,7 @@ def test_pendulum_gets_a_spherical_gaussian_over_one_bounded_dimension():
 
 
 def test_a_bounded_mean_is_the_linear_mean_mapped_by_tanh_onto_the_bounds():
-  config = A3CConfig(t_max=T_MAX, mlp_hidden_sizes='6', bounded_mean=True)
+  config = paper_config(t_max=T_MAX, mlp_hidden_sizes='6', bounded_mean=True)
   config.validate()
   builder = A3CBuilder(config, environments.resolve_any(ENV))
   tf.random.set_seed(0)
@@ -231,7 +238,7 @@ def test_a_bounded_mean_is_the_linear_mean_mapped_by_tanh_onto_the_bounds():
 
 
 def test_a_state_independent_variance_is_one_parameter_from_half_the_range():
-  config = A3CConfig(t_max=T_MAX, mlp_hidden_sizes='6',
+  config = paper_config(t_max=T_MAX, mlp_hidden_sizes='6',
                      state_independent_variance=True)
   config.validate()
   builder = A3CBuilder(config, environments.resolve_any(ENV))

@@ -20,6 +20,7 @@ from agents.a3c import losses as losses_lib
 from agents.a3c import networks
 from agents.a3c.actor import A3CActor
 from agents.a3c.config import A3CConfig
+from agents.a3c.presets import PAPER
 from agents.a3c.learning import POLICY
 from agents.a3c.learning import A3CParameterServer
 from agents.torsos import MLPTorso
@@ -251,8 +252,10 @@ def test_a_worker_sends_algorithm_s3s_gradient(max_gradient_norm, loop,
                                                ending):
   # The gradient's parts are logged too (a lower clip: they would be
   # checked against unclipped ones the same way).
-  config = A3CConfig(t_max=5, learning_rate=0.01,
-                     max_gradient_norm=max_gradient_norm,
+  # The paper's algorithm (Algorithm S3's value weight 1, RMSProp's
+  # epsilon 0.1), its gradients against the reference's.
+  config = A3CConfig(**{**PAPER, 't_max': 5, 'learning_rate': 0.01,
+                        'max_gradient_norm': max_gradient_norm},
                      log_gradient_parts=True)
   total_steps = 100
   rows = RowLogger()
@@ -628,8 +631,8 @@ def test_the_builders_parts_run_in_acmes_loop_in_one_process():
   from agents.envs import environments  # pylint: disable=g-import-not-at-top
   from agents.a3c.builder import A3CBuilder  # pylint: disable=g-import-not-at-top
   environment = environments.resolve_any('gym:CartPole-v1')
-  builder = A3CBuilder(A3CConfig(mlp_hidden_sizes='32'), environment,
-                       max_actor_steps=10_000)
+  config = A3CConfig(mlp_hidden_sizes='32')
+  builder = A3CBuilder(config, environment, max_actor_steps=10_000)
   server = builder.make_learner()
   worker = builder.make_worker(server, seed=0)
   counter = acme.utils.counting.Counter()
@@ -641,11 +644,13 @@ def test_the_builders_parts_run_in_acmes_loop_in_one_process():
   # Every step went into an update (episodes end with their rollouts), in
   # rollouts of at most t_max steps; the rate has annealed by T.
   assert server.environment_steps == steps
-  assert steps / 5 <= server.num_steps <= steps
-  assert server.learning_rate == pytest.approx(7e-4 * (1 - steps / 10_000))
+  assert steps / config.t_max <= server.num_steps <= steps
+  assert server.learning_rate == pytest.approx(
+      config.learning_rate * (1 - steps / 10_000))
   evaluator = builder.make_actor(server, exploration=0.0)
   acme.EnvironmentLoop(environment.make_environment(seed=1), evaluator,
                        logger=_Quiet()).run_episode()
-  for mine, shared in zip(evaluator._network.trainable_variables,  # pylint: disable=protected-access
+  # Every variable is served (with Pop-Art, its statistics too).
+  for mine, shared in zip(evaluator._network.variables,  # pylint: disable=protected-access
                           server.get_variables(['policy'])[0]):
     np.testing.assert_array_equal(mine.numpy(), shared)

@@ -16,6 +16,7 @@ import gymnasium
 import numpy as np
 import pytest
 
+from agents.a3c import presets
 from results import a3c_default
 from results import dpg_control
 from results import pages
@@ -60,6 +61,10 @@ FINALS = {'cartpole': {0: 495.0, 1: 310.5, 2: 25.0}, 'acrobot': {0: -88.0}}
 FLOORS = {'cartpole': [20.0, 19.0, 21.0], 'acrobot': [-500.0, -500.0, -500.0]}
 
 
+# The algorithm's flags the runs launched with: the paper's but for two.
+RAN = {**presets.PAPER, 't_max': 20, 'popart': True}
+
+
 def _a3c_run(runs, task, seed):
   workdir = os.path.join(runs, 'a3c_default', task, f'seed{seed}')
   steps = 200_000
@@ -67,6 +72,7 @@ def _a3c_run(runs, task, seed):
   with open(os.path.join(workdir, 'run.json')) as f:
     manifest = json.load(f)
   manifest['program'] = 'a3c'
+  manifest['flags'] = {**manifest['flags'], **RAN}
   with open(os.path.join(workdir, 'run.json'), 'w') as f:
     json.dump(manifest, f)
   rounds = ROUNDS[task][seed]
@@ -158,6 +164,29 @@ def test_the_final_policies_beside_the_floor(page):
       f'{np.mean(floor):.1f} ± {np.std(floor, ddof=1):.1f}')
   assert rows['acrobot']['highest return'] == '0'
   assert data['random']['cartpole']['mean'] == pytest.approx(20.0)
+
+
+def test_the_page_names_where_the_runs_depart_from_the_paper(page):
+  data, text = page
+  assert data['configuration'] == RAN
+  assert ('where they depart from the paper\'s algorithm (`--preset=paper`): '
+          '`--t_max=20` (paper: 5), `--popart=True` (paper: False). ') in text
+
+
+def test_runs_of_two_configurations_make_no_page(tmp_path):
+  runs = str(tmp_path / 'runs')
+  _a3c_run(runs, 'cartpole', 0)
+  _a3c_run(runs, 'cartpole', 1)
+  other = os.path.join(runs, 'a3c_default', 'cartpole', 'seed1')
+  with open(os.path.join(other, 'run.json')) as f:
+    manifest = json.load(f)
+  manifest['flags']['learning_rate'] = 1e-4
+  with open(os.path.join(other, 'run.json'), 'w') as f:
+    json.dump(manifest, f)
+  with pytest.raises(ValueError, match='seed1 ran other flags'):
+    a3c_default.configuration(
+        [os.path.join(runs, 'a3c_default', 'cartpole', f'seed{seed}')
+         for seed in (0, 1)])
 
 
 def test_every_task_runs_the_same_flags_but_its_environment_and_budget(

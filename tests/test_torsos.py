@@ -215,3 +215,25 @@ def test_a3c_minatar_network_has_young_and_tians_128_unit_layer():
       (3, 3, 4, 16), (16,), (1024, 128), (128,),
       (128, spec.actions.num_values), (spec.actions.num_values,),
       (128, 1), (1,)])
+
+
+@pytest.mark.parametrize('activation', ['relu', 'tanh'])
+def test_an_mlp_torso_applies_its_activation_after_every_layer(activation):
+  # Against numpy: x W1 + b1, the activation, x W2 + b2, the activation.
+  torso = torsos.MLPTorso([6, 3], activation=activation)
+  observations = np.random.default_rng(0).normal(size=(5, 4)) * 3.0
+  output = torso(tf.constant(observations, tf.float32)).numpy()
+  apply = {'relu': lambda x: np.maximum(x, 0.0), 'tanh': np.tanh}[activation]
+  expected = observations
+  b1, w1, b2, w2 = (v.numpy().astype(np.float64)
+                    for v in torso.trainable_variables)
+  for w, b in ((w1, b1), (w2, b2)):
+    expected = apply(expected @ w + b)
+  np.testing.assert_allclose(output, expected, rtol=1e-5, atol=1e-6)
+  # A suite's own torso (MinAtar's 128 units) keeps its ReLUs whatever the
+  # MLPs are given: no output below 0, where tanh gives some.
+  minatar = torsos.make_torso(suites.get('minatar'), 'dense', [7], activation)
+  frames = np.random.default_rng(1).integers(0, 2, size=(8, 10, 10, 4))
+  features = minatar(tf.constant(frames, tf.float32)).numpy()
+  assert features.shape == (8, torsos.MINATAR_HIDDEN_SIZE)
+  assert features.min() == 0.0 and features.max() > 0.0

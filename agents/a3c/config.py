@@ -1,5 +1,8 @@
-"""A3C's hyper-parameters; defaults are the A3C paper's where it gives them
-(Algorithm S3, Supplementary §7-§9), and say so where it does not."""
+"""A3C's hyper-parameters. Each says where its default comes from: the A3C
+paper (Algorithm S3, Supplementary §7-§9), or, where the default departs
+from it, why (docs/a3c.md, "One configuration for every task");
+`--preset=paper` (agents/a3c/presets.py) sets every one of them to the
+paper's."""
 
 import dataclasses
 from typing import Optional
@@ -8,40 +11,48 @@ from agents.config import AgentConfig
 from agents.config import check_flag
 from agents.config import check_layer_sizes
 from agents.config import parse_layer_sizes
+from agents.config import MLP_ACTIVATIONS
 
 
 @dataclasses.dataclass
 class A3CConfig(AgentConfig):
   """A3C's hyper-parameters."""
 
-  t_max: int = 5
-  """A3C Supp. §8: each worker updates after every 5 actions (t_max = 5), or
-  at the end of its episode."""
+  t_max: int = 20
+  """Each worker updates after every t_max actions, or at the end of its
+  episode. 20, IMPALA's unroll on Atari (Espeholt et al. 2018), four times
+  the paper's 5 (Supp. §8; `--preset=paper`): fewer updates, each from
+  four times the steps and less noisy; at 5 every configuration tried lost
+  CartPole-v1 after learning it (docs/a3c.md)."""
   discount: float = 0.99
   """A3C Supp. §8: gamma = 0.99."""
   entropy_cost: Optional[float] = None
   """beta, the weight of the policy's entropy in the objective; None: 0.01
   with discrete actions (A3C Supp. §8, Atari and TORCS) and 1e-4 with
   continuous ones (Supp. §9)."""
-  value_cost: float = 1.0
-  """Weight of the value loss (R - V(s))^2 beside the policy loss; 1 is
-  Algorithm S3's, whose value gradient is that of (R - V)^2."""
+  value_cost: float = 0.5
+  """Weight of the value loss (R - V(s))^2 beside the policy loss: 0.5, the
+  gradient of (R - V)^2 / 2, as in OpenAI's and Stable-Baselines3's A2C;
+  Algorithm S3's is 1, the gradient of (R - V)^2 (`--preset=paper`)."""
   learning_rate: float = 7e-4
   """Initial learning rate. The paper sampled it from LogUniform(1e-4, 1e-2)
   (Supp. §8) and does not print the fixed value of its 57-game runs; 7e-4
-  lies in that range."""
+  lies in that range. With RMSProp's small epsilon it is about the size of
+  each parameter's step."""
   anneal_learning_rate: bool = True
   """A3C Supp. §8: the learning rate is annealed linearly to 0 over the run
   (over --max_actor_steps; without a step budget it stays constant)."""
   rmsprop_decay: float = 0.99
   """A3C Supp. §8: shared RMSProp's decay alpha = 0.99."""
-  rmsprop_epsilon: float = 0.1
+  rmsprop_epsilon: float = 1e-5
   """epsilon of shared RMSProp, theta -= lr * d / sqrt(g + epsilon) (Supp.
-  §7, Eq. S3); the paper gives no value. 0.1, inside the square root, caps
-  each parameter's step at lr * |d| / sqrt(0.1) ~ 3.2 lr |d| while g is
-  still small (the first updates, parameters rarely touched), where a tiny
-  epsilon would turn them into steps of about 10 lr whatever the gradient
-  (g = 0.01 d^2 after one update)."""
+  §7, Eq. S3); the paper gives no value. 1e-5 (OpenAI's and
+  Stable-Baselines3's A2C) normalises each parameter's step to about lr
+  whatever the task's rewards make of the gradient. `--preset=paper`'s
+  0.1, larger than almost every parameter's mean square g, makes RMSProp
+  gradient descent at about 3.2 lr, whose steps scale with the gradient
+  (docs/a3c.md); it caps the first steps, while g is still small, at
+  3.2 lr |d| where a tiny epsilon allows about 10 lr."""
   max_gradient_norm: float = 40.0
   """Each worker's gradient is clipped to this global norm before it is sent.
   The paper tuned "the amount of gradient norm clipping" (§5.1) without
@@ -49,6 +60,18 @@ class A3CConfig(AgentConfig):
   mlp_hidden_sizes: str = '200'
   """Torso for vector observations, comma-separated: A3C Supp. §9's one
   hidden layer of 200 ReLU units."""
+  mlp_activation: str = 'tanh'
+  """The MLP torsos' activation (vector observations), `relu` or `tanh`:
+  tanh, which Andrychowicz et al. 2021 (What Matters in On-Policy RL, §3.3)
+  found better for on-policy agents' separate policy and value MLPs;
+  `--preset=paper`: Supp. §9's rectifiers. The suites' own torsos (Atari's,
+  MinAtar's) keep their ReLUs."""
+  policy_init_scale: float = 0.01
+  """The policy's output layer (logits, or a Gaussian's mean) starts with
+  weights this times the default initial ones (a truncated normal of
+  deviation 1 / sqrt(fan-in)): 0.01 starts near the uniform policy (a
+  Gaussian's mean near the middle) whatever the torso gives, as
+  Andrychowicz et al. 2021 (§3.2) recommend; `--preset=paper`: 1."""
   normalize_rewards: bool = False
   """Each worker divides its rewards by the running standard deviation of
   its discounted return (agents/a3c/reward_scale.py), so that returns are
@@ -61,14 +84,15 @@ class A3CConfig(AgentConfig):
   every task, as on the paper's Atari, against which its entropy weight
   was chosen; the value's errors are left as they are. Not in the paper
   (PPO normalises its advantages per batch)."""
-  popart: bool = False
+  popart: bool = True
   """The value learns the return in units of the returns' running mean and
   deviation, its last layer rescaled whenever they move so that its values
   do not (Pop-Art, van Hasselt et al. 2016; agents/a3c/popart.py); the
   value's errors and the policy's advantages are in those units, as in
   PopArt-IMPALA (Hessel et al. 2019). The statistics are the parameter
   server's, shared by every worker and checkpointed with the parameters.
-  Not in the paper."""
+  Not in the paper (`--preset=paper`: off): with it the value's errors,
+  the advantages and so the steps are on one scale whatever a task pays."""
   popart_step_size: float = 3e-4
   """beta, the step size of Pop-Art's moving averages of the returns and
   their squares, per return (Hessel et al. 2019's 3e-4)."""
@@ -92,19 +116,21 @@ class A3CConfig(AgentConfig):
   sample's advantage says nothing of the mean, and the variance shrinks
   while the log-probability's gradient, (a - mu) / sigma^2, grows. Not in
   the paper."""
-  state_independent_variance: bool = False
+  state_independent_variance: bool = True
   """Continuous actions: True, the Gaussian's variance is one learned
   parameter of the policy, the same in every state, starting at a standard
   deviation of half the action range (as PPO's and TRPO's Gaussian
   policies); False: a SoftPlus of a linear layer of the policy's torso (A3C
   Supp. §9), which can collapse towards 0 in the states the policy sees,
   where the log-probability's gradient grows as 1/sigma^2. Not in the
-  paper."""
-  shared_torso: bool = True
-  """Discrete actions: the policy and the value share the torso (A3C Supp.
-  §8, "all non-output layers shared"). False: the value has a torso of its
-  own, the same shape, and shares nothing with the policy, as Supp. §9's
-  continuous-control networks (which always share nothing)."""
+  paper (`--preset=paper`: False)."""
+  shared_torso: bool = False
+  """Discrete actions: True, the policy and the value share the torso (A3C
+  Supp. §8, "all non-output layers shared"; `--preset=paper`). False: the
+  value has a torso of its own, the same shape, and shares nothing with the
+  policy, as Supp. §9's continuous-control networks (which always share
+  nothing), so that the value's gradient, the larger of the two in every
+  run measured (docs/a3c.md), does not move the policy's features."""
   log_gradient_parts: bool = False
   """Also log the global norm of each part of a worker's gradient on its
   own: the policy term's (`policy_gradient_norm`), the value term's with
@@ -117,7 +143,7 @@ class A3CConfig(AgentConfig):
   action instead."""
 
   # Fields that a run's checkpoints depend on (network shapes).
-  CHECKPOINT_FIELDS = ('mlp_hidden_sizes', 'shared_torso',
+  CHECKPOINT_FIELDS = ('mlp_hidden_sizes', 'mlp_activation', 'shared_torso',
                        'state_independent_variance', 'popart')
 
   def entropy_weight(self, continuous: bool) -> float:
@@ -141,6 +167,10 @@ class A3CConfig(AgentConfig):
                self.entropy_cost, '>= 0 (or unset for the paper\'s)')
     check_layer_sizes('mlp_hidden_sizes', self.mlp_hidden_sizes,
                       '200 or 64,64')
+    check_flag('mlp_activation', self.mlp_activation in MLP_ACTIVATIONS,
+               self.mlp_activation, f'one of {", ".join(MLP_ACTIVATIONS)}')
+    check_flag('policy_init_scale', self.policy_init_scale > 0,
+               self.policy_init_scale, '> 0')
 
   def check_program(self, shape):
     """Refuses programs A3C cannot run in."""

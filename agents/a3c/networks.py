@@ -60,6 +60,27 @@ class PolicyValue(NamedTuple):
   value_scale: tf.Tensor
 
 
+class ScaledInitializer(snt.initializers.Initializer):
+  """Sonnet's default for a linear layer's weights (a truncated normal of
+  standard deviation 1 / sqrt(fan-in)), times `scale`."""
+
+  def __init__(self, scale: float):
+    self._scale = scale
+
+  def __call__(self, shape, dtype):
+    default = snt.initializers.TruncatedNormal(stddev=1.0 / math.sqrt(
+        shape[0]))
+    return self._scale * default(shape, dtype)
+
+
+def policy_layer(size: int, init_scale: float, name: str) -> snt.Module:
+  """The policy's output layer (logits, or a Gaussian's mean): linear, its
+  initial weights `init_scale` times the default's (1: A3C's)."""
+  if init_scale == 1.0:
+    return snt.Linear(size, name=name)
+  return snt.Linear(size, w_init=ScaledInitializer(init_scale), name=name)
+
+
 def value_head(popart: bool) -> snt.Module:
   """A3C's value layer: linear, or with `popart` Pop-Art's
   (agents/a3c/popart.py)."""
@@ -88,11 +109,13 @@ class DiscretePolicyValueNetwork(snt.Module):
 
   def __init__(self, torso: snt.Module, num_actions: int,
                value_torso: Optional[snt.Module] = None,
-               popart: bool = False, name: str = 'policy_value_network'):
+               popart: bool = False, policy_init_scale: float = 1.0,
+               name: str = 'policy_value_network'):
     super().__init__(name=name)
     self._torso = torso
     self._value_torso = value_torso
-    self._logits = snt.Linear(num_actions, name='policy_logits')
+    self._logits = policy_layer(num_actions, policy_init_scale,
+                                'policy_logits')
     self._value = value_head(popart)
 
   def __call__(self, observation: tf.Tensor) -> PolicyValue:
@@ -113,22 +136,26 @@ class GaussianPolicyValueNetwork(snt.Module):
   def __init__(self, hidden_sizes: Sequence[int], action_dims: int,
                bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None,
                initial_stddev: Optional[float] = None,
-               popart: bool = False,
+               popart: bool = False, policy_init_scale: float = 1.0,
+               mlp_activation: str = 'relu',
                name: str = 'gaussian_policy_value_network'):
     """`bounds`, (minimum, maximum) of the actions: the mean is mapped onto
     them by tanh (`--bounded_mean`); None: the mean is linear, as Supp.
     §9's. `initial_stddev`: the standard deviation is one learned parameter
     of the policy, the same in every state, starting there
     (`--state_independent_variance`); None: a SoftPlus of a linear layer,
-    as Supp. §9's. `popart`: the value is Pop-Art's (agents/a3c/popart.py)."""
+    as Supp. §9's. `popart`: the value is Pop-Art's (agents/a3c/popart.py).
+    `policy_init_scale` scales the mean layer's initial weights;
+    `mlp_activation` is both torsos'."""
     super().__init__(name=name)
     self._bounds = None
     if bounds is not None:
       low, high = (tf.constant(np.asarray(bound, np.float32))
                    for bound in bounds)
       self._bounds = ((high + low) / 2.0, (high - low) / 2.0)
-    self._policy_torso = MLPTorso(hidden_sizes, name='policy_torso')
-    self._mean = snt.Linear(action_dims, name='mean')
+    self._policy_torso = MLPTorso(hidden_sizes, name='policy_torso',
+                                  activation=mlp_activation)
+    self._mean = policy_layer(action_dims, policy_init_scale, 'mean')
     if initial_stddev is None:
       self._variance = snt.Linear(1, name='variance')
       self._log_stddev = None
@@ -136,7 +163,8 @@ class GaussianPolicyValueNetwork(snt.Module):
       self._variance = None
       self._log_stddev = tf.Variable(
           math.log(initial_stddev), dtype=tf.float32, name='log_stddev')
-    self._value_torso = MLPTorso(hidden_sizes, name='value_torso')
+    self._value_torso = MLPTorso(hidden_sizes, name='value_torso',
+                                 activation=mlp_activation)
     self._value = value_head(popart)
 
   def __call__(self, observation: tf.Tensor) -> PolicyValue:
@@ -192,7 +220,9 @@ def make_network(suite, action_spec, hidden_sizes: Sequence[int],
                  observation_bounds=None,
                  bounded_mean: bool = False,
                  state_independent_variance: bool = False,
-                 popart: bool = False) -> snt.Module:
+                 popart: bool = False,
+                 mlp_activation: str = 'relu',
+                 policy_init_scale: float = 1.0) -> snt.Module:
   """A3C's network for the observations of `suite` (an
   `agents.envs.suites.Suite`: its torso of kind 'dense', ending in a layer
   of its own, as A3C's heads are one linear layer each) and an action spec
@@ -201,20 +231,25 @@ def make_network(suite, action_spec, hidden_sizes: Sequence[int],
   Gaussian's mean is kept inside the action bounds;
   `state_independent_variance`: its variance is one learned parameter,
   starting at a standard deviation of half the action range (the widest
-  dimension's); `popart`: the value is Pop-Art's (agents/a3c/popart.py)."""
+  dimension's); `popart`: the value is Pop-Art's (agents/a3c/popart.py);
+  `mlp_activation`: the MLP torsos' (vector observations); the policy's
+  output layer starts at `policy_init_scale` times the default weights."""
+  options = dict(bounded_mean=bounded_mean,
+                 state_independent_variance=state_independent_variance,
+                 popart=popart, mlp_activation=mlp_activation,
+                 policy_init_scale=policy_init_scale)
   if observation_bounds is not None:
     return ScaledObservations(
         BoundsScale(*observation_bounds),
         make_network(suite, action_spec, hidden_sizes, shared_torso,
-                     bounded_mean=bounded_mean,
-                     state_independent_variance=state_independent_variance,
-                     popart=popart))
+                     **options))
   if np.issubdtype(action_spec.dtype, np.integer):
     def torso():
-      return make_torso(suite, 'dense', hidden_sizes)
+      return make_torso(suite, 'dense', hidden_sizes, mlp_activation)
     return DiscretePolicyValueNetwork(
         torso(), int(action_spec.num_values),
-        value_torso=None if shared_torso else torso(), popart=popart)
+        value_torso=None if shared_torso else torso(), popart=popart,
+        policy_init_scale=policy_init_scale)
   bounds = ((action_spec.minimum, action_spec.maximum) if bounded_mean
             else None)
   initial_stddev = None
@@ -223,8 +258,9 @@ def make_network(suite, action_spec, hidden_sizes: Sequence[int],
                    np.asarray(action_spec.minimum, np.float64)) / 2.0
     initial_stddev = float(np.max(np.broadcast_to(half_ranges,
                                                   action_spec.shape)))
-  return GaussianPolicyValueNetwork(hidden_sizes, int(action_spec.shape[-1]),
-                                    bounds, initial_stddev, popart)
+  return GaussianPolicyValueNetwork(
+      hidden_sizes, int(action_spec.shape[-1]), bounds, initial_stddev,
+      popart, policy_init_scale, mlp_activation)
 
 
 def make_networks(environment, config) -> snt.Module:
@@ -237,7 +273,8 @@ def make_networks(environment, config) -> snt.Module:
   return make_network(environment.suite, environment.spec.actions,
                       config.hidden_sizes, config.shared_torso, bounds,
                       config.bounded_mean, config.state_independent_variance,
-                      config.popart)
+                      config.popart, config.mlp_activation,
+                      config.policy_init_scale)
 
 
 class ModePolicy(snt.Module):
