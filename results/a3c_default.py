@@ -50,8 +50,8 @@ FINAL = dpg_control.FINAL  # 30 episodes of the final policy (evaluate.py).
 # steps), Acrobot-v1 and Pendulum-v1 0 (no reward above 0), dm_control
 # 1,000 (1,000 steps of rewards in [0, 1]). MinAtar's games pay without a
 # bound; their scale is Young & Tian's AC(λ) at 5M frames (about 17.7 on
-# Breakout, 185 on Space Invaders; results/run.py's
-# MINATAR_AC_LAMBDA_CURVES).
+# Breakout, 185 on Space Invaders; results/a3c_minatar.py's
+# AC_LAMBDA).
 CEILINGS = {'cartpole': 500.0, 'acrobot': 0.0, 'pendulum': 0.0,
             'cartpole_balance': 1000.0, 'breakout': 17.7,
             'space_invaders': 185.1}
@@ -85,6 +85,7 @@ def run_record(workdir: str, seed: int, floor: float,
   record = dpg_control.run_record(workdir, seed)
   verdict = a3c_diagnosis.keeps(record['rounds'], floor, ceiling)
   record.update(kept=verdict['kept'], learned=verdict['learned'],
+                training_episodes=a3c_diagnosis.last_worker_episodes(workdir),
                 **end_of_run(workdir))
   return record
 

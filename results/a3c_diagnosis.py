@@ -142,6 +142,29 @@ def worker_returns(workdir: str) -> List[Dict[str, float]]:
           for start, values in sorted(by_window.items())]
 
 
+def last_worker_episodes(workdir: str,
+                         count: int = 100) -> Optional[Dict[str, float]]:
+  """The workers' last `count` logged episodes (their sampled policies;
+  each worker logs its latest episode's return at each of its log rows),
+  by wall-clock over every worker: their mean return, how many, and the
+  actor steps at the first of them; None where the run's worker logs are
+  not banked."""
+  episodes = []
+  for label in WORKER_LOGS:
+    log = curves_lib.read_log(workdir, label)
+    for time, step, value in zip(log.get('walltime', ()),
+                                 log.get('actor_steps', ()),
+                                 log.get('episode_return', ())):
+      if np.isfinite(value):
+        episodes.append((float(time), float(step), float(value)))
+  if not episodes:
+    return None
+  last = sorted(episodes)[-count:]
+  return {'mean_return': float(np.mean([value for _, _, value in last])),
+          'episodes': len(last),
+          'from_steps': min(step for _, step, _ in last)}
+
+
 def windows(workdir: str) -> List[Dict[str, Optional[float]]]:
   """The learner log's rows in windows of `WINDOW_STEPS` actor steps: each
   column's median over the window's rows (None where it has none)."""

@@ -16,6 +16,7 @@ from typing import List
 
 from results import a3c_default
 from results import a3c_diagnosis
+from results import a3c_minatar
 from results import chaos
 from results import dpg_control
 from results import dpg_dmc500k
@@ -58,6 +59,8 @@ def render(name: str) -> str:
     return a3c_diagnosis.render(data)
   if name == a3c_default.ANALYSIS:
     return a3c_default.render(data)
+  if name == a3c_minatar.ANALYSIS:
+    return a3c_minatar.render(data)
   if name == pong_45min.NAME:
     with open(page_path(name)) as f:
       return pong_45min.with_current_opening(f.read(), data)

@@ -72,3 +72,23 @@ def test_worker_returns_are_each_windows_episodes_across_workers(tmp_path):
       {'from_steps': 10_000, 'mean_return': 40.0, 'episodes': 2},
       {'from_steps': 20_000, 'mean_return': 7.0, 'episodes': 1}]
   assert a3c_diagnosis.worker_returns(str(tmp_path / 'unbanked')) == []
+
+
+def test_the_last_worker_episodes_are_the_latest_by_clock_over_workers(
+    tmp_path):
+  workdir = tmp_path / 'run'
+  # (wall-clock, actor steps, return): worker 0 logs at 1, 3, 5 s and
+  # worker 1 at 2 and 4 s, each with the count of steps it saw then.
+  episodes = {'actor': [(1.0, 100, 10.0), (3.0, 300, 30.0), (5.0, 500, 50.0)],
+              'actor_1': [(2.0, 210, 20.0), (4.0, 420, 40.0)]}
+  for label, rows in episodes.items():
+    (workdir / 'logs' / label).mkdir(parents=True)
+    with open(workdir / 'logs' / label / 'logs.csv', 'w', newline='') as f:
+      writer = csv.writer(f)
+      writer.writerow(['walltime', 'actor_steps', 'episode_return'])
+      writer.writerows(rows)
+  # The last three by the clock: 30 (3 s), 40 (4 s), 50 (5 s).
+  assert a3c_diagnosis.last_worker_episodes(str(workdir), count=3) == {
+      'mean_return': 40.0, 'episodes': 3, 'from_steps': 300.0}
+  assert a3c_diagnosis.last_worker_episodes(str(workdir))['episodes'] == 5
+  assert a3c_diagnosis.last_worker_episodes(str(tmp_path / 'none')) is None
