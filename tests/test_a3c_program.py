@@ -27,7 +27,7 @@ from agents.a3c.presets import PRESETS
 SMALL_RUN = ['--preset=cartpole_smoke']
 NUM_WORKERS = PRESETS['cartpole_smoke'].values['num_actors']
 SMALL_SIZES = PRESETS['cartpole_smoke'].values['mlp_hidden_sizes']
-T_MAX = 5
+T_MAX = A3CConfig().t_max  # The smoke preset keeps the default.
 
 
 def _server_checkpoint(workdir):
@@ -45,9 +45,10 @@ def _server_checkpoint(workdir):
 
 
 # Both whole programs are the second tier's: the quick tier's one local_mp
-# run is Ape-X DQN's (test_program.py). The processes' run also has Pop-Art
-# (its returns travel with each worker's call, its statistics come back with
-# the parameters and are checkpointed); the threads' run the paper's value.
+# run is Ape-X DQN's (test_program.py). The processes' run has Pop-Art (the
+# default: its returns travel with each worker's call, its statistics come
+# back with the parameters and are checkpointed); the threads' run the
+# paper's value (--nopopart).
 @pytest.mark.slow
 @pytest.mark.parametrize('launch_type, popart', [('local_mp', True),
                                                  ('local_mt', False)])
@@ -56,7 +57,7 @@ def test_a3c_runs_to_its_step_limit_and_checkpoints_what_it_did(
   limit = 3000
   result = helpers.run_program('a3c', f'--workdir={tmp_path}', *SMALL_RUN,
                                f'--max_actor_steps={limit}',
-                               *(['--popart'] if popart else []),
+                               '--popart' if popart else '--nopopart',
                                launch_type=launch_type)
   assert result.returncode == 0, result.stdout[-5000:]
   helpers.check_stopped_in_order(result.stdout, tmp_path)
