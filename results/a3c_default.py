@@ -94,16 +94,16 @@ def configuration(workdirs: List[str]) -> Dict[str, Any]:
   """The algorithm's flags (those `--preset=paper` sets) that the runs in
   `workdirs` launched with, from their run.json; ValueError if two runs
   differ in one."""
-  values = {}
+  values = None
   for workdir in workdirs:
     flags = run_manifest.read_manifest(workdir).get('flags', {})
     ran = {name: flags[name] for name in presets.PAPER if name in flags}
-    if values and ran != values:
+    if values is not None and ran != values:
       raise ValueError(f'{workdir} ran other flags than the runs before it: '
                        f'{sorted(set(ran.items()) ^ set(values.items()))}; '
                        'the page is of one configuration.')
     values = ran
-  return values
+  return values or {}
 
 
 def departures(values: Dict[str, Any]) -> str:
@@ -121,14 +121,14 @@ def collect(seeds: List[int]) -> Dict[str, Any]:
   where not yet), and returns that JSON's content."""
   records, floors = {}, {}
   kept = dpg_control.kept_floors(ANALYSIS)
-  workdir_lists = []
+  finished = []
   for task in TASKS:
     workdirs = {seed: run.finished_directory(ANALYSIS, task, seed)
                 for seed in seeds}
     workdirs = {seed: path for seed, path in workdirs.items() if path}
     if not workdirs:
       continue
-    workdir_lists.append(list(workdirs.values()))
+    finished += workdirs.values()
     floors[task] = dpg_control.random_floor(task, kept.get(task, {}), ENVS)
     records[task] = [run_record(path, seed, floors[task]['mean'],
                                 CEILINGS[task])
@@ -138,8 +138,7 @@ def collect(seeds: List[int]) -> Dict[str, Any]:
   dpg_control.plot_tasks(records, floors, ENVS,
                          os.path.join(RESULTS, f'{ANALYSIS}.png'))
   data = {
-      'configuration': configuration(
-          [row_path for paths in workdir_lists for row_path in paths]),
+      'configuration': configuration(finished),
       'steps': {task: run.step_budget(ANALYSIS, task) for task in records},
       'seeds': seeds, 'final_episodes': FINAL.episodes,
       'envs': {task: ENVS[task] for task in records},

@@ -24,7 +24,7 @@ changed before it.
 
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import app
 from absl import flags
@@ -124,19 +124,31 @@ def evaluation_rounds(workdir: str) -> List[Dict[str, float]]:
           for indices in loggers.split_rounds(started, per_round)]
 
 
+def _worker_episodes(workdir: str) -> List[Tuple[float, float, float]]:
+  """(wall-clock, actor steps, return) of each episode the workers logged
+  with a finite return, worker after worker (the wall-clock NaN where a log
+  has none); empty where the run's worker logs are not banked."""
+  episodes = []
+  for label in WORKER_LOGS:
+    log = curves_lib.read_log(workdir, label)
+    steps = log.get('actor_steps', ())
+    times = log.get('walltime', np.full(len(steps), np.nan))
+    episodes += [(float(time), float(step), float(value))
+                 for time, step, value in zip(times, steps,
+                                              log.get('episode_return', ()))
+                 if np.isfinite(value)]
+  return episodes
+
+
 def worker_returns(workdir: str) -> List[Dict[str, float]]:
   """The workers' own episodes (their sampled policies), in windows of
   `WINDOW_STEPS` actor steps: the mean return of the episodes that ended
   in each, and how many; empty where the run's worker logs are not
   banked."""
   by_window: Dict[int, List[float]] = {}
-  for label in WORKER_LOGS:
-    log = curves_lib.read_log(workdir, label)
-    for step, value in zip(log.get('actor_steps', ()),
-                           log.get('episode_return', ())):
-      if np.isfinite(value):
-        start = int(step // WINDOW_STEPS) * WINDOW_STEPS
-        by_window.setdefault(start, []).append(float(value))
+  for _, step, value in _worker_episodes(workdir):
+    start = int(step // WINDOW_STEPS) * WINDOW_STEPS
+    by_window.setdefault(start, []).append(value)
   return [{'from_steps': start, 'mean_return': float(np.mean(values)),
            'episodes': len(values)}
           for start, values in sorted(by_window.items())]
@@ -149,17 +161,10 @@ def last_worker_episodes(workdir: str,
   by wall-clock over every worker: their mean return, how many, and the
   actor steps at the first of them; None where the run's worker logs are
   not banked."""
-  episodes = []
-  for label in WORKER_LOGS:
-    log = curves_lib.read_log(workdir, label)
-    for time, step, value in zip(log.get('walltime', ()),
-                                 log.get('actor_steps', ()),
-                                 log.get('episode_return', ())):
-      if np.isfinite(value):
-        episodes.append((float(time), float(step), float(value)))
-  if not episodes:
+  last = sorted(episode for episode in _worker_episodes(workdir)
+                if np.isfinite(episode[0]))[-count:]
+  if not last:
     return None
-  last = sorted(episodes)[-count:]
   return {'mean_return': float(np.mean([value for _, _, value in last])),
           'episodes': len(last),
           'from_steps': min(step for _, step, _ in last)}
