@@ -266,6 +266,13 @@ def test_a_state_independent_variance_is_one_parameter_from_half_the_range():
   means = policy.mean.numpy()[:, 0].astype(np.float64)
   expected = np.sum(means**2 / 0.25 - 1.0)
   assert gradient == pytest.approx(expected, rel=1e-4)
+  # `--initial_stddev_scale`: a fraction of the half range, 2 * 0.3.
+  config = paper_config(t_max=T_MAX, mlp_hidden_sizes='6',
+                        state_independent_variance=True,
+                        initial_stddev_scale=0.3)
+  network = A3CBuilder(config, environments.resolve_any(ENV)).make_network()
+  np.testing.assert_allclose(network(observations).policy.variance.numpy(),
+                             np.full(12, 0.36), rtol=1e-5)
 
 
 def test_a_pendulum_worker_acts_in_bounds_and_sends_the_numpy_gradient():

@@ -157,6 +157,7 @@ def test_ctrl_c_then_relaunch_resumes_parameters_and_T(tmp_path, launch):
     ('--mlp_hidden_sizes=a', '--mlp_hidden_sizes'),
     ('--mlp_activation=elu', '--mlp_activation=elu'),
     ('--policy_init_scale=0', '--policy_init_scale=0'),
+    ('--initial_stddev_scale=-1', '--initial_stddev_scale=-1'),
     ('--env=nowhere:Pong', 'control:<domain>:<task>'),
 ])
 def test_bad_flags_are_refused_before_launch(tmp_path, flag, message):

@@ -222,7 +222,8 @@ def make_network(suite, action_spec, hidden_sizes: Sequence[int],
                  state_independent_variance: bool = False,
                  popart: bool = False,
                  mlp_activation: str = 'relu',
-                 policy_init_scale: float = 1.0) -> snt.Module:
+                 policy_init_scale: float = 1.0,
+                 initial_stddev_scale: float = 1.0) -> snt.Module:
   """A3C's network for the observations of `suite` (an
   `agents.envs.suites.Suite`: its torso of kind 'dense', ending in a layer
   of its own, as A3C's heads are one linear layer each) and an action spec
@@ -230,14 +231,15 @@ def make_network(suite, action_spec, hidden_sizes: Sequence[int],
   observations are scaled by them first (`BoundsScale`); `bounded_mean`: a
   Gaussian's mean is kept inside the action bounds;
   `state_independent_variance`: its variance is one learned parameter,
-  starting at a standard deviation of half the action range (the widest
-  dimension's); `popart`: the value is Pop-Art's (agents/a3c/popart.py);
+  starting at a standard deviation of `initial_stddev_scale` times half the
+  action range (the widest dimension's); `popart`: the value is Pop-Art's (agents/a3c/popart.py);
   `mlp_activation`: the MLP torsos' (vector observations); the policy's
   output layer starts at `policy_init_scale` times the default weights."""
   options = dict(bounded_mean=bounded_mean,
                  state_independent_variance=state_independent_variance,
                  popart=popart, mlp_activation=mlp_activation,
-                 policy_init_scale=policy_init_scale)
+                 policy_init_scale=policy_init_scale,
+                 initial_stddev_scale=initial_stddev_scale)
   if observation_bounds is not None:
     return ScaledObservations(
         BoundsScale(*observation_bounds),
@@ -256,8 +258,8 @@ def make_network(suite, action_spec, hidden_sizes: Sequence[int],
   if state_independent_variance:
     half_ranges = (np.asarray(action_spec.maximum, np.float64) -
                    np.asarray(action_spec.minimum, np.float64)) / 2.0
-    initial_stddev = float(np.max(np.broadcast_to(half_ranges,
-                                                  action_spec.shape)))
+    initial_stddev = initial_stddev_scale * float(
+        np.max(np.broadcast_to(half_ranges, action_spec.shape)))
   return GaussianPolicyValueNetwork(
       hidden_sizes, int(action_spec.shape[-1]), bounds, initial_stddev,
       popart, policy_init_scale, mlp_activation)
@@ -274,7 +276,8 @@ def make_networks(environment, config) -> snt.Module:
                       config.hidden_sizes, config.shared_torso, bounds,
                       config.bounded_mean, config.state_independent_variance,
                       config.popart, config.mlp_activation,
-                      config.policy_init_scale)
+                      config.policy_init_scale,
+                      config.initial_stddev_scale)
 
 
 class ModePolicy(snt.Module):

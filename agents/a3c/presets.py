@@ -22,7 +22,7 @@ PAPER = {
     'normalize_advantages': False, 'popart': False, 'popart_step_size': 3e-4,
     'center_advantages': False, 'scale_observations': False,
     'bounded_mean': False, 'state_independent_variance': False,
-    'shared_torso': True,
+    'initial_stddev_scale': 1.0, 'shared_torso': True,
 }
 
 # A3C on gym:CartPole-v1 (tests/test_a3c_program.py's learning check). What
