@@ -81,10 +81,15 @@ def end_of_run(workdir: str) -> Dict[str, Any]:
 def run_record(workdir: str, seed: int, floor: float,
                ceiling: float) -> Dict[str, Any]:
   """What the page shows of one finished run: `dpg_control.run_record`'s
-  figures, whether it learned and kept it, and its end."""
+  figures, whether it learned and kept it, whether its final policy's
+  mean (`FINAL`'s episodes) is within the same margin of the best round,
+  and its end."""
   record = dpg_control.run_record(workdir, seed)
   verdict = a3c_diagnosis.keeps(record['rounds'], floor, ceiling)
+  final_kept = (record['final_mean'] >=
+                verdict['best']['mean_return'] - verdict['tolerance'])
   record.update(kept=verdict['kept'], learned=verdict['learned'],
+                final_policy_kept=final_kept,
                 training_episodes=a3c_diagnosis.last_worker_episodes(workdir),
                 **end_of_run(workdir))
   return record
@@ -160,11 +165,15 @@ def verdict_text(records: Dict[str, List[Dict[str, Any]]]) -> str:
     whole = whole and len(kept) == len(rows)
     lost = ', '.join(f'seed {row["seed"]}' for row in learned
                      if not row['kept'])
+    steadier = ', '.join(f'seed {row["seed"]}' for row in learned
+                         if not row['kept'] and row.get('final_policy_kept'))
     never = ', '.join(f'seed {row["seed"]}' for row in rows
                       if not row['learned'])
     parts.append(
         f'{task}: kept on {len(kept)} of {len(rows)} seeds'
         + (f'; learned and lost on {lost}' if lost else '')
+        + (f' (by its last round; the final policy of {steadier} is within '
+           'the margin of its best round)' if steadier else '')
         + (f'; never learned on {never}' if never else ''))
   head = ('Every run learned its task and kept it.' if whole else
           'Not every run learned its task and kept it.')
@@ -216,7 +225,13 @@ def render(data: Dict[str, Any]) -> str:
       'episodes) is at most 10% of (its best round - the floor) below its '
       'best round; the floor is the random policy\'s mean on the task. A '
       'run whose best round stays within 10% of the task\'s range (its '
-      'highest return - the floor) of the floor never learned it.', '',
+      'highest return - the floor) of the floor never learned it. A round '
+      'is 10 episodes: where one episode\'s return varies widely (MinAtar\'s '
+      'games), so does a round\'s mean, by about the episodes\' deviation / '
+      '√10, and the best round is the highest of a run\'s many; the final '
+      f'policy\'s {data["final_episodes"]} episodes are the steadier '
+      'reading, and the verdict says where they are within the margin of '
+      'the best round while the last round is not.', '',
       '## Final policies', '',
       *spread.seed_table(
           'task', f'final policy, {data["final_episodes"]} episodes', values,

@@ -195,7 +195,7 @@ def keeps(rounds: List[Dict[str, float]], floor: float,
   """Issue 56's rule, measured from the task's floor: the final round is
   kept if it is at most 10% of (best - floor) below the best round, or
   10% of the task's range where the best is within 10% of the range of
-  the floor."""
+  the floor; `tolerance` is that margin."""
   best = max(rounds, key=lambda row: row['mean_return'])
   final = rounds[-1]
   above = best['mean_return'] - floor
@@ -203,7 +203,7 @@ def keeps(rounds: List[Dict[str, float]], floor: float,
   tolerance = 0.1 * above if above >= 0.1 * span else 0.1 * span
   return {'best': best, 'final': final,
           'kept': final['mean_return'] >= best['mean_return'] - tolerance,
-          'learned': above >= 0.1 * span}
+          'learned': above >= 0.1 * span, 'tolerance': tolerance}
 
 
 # Each task's return range (floor, ceiling): CartPole-v1 0 to 500,
