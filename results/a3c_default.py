@@ -33,6 +33,8 @@ from absl import app
 import numpy as np
 
 from agents.a3c import presets
+from agents.a3c.config import A3CConfig
+from agents.envs import environments
 from launch.runs import run_manifest
 from results import a3c_diagnosis
 from results import dpg_control
@@ -95,20 +97,41 @@ def run_record(workdir: str, seed: int, floor: float,
   return record
 
 
+def action_kind(env: str) -> str:
+  """'discrete' or 'continuous': the actions of `env`."""
+  if env not in _KINDS:
+    actions = environments.resolve_any(env).spec.actions
+    _KINDS[env] = ('discrete' if np.issubdtype(actions.dtype, np.integer)
+                   else 'continuous')
+  return _KINDS[env]
+
+
+_KINDS = {}
+
+
 def configuration(workdirs: List[str]) -> Dict[str, Any]:
   """The algorithm's flags (those `--preset=paper` sets) that the runs in
-  `workdirs` launched with, from their run.json; ValueError if two runs
-  differ in one."""
-  values = None
+  `workdirs` launched with, from their run.json, each compared only among
+  the runs it acts on (a flag of continuous actions only among the
+  continuous tasks' runs); ValueError if two such runs differ in one. A
+  flag that acts on none of the runs is left out."""
+  ignored = {'discrete': A3CConfig.CONTINUOUS_FIELDS,
+             'continuous': A3CConfig.DISCRETE_FIELDS}
+  values, first = {}, {}
   for workdir in workdirs:
-    flags = run_manifest.read_manifest(workdir).get('flags', {})
-    ran = {name: flags[name] for name in presets.PAPER if name in flags}
-    if values is not None and ran != values:
-      raise ValueError(f'{workdir} ran other flags than the runs before it: '
-                       f'{sorted(set(ran.items()) ^ set(values.items()))}; '
-                       'the page is of one configuration.')
-    values = ran
-  return values or {}
+    manifest = run_manifest.read_manifest(workdir)
+    flags = manifest.get('flags', {})
+    names = [name for name in presets.PAPER
+             if name not in ignored[action_kind(manifest['env'])]]
+    for name in names:
+      value = flags.get(name, '<not recorded>')
+      if name in values and values[name] != value:
+        raise ValueError(
+            f'{workdir} ran --{name}={value}, where {first[name]} ran '
+            f'--{name}={values[name]}; the page is of one configuration.')
+      values.setdefault(name, value)
+      first.setdefault(name, workdir)
+  return {name: values[name] for name in presets.PAPER if name in values}
 
 
 def departures(values: Dict[str, Any]) -> str:

@@ -170,7 +170,11 @@ def test_the_final_policies_beside_the_floor(page):
 
 def test_the_page_names_where_the_runs_depart_from_the_paper(page):
   data, text = page
-  assert data['configuration'] == RAN
+  # The runs are CartPole's and Acrobot's: a Gaussian's flags act on none.
+  gaussian = ('bounded_mean', 'state_independent_variance',
+              'initial_stddev_scale')
+  assert data['configuration'] == {name: value for name, value in RAN.items()
+                                   if name not in gaussian}
   assert ('where they depart from the paper\'s algorithm (`--preset=paper`): '
           '`--t_max=20` (paper: 5), `--popart=True` (paper: False). ') in text
 
@@ -185,10 +189,47 @@ def test_runs_of_two_configurations_make_no_page(tmp_path):
   manifest['flags']['learning_rate'] = 1e-4
   with open(os.path.join(other, 'run.json'), 'w') as f:
     json.dump(manifest, f)
-  with pytest.raises(ValueError, match='seed1 ran other flags'):
+  with pytest.raises(ValueError, match='seed1 ran --learning_rate=0.0001, '
+                     'where .*seed0 ran --learning_rate=0.0007'):
     a3c_default.configuration(
         [os.path.join(runs, 'a3c_default', 'cartpole', f'seed{seed}')
          for seed in (0, 1)])
+
+
+def _relaunched(workdir, env, **flags_):
+  with open(os.path.join(workdir, 'run.json')) as f:
+    manifest = json.load(f)
+  manifest['env'] = env
+  manifest['flags'].update(flags_)
+  with open(os.path.join(workdir, 'run.json'), 'w') as f:
+    json.dump(manifest, f)
+
+
+def test_a_flag_is_compared_only_among_the_runs_it_acts_on(tmp_path):
+  runs = str(tmp_path / 'runs')
+  workdirs = [os.path.join(runs, 'a3c_default', 'cartpole', f'seed{seed}')
+              for seed in (0, 1, 2)]
+  for seed in (0, 1, 2):
+    _a3c_run(runs, 'cartpole', seed)
+  # Seed 2 as a Pendulum run: a Gaussian's flags and a torso it has not.
+  _relaunched(workdirs[2], 'gym:Pendulum-v1', bounded_mean=True,
+              initial_stddev_scale=0.25, shared_torso=False)
+  values = a3c_default.configuration(workdirs)
+  assert values['bounded_mean'] is True  # Pendulum's, not CartPole's.
+  assert values['initial_stddev_scale'] == 0.25
+  assert values['shared_torso'] is True  # CartPole's.
+  assert a3c_default.action_kind('gym:Acrobot-v1') == 'discrete'
+  # A flag of discrete actions is still compared between discrete runs.
+  _relaunched(workdirs[1], 'gym:CartPole-v1', shared_torso=False)
+  with pytest.raises(ValueError, match='seed1 ran --shared_torso=False'):
+    a3c_default.configuration(workdirs)
+  # And a continuous run's Gaussian only against other continuous runs'.
+  _relaunched(workdirs[1], 'gym:Pendulum-v1', shared_torso=True,
+              bounded_mean=False)
+  with pytest.raises(ValueError, match='seed2 ran --bounded_mean=True'):
+    a3c_default.configuration(workdirs)
+  # Flags that act on no run are left out.
+  assert 'bounded_mean' not in a3c_default.configuration(workdirs[:1])
 
 
 def test_every_task_runs_the_same_flags_but_its_environment_and_budget(

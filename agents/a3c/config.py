@@ -156,6 +156,11 @@ class A3CConfig(AgentConfig):
   # Fields that a run's checkpoints depend on (network shapes).
   CHECKPOINT_FIELDS = ('mlp_hidden_sizes', 'mlp_activation', 'shared_torso',
                        'state_independent_variance', 'popart')
+  # Fields that act on one kind of action space only: a run of the other
+  # kind is the same whatever they are.
+  CONTINUOUS_FIELDS = ('bounded_mean', 'state_independent_variance',
+                       'initial_stddev_scale')
+  DISCRETE_FIELDS = ('shared_torso',)
 
   def entropy_weight(self, continuous: bool) -> float:
     """beta for this action space (`entropy_cost`, else the paper's)."""
