@@ -27,6 +27,7 @@ from typing import Any, Dict
 from absl import app
 import numpy as np
 
+from agents.a3c.config import A3CConfig
 from results import a3c_default
 from results import run
 from results import spread
@@ -91,7 +92,12 @@ def collect(default: Dict[str, Any]) -> Dict[str, Any]:
                      'first.')
   return {'source': SOURCE, 'readings': AC_LAMBDA,
           'final_episodes': default['final_episodes'],
-          'configuration': default['configuration'], 'games': games}
+          # A Gaussian's flags act on no MinAtar run.
+          'configuration': {
+              name: value
+              for name, value in default['configuration'].items()
+              if name not in A3CConfig.CONTINUOUS_FIELDS},
+          'games': games}
 
 
 def render(data: Dict[str, Any]) -> str:

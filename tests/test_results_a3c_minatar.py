@@ -39,7 +39,7 @@ def _row(seed, final, sampled):
 # An a3c_default page's data: two MinAtar games of 3 seeds beside CartPole,
 # which this page leaves out.
 DEFAULT = {
-    'configuration': {'t_max': 20, 'popart': True},
+    'configuration': {'t_max': 20, 'popart': True, 'bounded_mean': True},
     'final_episodes': 30,
     'steps': {'cartpole': 200_000, 'breakout': 1_000_000,
               'space_invaders': 1_000_000},
@@ -82,7 +82,7 @@ def test_each_game_beside_ac_lambda_at_the_same_frames(page):
   assert 'not the published curves\' protocol' in text
   assert 'CartPole' not in text
   assert ('where they depart from the paper: `--t_max=20` (paper: 5), '
-          '`--popart=True` (paper: False)') in text
+          '`--popart=True` (paper: False)),') in text  # No Gaussian's.
 
 
 def test_the_page_is_made_again_from_its_json(page, monkeypatch):

@@ -19,6 +19,7 @@ import pytest
 from scipy import stats
 
 from results import a3c_diagnosis
+from results import a3c_minatar
 from results import chaos
 from results import pages
 from results import pong_45min
@@ -29,9 +30,10 @@ RESULTS = os.path.join(os.path.dirname(os.path.dirname(
 NAMES = pages.names()
 ANALYSES = [name for name in NAMES
             if name in run.ANALYSES and 'page' not in run.ANALYSES[name]]
-# Pages of runs under faults (results/chaos.py) and of A3C's logged
-# collapses (results/a3c_diagnosis.py), made by their own renderers.
-FAULT_PAGES = {chaos.ANALYSIS, a3c_diagnosis.ANALYSIS}
+# Pages made by their own renderers: runs under faults (results/chaos.py),
+# A3C's logged collapses (results/a3c_diagnosis.py) and A3C beside the
+# MinAtar paper, from a3c_default's data (results/a3c_minatar.py).
+FAULT_PAGES = {chaos.ANALYSIS, a3c_diagnosis.ANALYSIS, a3c_minatar.ANALYSIS}
 LONG_RUNS = [name for name in NAMES
              if name not in run.ANALYSES and name != pong_45min.NAME and
              name not in FAULT_PAGES]
