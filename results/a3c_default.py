@@ -26,6 +26,7 @@ spread). A run whose best round stays within 10% of the task's range
 (`CEILINGS` - floor) of the floor never learned it.
 """
 
+import functools
 import os
 from typing import Any, Dict, List
 
@@ -97,16 +98,13 @@ def run_record(workdir: str, seed: int, floor: float,
   return record
 
 
+@functools.lru_cache(maxsize=None)
 def action_kind(env: str) -> str:
-  """'discrete' or 'continuous': the actions of `env`."""
-  if env not in _KINDS:
-    actions = environments.resolve_any(env).spec.actions
-    _KINDS[env] = ('discrete' if np.issubdtype(actions.dtype, np.integer)
-                   else 'continuous')
-  return _KINDS[env]
-
-
-_KINDS = {}
+  """'discrete' or 'continuous': the actions of `env` (as A3CBuilder's
+  `continuous` reads them), resolved once an environment."""
+  actions = environments.resolve_any(env).spec.actions
+  return ('discrete' if np.issubdtype(actions.dtype, np.integer)
+          else 'continuous')
 
 
 def configuration(workdirs: List[str]) -> Dict[str, Any]:
