@@ -28,7 +28,7 @@ spread). A run whose best round stays within 10% of the task's range
 
 import functools
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from absl import app
 import numpy as np
@@ -81,19 +81,22 @@ def end_of_run(workdir: str) -> Dict[str, Any]:
           'value_over_policy': float(np.median(ratios)) if ratios else None}
 
 
+# What a run record keeps of `a3c_diagnosis.keeps`' verdict.
+VERDICT = ('kept', 'learned', 'final_policy_kept', 'gap_errors', 'flat_gap')
+
+
 def run_record(workdir: str, seed: int, floor: float,
                ceiling: float) -> Dict[str, Any]:
   """What the page shows of one finished run: `dpg_control.run_record`'s
   figures, whether it learned and kept it, whether its final policy's
   mean (`FINAL`'s episodes) is within the same margin of the best round,
-  and its end."""
+  how far its last round is below its best against its rounds' noise, and
+  its end."""
   record = dpg_control.run_record(workdir, seed)
-  verdict = a3c_diagnosis.keeps(record['rounds'], floor, ceiling)
-  final_kept = (record['final_mean'] >=
-                verdict['best']['mean_return'] - verdict['tolerance'])
-  record.update(kept=verdict['kept'], learned=verdict['learned'],
-                final_policy_kept=final_kept,
-                training_episodes=a3c_diagnosis.last_worker_episodes(workdir),
+  verdict = a3c_diagnosis.keeps(record['rounds'], floor, ceiling,
+                                final_mean=record['final_mean'])
+  record.update(training_episodes=a3c_diagnosis.last_worker_episodes(workdir),
+                **{name: verdict[name] for name in VERDICT if name in verdict},
                 **end_of_run(workdir))
   return record
 
@@ -177,28 +180,82 @@ def collect(seeds: List[int]) -> Dict[str, Any]:
   return data
 
 
+def within_noise(row: Dict[str, Any]) -> Optional[bool]:
+  """Whether a lost run's last round is within its rounds' noise of its
+  best (`a3c_diagnosis.keeps`' gap below a flat run's); None where its
+  rounds did not say their spread."""
+  if row.get('gap_errors') is None:
+    return None
+  return row['gap_errors'] < row['flat_gap']
+
+
+def _loss(row: Dict[str, Any]) -> str:
+  """How a run that learned and lost its task lost it, against its rounds'
+  noise (`a3c_diagnosis.keeps`)."""
+  said, clauses = f'seed {row["seed"]}', []
+  if within_noise(row) is not None:
+    said += (' within' if within_noise(row) else ' beyond') + (
+        ' its rounds\' noise')
+    clauses.append(f'last round {row["gap_errors"]:.1f} standard errors '
+                   f'below the best, where a flat run reaches '
+                   f'{row["flat_gap"]:.1f} one time in 20')
+  if row.get('final_policy_kept'):
+    clauses.append('its final policy is within the margin of its best round')
+  return said + (f' ({"; ".join(clauses)})' if clauses else '')
+
+
 def verdict_text(records: Dict[str, List[Dict[str, Any]]]) -> str:
-  """Which runs learned their task and kept it, said task by task."""
+  """Which runs learned their task and kept it, said task by task, and how
+  each that lost it lost it."""
   parts, whole = [], True
   for task, rows in records.items():
     learned = [row for row in rows if row['learned']]
     kept = [row for row in learned if row['kept']]
     whole = whole and len(kept) == len(rows)
-    lost = ', '.join(f'seed {row["seed"]}' for row in learned
-                     if not row['kept'])
-    steadier = ', '.join(f'seed {row["seed"]}' for row in learned
-                         if not row['kept'] and row.get('final_policy_kept'))
+    lost = ', '.join(_loss(row) for row in learned if not row['kept'])
     never = ', '.join(f'seed {row["seed"]}' for row in rows
                       if not row['learned'])
     parts.append(
         f'{task}: kept on {len(kept)} of {len(rows)} seeds'
         + (f'; learned and lost on {lost}' if lost else '')
-        + (f' (by its last round; the final policy of {steadier} is within '
-           'the margin of its best round)' if steadier else '')
         + (f'; never learned on {never}' if never else ''))
   head = ('Every run learned its task and kept it.' if whole else
           'Not every run learned its task and kept it.')
   return f'**{head}** ' + '; '.join(parts) + '.'
+
+
+def summary_text(records: Dict[str, List[Dict[str, Any]]]) -> str:
+  """`verdict_text` in one sentence: how many runs kept what they learned,
+  and which lost it within their rounds' noise, beyond it, or never
+  learned."""
+  rows = [(task, row) for task, task_rows in records.items()
+          for row in task_rows]
+  labels = {True: 'lost within its rounds\' noise', False: 'lost beyond it',
+            None: 'lost'}
+  groups = {label: [] for label in (*labels.values(), 'never learned')}
+  for task, row in rows:
+    name = f'{task} seed {row["seed"]}'
+    if not row['learned']:
+      groups['never learned'].append(name)
+    elif not row['kept']:
+      groups[labels[within_noise(row)]].append(name)
+  kept = sum(1 for _, row in rows if row['learned'] and row['kept'])
+  return (f'Learned and kept on {kept} of {len(rows)} runs'
+          + ''.join(f'; {label}: {", ".join(names)}'
+                    for label, names in groups.items() if names) + '.')
+
+
+def verdict_cell(row: Dict[str, Any]) -> str:
+  """A run's verdict in a table's cell: kept, lost (with its last round's
+  gap in standard errors beside a flat run's, where known) or never
+  learned."""
+  if not row['learned']:
+    return 'never learned'
+  if row['kept']:
+    return 'kept'
+  if row.get('gap_errors') is None:
+    return 'lost'
+  return f'lost ({row["gap_errors"]:.1f} SE; flat {row["flat_gap"]:.1f})'
 
 
 def _cell(value, form: str) -> str:
@@ -213,12 +270,11 @@ def _runs_table(records) -> List[str]:
   for task, rows in records.items():
     for row in rows:
       best, last = row['best_round'], row['last_round']
-      verdict = ('never learned' if not row['learned'] else
-                 'kept' if row['kept'] else 'lost')
       lines.append(
           f'| {task} | {row["seed"]} | {best["mean_return"]:.1f} (at '
           f'{best["actor_steps"]:,}) | {last["mean_return"]:.1f} | '
-          f'{verdict} | {row["final_mean"]:.1f} ± {row["final_std"]:.1f} | '
+          f'{verdict_cell(row)} | {row["final_mean"]:.1f} ± '
+          f'{row["final_std"]:.1f} | '
           f'{_cell(row["last_window"].get("entropy"), ".2f")} | '
           f'{_cell(row["value_over_policy"], ".1f")} | '
           f'{row["actor_steps"]:,} | {row["wall_clock_minutes"]:.0f} |')
@@ -249,10 +305,15 @@ def render(data: Dict[str, Any]) -> str:
       'highest return - the floor) of the floor never learned it. A round '
       'is 10 episodes: where one episode\'s return varies widely (MinAtar\'s '
       'games), so does a round\'s mean, by about the episodes\' deviation / '
-      '√10, and the best round is the highest of a run\'s many; the final '
-      f'policy\'s {data["final_episodes"]} episodes are the steadier '
-      'reading, and the verdict says where they are within the margin of '
-      'the best round while the last round is not.', '',
+      '√10, and the best round is the highest of a run\'s many. For each '
+      'run that lost, the verdict gives its last round\'s distance below '
+      'its best in standard errors of that difference (SE, from the two '
+      'rounds\' episodes) beside the distance a flat run reaches one time '
+      'in 20 with as many rounds (the best of n equally good rounds against '
+      'the last; `a3c_diagnosis.flat_run_gap`): below it, the run lost no '
+      'more than its rounds\' noise. It also says where the final '
+      f'policy\'s {data["final_episodes"]} episodes, the steadier reading, '
+      'are within the margin of the best round.', '',
       '## Final policies', '',
       *spread.seed_table(
           'task', f'final policy, {data["final_episodes"]} episodes', values,

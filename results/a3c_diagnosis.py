@@ -190,20 +190,51 @@ def windows(workdir: str) -> List[Dict[str, Optional[float]]]:
   return out
 
 
-def keeps(rounds: List[Dict[str, float]], floor: float,
-          ceiling: float) -> Dict[str, Any]:
+def flat_run_gap(rounds: int, quantile: float = 0.95,
+                 draws: int = 100_000) -> float:
+  """The `quantile` of (best round - last round) / the standard error of
+  that difference, in a run whose `rounds` rounds all play equally good
+  policies with normal round means of one spread: how far below its best
+  round a run that neither gains nor loses leaves its last round, since the
+  best is the highest of `rounds` draws. Simulated with a fixed seed."""
+  if rounds < 2:
+    return 0.0
+  means = np.random.default_rng(0).standard_normal((draws, rounds))
+  gaps = (means.max(axis=1) - means[:, -1]) / np.sqrt(2.0)
+  return float(np.quantile(gaps, quantile))
+
+
+def keeps(rounds: List[Dict[str, float]], floor: float, ceiling: float,
+          final_mean: Optional[float] = None) -> Dict[str, Any]:
   """Issue 56's rule, measured from the task's floor: the final round is
   kept if it is at most 10% of (best - floor) below the best round, or
   10% of the task's range where the best is within 10% of the range of
-  the floor; `tolerance` is that margin."""
+  the floor; `tolerance` is that margin. `final_policy_kept`: whether
+  `final_mean` (the final policy's, over more episodes) is within it.
+
+  Where the rounds carry their episodes' spread (`std_return`, `episodes`),
+  `gap_errors` is (best - last) over the standard error of that difference
+  and `flat_gap` the 95% quantile of it in a flat run (`flat_run_gap`): a
+  lost run whose gap is below it lost no more than its rounds' noise."""
   best = max(rounds, key=lambda row: row['mean_return'])
   final = rounds[-1]
   above = best['mean_return'] - floor
   span = ceiling - floor
   tolerance = 0.1 * above if above >= 0.1 * span else 0.1 * span
-  return {'best': best, 'final': final,
-          'kept': final['mean_return'] >= best['mean_return'] - tolerance,
-          'learned': above >= 0.1 * span, 'tolerance': tolerance}
+  verdict = {'best': best, 'final': final,
+             'kept': final['mean_return'] >= best['mean_return'] - tolerance,
+             'learned': above >= 0.1 * span, 'tolerance': tolerance}
+  if final_mean is not None:
+    verdict['final_policy_kept'] = (
+        final_mean >= best['mean_return'] - tolerance)
+  if all('std_return' in row for row in (best, final)):
+    error = np.sqrt(sum(row['std_return']**2 / row['episodes']
+                        for row in (best, final)))
+    gap = best['mean_return'] - final['mean_return']
+    verdict['gap_errors'] = (float(gap / error) if error > 0 else
+                             0.0 if gap == 0 else float('inf'))
+    verdict['flat_gap'] = flat_run_gap(len(rounds))
+  return verdict
 
 
 # Each task's return range (floor, ceiling): CartPole-v1 0 to 500,

@@ -82,7 +82,8 @@ def collect(default: Dict[str, Any]) -> Dict[str, Any]:
             'final_std': row['final_std'],
             'training_episodes': row.get('training_episodes'),
             'best_round': row['best_round'], 'last_round': row['last_round'],
-            'kept': row['kept'], 'learned': row['learned'],
+            **{name: row[name] for name in a3c_default.VERDICT
+               if name in row},
             'actor_steps': row['actor_steps'],
             'wall_clock_minutes': row['wall_clock_minutes']}
                  for row in rows]}
@@ -164,8 +165,6 @@ def render(data: Dict[str, Any]) -> str:
   for game, entry in games.items():
     for run_ in entry['runs']:
       best, last = run_['best_round'], run_['last_round']
-      verdict = ('never learned' if not run_['learned'] else
-                 'kept' if run_['kept'] else 'lost')
       episodes = run_['training_episodes']
       sampled_cell = ('-' if not episodes else
                       f'{episodes["mean_return"]:.1f} '
@@ -173,7 +172,7 @@ def render(data: Dict[str, Any]) -> str:
       lines.append(
           f'| {GAMES[game]} | {run_["seed"]} | {best["mean_return"]:.1f} '
           f'(at {best["actor_steps"]:,}) | {last["mean_return"]:.1f} | '
-          f'{verdict} | {sampled_cell} | '
+          f'{a3c_default.verdict_cell(run_)} | {sampled_cell} | '
           f'{run_["wall_clock_minutes"]:.0f} |')
   lines += ['', 'Evaluation rounds: 10 episodes of the most likely action '
             'as the parameters train; the verdict is '

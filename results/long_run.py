@@ -100,6 +100,10 @@ def evaluation_rounds(workdir: str, clock) -> List[Dict[str, float]]:
         'mean_return': float(np.mean(episodes['episode_return'][chunk])),
         'min_return': float(np.min(episodes['episode_return'][chunk])),
         'max_return': float(np.max(episodes['episode_return'][chunk])),
+        # The sample standard deviation of its episodes' returns.
+        'std_return': float(np.std(episodes['episode_return'][chunk],
+                                   ddof=1)) if last > first else 0.0,
+        'episodes': int(last - first + 1),
         # The parameters evaluated: pulled as the round began (rows that do
         # not say: the learner's step at the round's first episode's end).
         'learner_steps': int(episodes['learner_steps'][first]

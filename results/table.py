@@ -249,7 +249,7 @@ def _a3c_default_row() -> List[str]:
           f'{", ".join(f"{steps:,}" for steps in sorted(set(data["steps"].values())))} '
           f'actor steps | final policy, {data["final_episodes"]} episodes: '
           f'{figures} | {_seed_counts(data["tasks"])} | '
-          f'{a3c_default.verdict_text(data["tasks"]).replace("**", "")} | '
+          f'{a3c_default.summary_text(data["tasks"])} | '
           f'{_link("a3c_default.md")} |']
 
 

@@ -120,6 +120,9 @@ def test_a_round_cut_short_by_a_stop_shifts_no_later_round(tmp_path):
   curves = curves_lib.run_curves(str(tmp_path), smoothing=1)
   rounds = long_run.evaluation_rounds(str(tmp_path), curves['clock'])
   assert [r['mean_return'] for r in rounds] == [2.0, 5.0]
+  # Each round's spread: the sample deviation of 1, 2, 3 and of 4, 5, 6.
+  assert [r['std_return'] for r in rounds] == [1.0, 1.0]
+  assert [r['episodes'] for r in rounds] == [3, 3]
   # The parameters evaluated: the learner's step as each round began.
   assert [r['learner_steps'] for r in rounds] == [10, 30]
   assert [r['actor_steps'] for r in rounds] == [0, 500]

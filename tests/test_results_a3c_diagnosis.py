@@ -34,6 +34,33 @@ def test_a_run_keeps_within_a_tenth_of_its_best(returns, floor, ceiling, kept):
   assert result['learned'] == (max(returns) - floor >= 0.1 * (ceiling - floor))
 
 
+def test_a_flat_runs_gap_is_the_best_of_n_normal_rounds_against_the_last():
+  assert a3c_diagnosis.flat_run_gap(1) == 0.0  # The last is the best.
+  # Two rounds: max(Z1 - Z2, 0) / sqrt(2) is max(N(0, 1), 0), whose 95%
+  # quantile is the normal's, 1.645.
+  assert a3c_diagnosis.flat_run_gap(2) == pytest.approx(1.645, abs=0.03)
+  # More rounds, a higher best: the gap grows with the rounds' count.
+  assert (a3c_diagnosis.flat_run_gap(2) < a3c_diagnosis.flat_run_gap(10) <
+          a3c_diagnosis.flat_run_gap(30))
+
+
+def test_a_lost_runs_gap_is_measured_in_its_rounds_standard_errors():
+  rounds = _rounds(5.0, 11.0, 9.0)
+  for row, spread in zip(rounds, (1.0, 4.0, 3.0)):
+    row.update(std_return=spread, episodes=10)
+  result = a3c_diagnosis.keeps(rounds, 0.0, 20.0, final_mean=10.2)
+  # 11 - 9 = 2 over sqrt(4**2 / 10 + 3**2 / 10) = sqrt(2.5).
+  assert result['gap_errors'] == pytest.approx(2.0 / np.sqrt(2.5))
+  assert result['flat_gap'] == a3c_diagnosis.flat_run_gap(3)
+  # Margin 1.1 below 11: the last round (9) is out, the final policy in.
+  assert not result['kept'] and result['final_policy_kept']
+  assert not a3c_diagnosis.keeps(rounds, 0.0, 20.0,
+                                 final_mean=9.8)['final_policy_kept']
+  # Rounds that do not say their spread: no gap.
+  assert 'gap_errors' not in a3c_diagnosis.keeps(_rounds(5.0, 11.0, 9.0),
+                                                 0.0, 20.0)
+
+
 def test_windows_are_medians_of_the_learner_log(tmp_path):
   workdir = tmp_path / 'run'
   (workdir / 'logs' / 'learner').mkdir(parents=True)
