@@ -105,6 +105,19 @@ def _pong_45min_row() -> str:
     supported.append(
         f'{evaluation}: {difference:.1f} {spread.interval_text(low, high)}, '
         f'p = {p:.2f}: {said}')
+  # The page's other comparisons, where they make a claim.
+  for comparison in pong_45min.COMPARISONS[1:]:
+    first, second = (pong_45min.GROUPS[index][0] for index in comparison[:2])
+    for _, evaluation, groups in pong_45min.evaluations(data):
+      seeds_of = [list(groups[index].values()) for index in comparison[:2]]
+      if min(len(values) for values in seeds_of) < 2:
+        continue
+      difference, low, high, p, _, said = pong_45min.compare(*seeds_of,
+                                                             comparison)
+      if ' ahead of ' in said or ' behind ' in said:
+        supported.append(
+            f'{evaluation}, {first} minus {second}: {difference:.1f} '
+            f'{spread.interval_text(low, high)}, p = {p:.2f}: {said}')
   minutes = data['budget_seconds'] / 60
   return (f'| Ape-X DQN on Atari Pong, `atari_small` preset vs its starting '
           f'point, on 2 cores; {minutes:.0f} minutes of wall-clock | greedy '
