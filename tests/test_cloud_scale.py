@@ -84,6 +84,28 @@ def _every_node_has_acted(package_dir) -> bool:
   return True
 
 
+def _acted_or_ended(package_dir, emulator) -> bool:
+  """`_every_node_has_acted`, failing the test at once where the job has
+  ended before it (its coordinator stopping, or the emulator gone), with
+  what said so, instead of waiting out the start's timeout."""
+  if _every_node_has_acted(package_dir):
+    return True
+  coordinator = [replica for replica in _replicas(package_dir)
+                 if replica['node'] == 'coordinator']
+  said = [line for replica in coordinator
+          for line in _log_of(package_dir, replica).splitlines()
+          if 'Stopping: ' in line]
+  if said or emulator.poll() is not None:
+    ended = emulator.poll() is not None
+    pytest.fail('The job ended before every node had acted: '
+                f'{said[-1] if said else "its coordinator said nothing"}; '
+                'the emulator ' + (
+                    f'exited ({emulator.returncode}): '
+                    f'{emulator.stdout.read()[-3000:]}' if ended else
+                    'still ran (its output is read once it ends).'))
+  return False
+
+
 def _bucket_rows(label: str):
   """The rows of node `label`'s CSV log in the bucket."""
   text = helpers.bucket_text(BUCKET, f'run/logs/{label}/logs.csv')
@@ -106,7 +128,8 @@ def test_a_job_of_34_replicas_stops_on_request_then_resumes_to_its_limit(
   emulator = _start_emulator(package_dir, '--grace_seconds=30')
   memory = JobMemory(package_dir)
   try:
-    _wait_for(lambda: memory.replicas and _every_node_has_acted(package_dir),
+    _wait_for(lambda: (memory.replicas and
+                       _acted_or_ended(package_dir, emulator)),
               START_TIMEOUT, 'every actor\'s episode, an answer of each '
               'cacher and the learner\'s update', period=2.0)
     acted = time.time() - started
