@@ -22,6 +22,7 @@ steps, the medians of those logged quantities: the collapse, and what
 changed before it.
 """
 
+import functools
 import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
@@ -190,13 +191,15 @@ def windows(workdir: str) -> List[Dict[str, Optional[float]]]:
   return out
 
 
+@functools.lru_cache(maxsize=None)
 def flat_run_gap(rounds: int, quantile: float = 0.95,
                  draws: int = 100_000) -> float:
   """The `quantile` of (best round - last round) / the standard error of
   that difference, in a run whose `rounds` rounds all play equally good
   policies with normal round means of one spread: how far below its best
   round a run that neither gains nor loses leaves its last round, since the
-  best is the highest of `rounds` draws. Simulated with a fixed seed."""
+  best is the highest of `rounds` draws. Simulated with a fixed seed, once
+  for each count of rounds."""
   if rounds < 2:
     return 0.0
   means = np.random.default_rng(0).standard_normal((draws, rounds))

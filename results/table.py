@@ -90,34 +90,27 @@ def _analysis_row(name: str) -> str:
 
 
 def _pong_45min_row() -> str:
+  """The page's first comparison (the preset against its starting point)
+  by each evaluation, then its others by each evaluation where they claim
+  (`spread.verdict`: ahead or behind)."""
   data = pages.load('pong_45min')
   figures, seeds, supported = [], set(), []
-  one, other_one, _ = comparison = pong_45min.COMPARISONS[0]
-  label, other = pong_45min.GROUPS[one][0], pong_45min.GROUPS[other_one][0]
-  for key, evaluation, groups in pong_45min.evaluations(data):
-    preset, start = [list(groups[index].values())
-                     for index in (one, other_one)]
-    if key == 'greedy_return':
-      figures = [f'{label} {_spread(preset)}', f'{other} {_spread(start)}']
-      seeds = {len(preset), len(start)}
-    difference, low, high, p, _, said = pong_45min.compare(preset, start,
-                                                           comparison)
-    supported.append(
-        f'{evaluation}: {difference:.1f} {spread.interval_text(low, high)}, '
-        f'p = {p:.2f}: {said}')
-  # The page's other comparisons, where they make a claim.
-  for comparison in pong_45min.COMPARISONS[1:]:
-    first, second = (pong_45min.GROUPS[index][0] for index in comparison[:2])
-    for _, evaluation, groups in pong_45min.evaluations(data):
-      seeds_of = [list(groups[index].values()) for index in comparison[:2]]
-      if min(len(values) for values in seeds_of) < 2:
-        continue
-      difference, low, high, p, _, said = pong_45min.compare(*seeds_of,
+  for index, comparison in enumerate(pong_45min.COMPARISONS):
+    label, other = (pong_45min.GROUPS[group][0] for group in comparison[:2])
+    for key, evaluation, groups in pong_45min.evaluations(data):
+      first, second = [list(groups[group].values())
+                       for group in comparison[:2]]
+      if index == 0 and key == 'greedy_return':
+        figures = [f'{label} {_spread(first)}', f'{other} {_spread(second)}']
+        seeds = {len(first), len(second)}
+      difference, low, high, p, _, said = pong_45min.compare(first, second,
                                                              comparison)
-      if ' ahead of ' in said or ' behind ' in said:
-        supported.append(
-            f'{evaluation}, {first} minus {second}: {difference:.1f} '
-            f'{spread.interval_text(low, high)}, p = {p:.2f}: {said}')
+      if index and not (' ahead of ' in said or ' behind ' in said):
+        continue
+      named = f', {label} minus {other}' if index else ''
+      supported.append(
+          f'{evaluation}{named}: {difference:.1f} '
+          f'{spread.interval_text(low, high)}, p = {p:.2f}: {said}')
   minutes = data['budget_seconds'] / 60
   return (f'| Ape-X DQN on Atari Pong, `atari_small` preset vs its starting '
           f'point, on 2 cores; {minutes:.0f} minutes of wall-clock | greedy '

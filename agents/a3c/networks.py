@@ -233,8 +233,9 @@ def make_network(suite, action_spec, hidden_sizes: Sequence[int],
   `state_independent_variance`: its variance is one learned parameter,
   starting at a standard deviation of `initial_stddev_scale` times half the
   action range (the widest dimension's); `popart`: the value is Pop-Art's
-  (agents/a3c/popart.py); `mlp_activation`: the MLP torsos' (vector observations); the policy's
-  output layer starts at `policy_init_scale` times the default weights."""
+  (agents/a3c/popart.py); `mlp_activation`: the MLP torsos' (vector
+  observations); the policy's output layer starts at `policy_init_scale`
+  times the default weights."""
   options = dict(bounded_mean=bounded_mean,
                  state_independent_variance=state_independent_variance,
                  popart=popart, mlp_activation=mlp_activation,
