@@ -46,13 +46,18 @@ GROUPS = (('`atari_small`', r'atari_small_seed\d+'),
           ('`atari_small` before placement',
            r'atari_small_tf_default_seed\d+'))
 # The comparisons: a setting, the one it is measured against (indices into
-# GROUPS), and the alternative of the rank test: whether the first is ahead
+# GROUPS), the alternative of the rank test: whether the first is ahead
 # ('greater'), or either way ('two-sided': a change that should not move
-# the return, as placing the nodes). Placement is measured against the
-# program before it (`--placement=tf_default`), each seed of the two run
-# back to back on one machine, and against the three-seed runs of earlier
-# days.
-COMPARISONS = ((0, 1, 'greater'), (2, 3, 'two-sided'), (2, 0, 'two-sided'))
+# the return, as placing the nodes); and what the design leaves open,
+# said beside the verdict (empty when the two ran alike). Placement is
+# measured against the program before it (`--placement=tf_default`), each
+# seed of the two run back to back on one machine, and against the
+# three-seed runs of an earlier, faster day.
+ACROSS_DAYS = ('the two ran on different days, a slower one giving fewer '
+               'updates in 45 minutes, and the page\'s same-day pair of the '
+               'two commits separates the day from the code')
+COMPARISONS = ((0, 1, 'greater', ''), (2, 3, 'two-sided', ''),
+               (2, 0, 'two-sided', ACROSS_DAYS))
 # Each final policy's two evaluations: the key of its figures in a run, and
 # what it was.
 EVALUATIONS = (('greedy_return', 'greedy, 10 episodes'),
@@ -121,23 +126,26 @@ def smallest_rank_p(first: int, second: int, alternative: str) -> float:
 
 
 def compare(first: Sequence[float], second: Sequence[float],
-            comparison: Tuple[int, int, str] = COMPARISONS[0]
+            comparison: Tuple[int, int, str, str] = COMPARISONS[0]
             ) -> Tuple[float, float, float, float, float, str]:
   """(difference of the means, low, high, Welch's p, Mann-Whitney p, the
   verdict) of the `comparison`'s first setting's seeds (`first`) against
   its second's: the interval is `spread.difference_interval`'s, the verdict
-  `spread.verdict`'s."""
-  one, other, alternative = comparison
+  `spread.verdict`'s, followed by what the comparison's design leaves
+  open, if anything."""
+  one, other, alternative, open_ = comparison
   difference, welch, ranks = tests(first, second, alternative)
   _, low, high = spread.difference_interval(first, second)
   said = spread.verdict(GROUPS[one][0], f'the {GROUPS[other][0]}', low,
                         high, welch, seeds=min(len(first), len(second)))
+  if open_:
+    said += f' ({open_})'
   return difference, low, high, welch, ranks, said
 
 
 def _comparison(evaluation: str, groups: List[Dict[int, float]],
-                comparison: Tuple[int, int, str]) -> str:
-  one, other, alternative = comparison
+                comparison: Tuple[int, int, str, str]) -> str:
+  one, other, alternative, _ = comparison
   first, second = (list(groups[one].values()), list(groups[other].values()))
   difference, low, high, welch, ranks, said = compare(first, second,
                                                       comparison)

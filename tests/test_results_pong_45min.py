@@ -190,3 +190,34 @@ def test_the_program_adds_an_evaluated_run_and_refuses_it_twice(tmp_path):
   assert "named 'atari_small_placed_seed2' already" in again.stderr
   with open(path) as f:
     assert f.read() == written
+
+
+def _group_run(seed: int, greedy: float, epsilon: float):
+  return {'seed': seed, 'commit': 'abc1234', 'machine': 'quiet',
+          'greedy_return': {'mean': greedy},
+          'epsilon_0.001_return': {'mean': epsilon}}
+
+
+def test_only_the_comparison_across_days_says_so_beside_its_verdict():
+  # Three seeds of the preset, three of its starting point, three placed
+  # and three before placement: the placed runs well below the preset's,
+  # so that comparison claims (behind) and must say that its two settings
+  # ran on different days; the others ran alike and say nothing more.
+  values = {'atari_small_seed': (-8.0, -9.0, -10.0),
+            'issue_start_onednn_seed': (-17.0, -18.0, -19.0),
+            'atari_small_placed_seed': (-17.5, -18.5, -19.5),
+            'atari_small_tf_default_seed': (-17.0, -18.5, -20.0)}
+  data = {'budget_seconds': 2700, 'runs': {
+      f'{prefix}{seed}': _group_run(seed, value, value)
+      for prefix, returns in values.items()
+      for seed, value in enumerate(returns, start=1)}}
+  lines = [line for line in pong_45min.opening(data) if line.startswith('- ')]
+  assert len(lines) == 2 * len(pong_45min.COMPARISONS)
+  across = [line for line in lines
+            if '`atari_small` with placement minus `atari_small`:' in line]
+  assert len(across) == 2
+  for line in across:
+    assert line.endswith(': `atari_small` with placement behind the '
+                         f'`atari_small` ({pong_45min.ACROSS_DAYS})'), line
+  for line in set(lines) - set(across):
+    assert pong_45min.ACROSS_DAYS not in line, line
