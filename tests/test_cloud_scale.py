@@ -95,8 +95,8 @@ def _acted_or_ended(package_dir, emulator) -> bool:
   said = [line for replica in coordinator
           for line in _log_of(package_dir, replica).splitlines()
           if 'Stopping: ' in line]
-  if said or emulator.poll() is not None:
-    ended = emulator.poll() is not None
+  ended = emulator.poll() is not None
+  if said or ended:
     pytest.fail('The job ended before every node had acted: '
                 f'{said[-1] if said else "its coordinator said nothing"}; '
                 'the emulator ' + (

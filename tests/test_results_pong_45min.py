@@ -192,10 +192,11 @@ def test_the_program_adds_an_evaluated_run_and_refuses_it_twice(tmp_path):
     assert f.read() == written
 
 
-def _group_run(seed: int, greedy: float, epsilon: float):
+def _group_run(seed: int, value: float):
+  """A run of a page's group whose two evaluations both gave `value`."""
   return {'seed': seed, 'commit': 'abc1234', 'machine': 'quiet',
-          'greedy_return': {'mean': greedy},
-          'epsilon_0.001_return': {'mean': epsilon}}
+          'greedy_return': {'mean': value},
+          'epsilon_0.001_return': {'mean': value}}
 
 
 def test_only_the_comparison_across_days_says_so_beside_its_verdict():
@@ -208,7 +209,7 @@ def test_only_the_comparison_across_days_says_so_beside_its_verdict():
             'atari_small_placed_seed': (-17.5, -18.5, -19.5),
             'atari_small_tf_default_seed': (-17.0, -18.5, -20.0)}
   data = {'budget_seconds': 2700, 'runs': {
-      f'{prefix}{seed}': _group_run(seed, value, value)
+      f'{prefix}{seed}': _group_run(seed, value)
       for prefix, returns in values.items()
       for seed, value in enumerate(returns, start=1)}}
   lines = [line for line in pong_45min.opening(data) if line.startswith('- ')]
