@@ -2,7 +2,7 @@
 
 Each step samples a prioritised batch from the shared replay, weights the
 agent's loss by importance sampling, applies the agent's update, writes the
-batch's new |TD| priorities back to Reverb and, every `target_update_period`
+batch's new priorities (its loss's: `agents.priorities`) back to Reverb and, every `target_update_period`
 steps, copies the online networks into their targets. An agent supplies only
 `_update`: its loss and optimiser step.
 """
@@ -20,7 +20,6 @@ from acme.tf import utils as tf2_utils
 from acme.utils import counting
 from acme.utils import loggers
 
-from agents import priorities as priorities_lib
 from agents.replay import tables
 from agents.replay import shards
 from agents import variables as variables_lib
@@ -108,8 +107,9 @@ class ApeXLearner(acme.Learner, abc.ABC):
       weights: importance-sampling weights, one per transition.
 
     Returns:
-      The batch's TD errors (their absolute values become its new
-      priorities) and scalar metrics to log, which must include 'loss'.
+      The batch's new priorities (`agents.priorities`: for an Ape-X agent
+      its |TD errors|) and scalar metrics to log, which must include
+      'loss'.
     """
 
   def _optimizers(self) -> Sequence[Tuple[snt.Optimizer,
@@ -143,9 +143,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
     weights = tables.importance_sampling_weights(
         sample.info.probability, sample.info.table_size,
         self._importance_sampling_exponent)
-    td_errors, metrics = self._compiled_update(sample.data, weights)
-
-    priorities = priorities_lib.from_td_errors(td_errors)
+    priorities, metrics = self._compiled_update(sample.data, weights)
     self._max_priority.assign(tf.maximum(
         self._max_priority, tf.cast(tf.reduce_max(priorities), tf.float64)))
     if self._replay_client is not None:

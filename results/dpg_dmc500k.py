@@ -39,7 +39,6 @@ from results import spread
 RESULTS = os.path.dirname(os.path.abspath(__file__))
 
 ANALYSIS = 'dpg_dmc500k'
-TASKS = list(run.ANALYSES[ANALYSIS]['settings'])
 ENVS = page_runs.environments(ANALYSIS)
 FINAL = dpg_control.FINAL  # 30 episodes of the final policy, noiseless.
 
@@ -85,40 +84,53 @@ def ratio_interval(records) -> Optional[Dict[str, object]]:
           'low': low, 'high': high}
 
 
-def collect(seeds: List[int]) -> Dict[str, object]:
-  """Writes results/dpg_dmc500k.png and .json from the finished runs,
-  banked or in the runs directory (their final policies evaluated first,
-  where not yet), and returns that JSON's content."""
+def records_of(analysis: str, seeds: List[int]
+               ) -> Dict[str, List[Dict[str, object]]]:
+  """Each task's finished runs of `analysis` among `seeds` (banked or in
+  the runs directory), as `dpg_control.run_record` reads them, with their
+  action repeat."""
   records = {}
-  for task in TASKS:
+  for task in run.ANALYSES[analysis]['settings']:
     rows = []
     for seed in seeds:
-      workdir = run.finished_directory(ANALYSIS, task, seed)
+      workdir = run.finished_directory(analysis, task, seed)
       if workdir:
         record = dpg_control.run_record(workdir, seed)
         record['action_repeat'] = action_repeat(record['env'])
         rows.append(record)
     if rows:
       records[task] = rows
+  return records
+
+
+def collect(seeds: List[int], analysis: str = ANALYSIS,
+            agent: str = OURS) -> Dict[str, object]:
+  """Writes results/<analysis>.png and .json from the finished runs of
+  the table `analysis` (of `agent`), banked or in the runs directory (their
+  final policies evaluated first, where not yet), and returns that JSON's
+  content."""
+  records = records_of(analysis, seeds)
   if not records:
-    raise ValueError('No finished runs of Ape-X DPG on the DeepMind Control '
+    raise ValueError(f'No finished runs of {agent} on the DeepMind Control '
                      'table yet.')
-  plot(records, os.path.join(RESULTS, f'{ANALYSIS}.png'))
+  envs = page_runs.environments(analysis)
+  plot(records, os.path.join(RESULTS, f'{analysis}.png'), envs)
   data = {
-      'frames': int(run.ANALYSES[ANALYSIS]['budget'][1] * run.FLAGS.scale),
+      'frames': int(run.ANALYSES[analysis]['budget'][1] * run.FLAGS.scale),
       'seeds': seeds, 'final_episodes': FINAL.episodes,
-      'envs': {task: ENVS[task] for task in records},
+      'envs': {task: envs[task] for task in records},
       'sac': {task: list(SAC[task]) for task in records},
       'sac_source': SAC_SOURCE,
-      'command': ' '.join(run.command(ANALYSIS, next(iter(records)),
+      'command': ' '.join(run.command(analysis, next(iter(records)),
                                       seeds[0], '<workdir>')),
       'notes': run.FLAGS.notes, 'tasks': records,
       'ratio': ratio_interval(records)}
-  run.write_json(ANALYSIS, data)
+  run.write_json(analysis, data)
   return data
 
 
-def plot(records: Dict[str, List[Dict[str, object]]], out: str):
+def plot(records: Dict[str, List[Dict[str, object]]], out: str,
+         envs: Dict[str, str]):
   """One panel per task: each seed's evaluation rounds against simulator
   steps, its final policy's mean, and State SAC's figure at 500K."""
   import matplotlib  # pylint: disable=g-import-not-at-top
@@ -144,7 +156,7 @@ def plot(records: Dict[str, List[Dict[str, object]]], out: str):
                     label='final policy' if index == 0 else None)
     axis.axhline(SAC[task][0], color='k', linestyle=':',
                  label='State SAC at 500K (CURL)')
-    axis.set_title(ENVS[task])
+    axis.set_title(envs[task])
     axis.set_xlabel('simulator steps (thousands)')
     axis.set_ylim(0, 1000)
     axis.grid(alpha=0.3)

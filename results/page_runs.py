@@ -30,9 +30,16 @@ class Evaluation(NamedTuple):
 
 
 def environments(analysis: str) -> Dict[str, str]:
-  """Each setting's environment (its `--env=` in results/run.py)."""
-  return {setting: flags_[0].split('=', 1)[1]
-          for setting, flags_ in run.ANALYSES[analysis]['settings'].items()}
+  """Each setting's environment (its `--env=` in results/run.py, the
+  analysis's or its own)."""
+  spec = run.ANALYSES[analysis]
+  envs = {}
+  for setting in spec['settings']:
+    _, setting_flags = run.program_and_flags(spec, setting)
+    # The last --env= given wins, as it does on the command line.
+    envs[setting] = [flag.split('=', 1)[1] for flag in setting_flags
+                     if flag.startswith('--env=')][-1]
+  return envs
 
 
 def chosen(analysis: str, names: Optional[List[str]], flag: str,

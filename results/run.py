@@ -201,6 +201,45 @@ ANALYSES['dpg_dmc500k_ratio'] = dict(
         f'--samples_per_insert={256 * 4 // steps}'] for steps in (8, 4, 2)})
 
 
+# D4PG (Barth-Maron et al. 2018) on the same table, the same six tasks at
+# CURL's repeats, with its `dmc500k` preset: one update of 256 per 4
+# simulator steps (`--samples_per_insert` 64 x the repeat). Run by
+# results/d4pg_dmc500k.py.
+ANALYSES['d4pg_dmc500k'] = dict(
+    title='D4PG on the DeepMind Control table (CURL\'s State SAC), '
+          f'{DMC500K_FRAMES:,} simulator steps each',
+    program='d4pg', flags=['--preset=dmc500k'],
+    budget=('frames', DMC500K_FRAMES), threshold=None,
+    page='results.d4pg_dmc500k',
+    settings={task.replace(':', '_'): [
+        f'--env=control:{task}:repeat={repeat}',
+        f'--samples_per_insert={64 * repeat}']
+              for task, repeat in DMC500K_REPEATS.items()})
+
+# What each of D4PG's two changes buys, on the two tasks furthest behind
+# State SAC in Ape-X DPG's table, seed 0: the categorical critic at Ape-X
+# DPG's replay ratio, and Ape-X DPG at D4PG's. Neither and both are the
+# two tables' own runs. Run by results/d4pg_dmc500k.py (--ablation).
+D4PG_ABLATION_TASKS = ('cheetah:run', 'reacher:easy')
+ANALYSES['d4pg_dmc500k_ablation'] = dict(
+    title='D4PG\'s categorical critic and replay ratio, each alone, on '
+          f'the DeepMind Control table\'s tasks, {DMC500K_FRAMES:,} '
+          'simulator steps each',
+    program='d4pg', flags=['--preset=dmc500k'],
+    budget=('frames', DMC500K_FRAMES), threshold=None,
+    page='results.d4pg_dmc500k',
+    settings={
+        **{f'{task.replace(":", "_")} critic alone': [
+            f'--env=control:{task}:repeat={DMC500K_REPEATS[task]}',
+            f'--samples_per_insert={32 * DMC500K_REPEATS[task]}']
+           for task in D4PG_ABLATION_TASKS},
+        **{f'{task.replace(":", "_")} ratio alone': dict(
+            program='apex_dpg', flags=[
+                f'--env=control:{task}:repeat={DMC500K_REPEATS[task]}',
+                '--preset=dmc500k',
+                f'--samples_per_insert={64 * DMC500K_REPEATS[task]}'])
+           for task in D4PG_ABLATION_TASKS}})
+
 # A3C (Mnih et al. 2016). Its workers: the A3C paper's Table 2 question (the
 # speed-up with 1-8 actor-learners) on CartPole, the same step budget (over
 # which the learning rate anneals). Beside Ape-X DQN: the same wall-clock
@@ -373,7 +412,7 @@ def step_budget(analysis: str, setting: str) -> Optional[int]:
   if kind == 'steps':
     return int(value * FLAGS.scale)
   if kind == 'frames':
-    _, setting_flags = _program_and_flags(spec, setting)
+    _, setting_flags = program_and_flags(spec, setting)
     return int(value * FLAGS.scale) // _frames_per_step(setting_flags)
   return None
 
@@ -386,7 +425,7 @@ def _budget_flags(analysis: str, setting: str) -> List[str]:
   return [f'--max_seconds={seconds:g}']
 
 
-def _program_and_flags(spec, setting: str) -> Tuple[str, List[str]]:
+def program_and_flags(spec, setting: str) -> Tuple[str, List[str]]:
   """A setting's program and flags: its extra flags on the analysis's, or
   (a dict) a program and flags of its own, for analyses that put programs
   side by side."""
@@ -398,7 +437,7 @@ def _program_and_flags(spec, setting: str) -> Tuple[str, List[str]]:
 
 def command(analysis: str, setting: str, seed: int, workdir: str) -> List[str]:
   spec = ANALYSES[analysis]
-  program, setting_flags = _program_and_flags(spec, setting)
+  program, setting_flags = program_and_flags(spec, setting)
   return [os.path.join('.venv', 'bin', 'python'),
           os.path.join('programs', f'{program}.py'),
           '--lp_launch_type=local_mp', f'--workdir={workdir}',
@@ -478,7 +517,7 @@ def resume_command(analysis: str, setting: str, workdir: str) -> List[str]:
   """The command that resumes the run in `workdir` from its checkpoints:
   `--workdir` alone, every other flag taken from its run.json
   (docs/checkpoints.md)."""
-  program, _ = _program_and_flags(ANALYSES[analysis], setting)
+  program, _ = program_and_flags(ANALYSES[analysis], setting)
   return [os.path.join('.venv', 'bin', 'python'),
           os.path.join('programs', f'{program}.py'),
           '--lp_launch_type=local_mp', f'--workdir={workdir}']

@@ -19,7 +19,9 @@ class ApeXDPGActor(actors.ApeXActor):
   action dimension, scaled by half the action range; `sigma` is one float or
   one per environment. With adders, each step also evaluates the critic at
   the action taken and at pi(s), in the same graph call that chose the
-  actions; the adders turn these into the transitions' initial priorities.
+  actions (row i: [critic(s_i, a_i), critic(s_i, pi(s_i))], each a scalar,
+  or a distribution's logits for D4PG's critic); the adders turn these into
+  the transitions' initial priorities.
   With `sigma` = 0 and no critic (the evaluator), the actor runs the noiseless
   policy alone.
   """
@@ -62,10 +64,11 @@ class ApeXDPGActor(actors.ApeXActor):
     actions = tf.clip_by_value(greedy + noise, self._minimum, self._maximum)
     q_taken = self._critic(observations, actions)
     q_policy = self._critic(observations, greedy)
-    return actions, tf.stack([q_taken, q_policy], axis=-1)
+    return actions, tf.stack([q_taken, q_policy], axis=1)
 
   def act_and_evaluate(self, observation: np.ndarray, noise: np.ndarray):
-    """(action, [q(s, a), q(s, pi(s))]) for one observation and noise."""
+    """(action, [critic(s, a), critic(s, pi(s))]) for one observation and
+    noise."""
     actions, values = self._act_function(
         observation[None], np.asarray(noise, np.float32)[None])
     return actions[0].numpy(), values[0].numpy()

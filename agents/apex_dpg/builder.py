@@ -26,6 +26,9 @@ class ApeXDPGBuilder(apex_builder.ApeXBuilder):
 
   name = 'apex_dpg'
   config: ApeXDPGConfig
+  # The learner's class: its critic's loss and the policy's value
+  # (`ApeXDPGLearner`'s hooks) are the agent's.
+  learner_class = learning.ApeXDPGLearner
 
   @property
   def priority_fn(self):
@@ -56,7 +59,7 @@ class ApeXDPGBuilder(apex_builder.ApeXBuilder):
                    log_every: float = 0.0) -> learning.ApeXDPGLearner:
     """The learner, sampling from the replay server behind `replay_client`."""
     policy, critic = self.make_policy(), self.make_critic()
-    return learning.ApeXDPGLearner(
+    return self.learner_class(
         policy=policy,
         critic=critic,
         target_policy=copy.deepcopy(policy),

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from agents.replay import adders
 from agents import learning
+from agents import priorities
 from agents.apex_dpg import losses
 
 
@@ -19,6 +20,10 @@ class ApeXDPGLearner(learning.ApeXLearner):
   critic's action gradient at a = pi(s_t), clipped element-wise. Both
   gradients are taken before either network changes; Adam applies them.
   The policy loss is not importance weighted (the paper weights the TD loss).
+
+  A critic of another kind (D4PG's distribution) overrides `_critic_loss`
+  (its loss and the priorities it gives) and `_policy_value` (the scalar
+  value whose action gradient the policy follows).
   """
 
   def __init__(self,
@@ -46,17 +51,32 @@ class ApeXDPGLearner(learning.ApeXLearner):
     self._critic_optimizer = critic_optimizer
     self._dqda_clip = dqda_clip
 
+  def _critic_loss(self, transitions: Dict[str, tf.Tensor],
+                   weights: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """(the critic's importance-weighted loss, the batch's new priorities),
+    traced inside the critic's gradient tape: the squared n-step TD error
+    toward R + Gamma q'(s_{t+n}, pi'(s_{t+n})), and its absolute value."""
+    o_t = transitions[adders.NEXT_OBSERVATION]
+    q_t = self._target_critic(o_t, self._target_policy(o_t))
+    q_tm1 = self._critic(transitions[adders.OBSERVATION],
+                         transitions[adders.ACTION])
+    td_errors = losses.n_step_td_error(
+        q_tm1, transitions[adders.N_STEP_RETURN],
+        transitions[adders.DISCOUNT], q_t)
+    return (learning.weighted_squared_loss(td_errors, weights),
+            priorities.from_td_errors(td_errors))
+
+  def _policy_value(self, observations: tf.Tensor,
+                    actions: tf.Tensor) -> tf.Tensor:
+    """The critic's value of each (s, a), one scalar a transition, whose
+    action gradient the policy follows."""
+    return self._critic(observations, actions)
+
   def _update(self, transitions: Dict[str, tf.Tensor],
               weights: tf.Tensor) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
     o_tm1 = transitions[adders.OBSERVATION]
-    o_t = transitions[adders.NEXT_OBSERVATION]
-    q_t = self._target_critic(o_t, self._target_policy(o_t))
     with tf.GradientTape() as critic_tape:
-      q_tm1 = self._critic(o_tm1, transitions[adders.ACTION])
-      td_errors = losses.n_step_td_error(
-          q_tm1, transitions[adders.N_STEP_RETURN],
-          transitions[adders.DISCOUNT], q_t)
-      critic_loss = learning.weighted_squared_loss(td_errors, weights)
+      critic_loss, new_priorities = self._critic_loss(transitions, weights)
     critic_variables = self._critic.trainable_variables
     critic_gradients = critic_tape.gradient(critic_loss, critic_variables)
 
@@ -64,7 +84,7 @@ class ApeXDPGLearner(learning.ApeXLearner):
       actions = self._policy(o_tm1)
       with tf.GradientTape() as action_tape:
         action_tape.watch(actions)
-        q_policy = self._critic(o_tm1, actions)
+        q_policy = self._policy_value(o_tm1, actions)
       # Each q(s_i, a_i) depends on a_i alone, so the gradient of the batch
       # (which the tape sums) is the per-transition dq/da.
       dqda = action_tape.gradient(q_policy, actions)
@@ -74,7 +94,7 @@ class ApeXDPGLearner(learning.ApeXLearner):
 
     self._critic_optimizer.apply(critic_gradients, critic_variables)
     self._policy_optimizer.apply(policy_gradients, policy_variables)
-    return td_errors, {
+    return new_priorities, {
         'loss': critic_loss,
         'policy_loss': policy_loss,
         'mean_q': tf.reduce_mean(q_policy),

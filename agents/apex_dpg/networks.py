@@ -16,7 +16,9 @@ import tensorflow as tf
 FINAL_INIT_SCALE = 3e-3
 
 
-def _torso(hidden_sizes: Sequence[int]) -> list:
+def mlp_layers(hidden_sizes: Sequence[int]) -> list:
+  """The hidden layers of App. D's networks: the first followed by tanh,
+  the others by ReLU."""
   layers = []
   for index, size in enumerate(hidden_sizes):
     layers.append(snt.Linear(size))
@@ -24,7 +26,8 @@ def _torso(hidden_sizes: Sequence[int]) -> list:
   return layers
 
 
-def _final_linear(size: int) -> snt.Linear:
+def final_linear(size: int) -> snt.Linear:
+  """An output layer initialised small and uniform (as DDPG's)."""
   scale = FINAL_INIT_SCALE
   return snt.Linear(size,
                     w_init=snt.initializers.RandomUniform(-scale, scale),
@@ -38,7 +41,7 @@ class Critic(snt.Module):
                name: str = 'critic'):
     super().__init__(name=name)
     self._network = snt.Sequential(
-        _torso(hidden_sizes) + [_final_linear(1)])
+        mlp_layers(hidden_sizes) + [final_linear(1)])
 
   def __call__(self, observations: tf.Tensor,
                actions: tf.Tensor) -> tf.Tensor:
@@ -57,7 +60,7 @@ class Policy(snt.Module):
     minimum = np.asarray(minimum, np.float32)
     maximum = np.asarray(maximum, np.float32)
     self._network = snt.Sequential(
-        _torso(hidden_sizes) + [_final_linear(minimum.shape[-1]), tf.tanh])
+        mlp_layers(hidden_sizes) + [final_linear(minimum.shape[-1]), tf.tanh])
     self._center = tf.constant((maximum + minimum) / 2)
     self._half_range = tf.constant((maximum - minimum) / 2)
 

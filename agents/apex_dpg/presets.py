@@ -74,6 +74,15 @@ DMC500K = {
     'evaluation_period': 5_000, 'evaluation_episodes': 5,
 }
 
+# The plumbing of a whole program in seconds: tiny networks and replay.
+CARTPOLE_SMOKE = {
+    'env': 'control:cartpole:balance', 'num_actors': 2, 'batch_size': 32,
+    'min_replay_size': 300, 'replay_capacity': 20_000,
+    'critic_hidden_sizes': '32,32', 'policy_hidden_sizes': '32,32',
+    'target_update_period': 50, 'log_every': 1.0,
+    'evaluation_period': 50, 'evaluation_episodes': 1,
+}
+
 PRESETS = {
     'paper': Preset(
         'The paper\'s Ape-X DPG (App. D) on control:manipulator:bring_ball: '
@@ -96,9 +105,5 @@ PRESETS = {
         'A whole program on control:cartpole:balance with tiny networks and '
         'replay, logging every second: the plumbing in seconds, not '
         'learning.',
-        {'env': 'control:cartpole:balance', 'num_actors': 2, 'batch_size': 32,
-         'min_replay_size': 300, 'replay_capacity': 20_000,
-         'critic_hidden_sizes': '32,32', 'policy_hidden_sizes': '32,32',
-         'target_update_period': 50, 'log_every': 1.0,
-         'evaluation_period': 50, 'evaluation_episodes': 1}),
+        CARTPOLE_SMOKE),
 }

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from agents.replay import adders
 from agents import learning
+from agents import priorities
 from agents.apex_dqn import losses
 
 
@@ -49,7 +50,8 @@ class ApeXDQNLearner(learning.ApeXLearner):
     gradients, gradient_norm = tf.clip_by_global_norm(gradients,
                                                       self._max_gradient_norm)
     self._optimizer.apply(gradients, variables)
-    return td_errors, {'loss': loss, 'gradient_norm': gradient_norm}
+    return priorities.from_td_errors(td_errors), {
+        'loss': loss, 'gradient_norm': gradient_norm}
 
   def _optimizers(self):
     return [(self._optimizer, self._network.trainable_variables)]

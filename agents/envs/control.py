@@ -145,5 +145,9 @@ SUITE = suites.register(suites.Suite(
         'control:<domain>:<task> (a dm_control suite task, e.g. '
         'control:manipulator:bring_ball, control:humanoid:run; '
         ':repeat=<k> after the task repeats each action k times)')},
+    # Every task's reward is in [0, 1] per simulator step (Tassa et al.
+    # 2018, "DeepMind Control Suite": the suite's rewards are in the unit
+    # interval).
+    reward_range=(0.0, 1.0),
     # Vector observations: as gym's (`benchmarks/replay_memory.py`).
     replay_bytes_per_transition=1_920))

@@ -8,6 +8,8 @@ kind string:
 
   the torso of its observations     `torsos`, by kind of torso (below)
   the reward clip of value learning `reward_clip`
+  the bounds of a frame's reward    `reward_range`, for a distributional
+                                    critic's support
   replay's bytes per transition     `replay_bytes_per_transition`, for the
                                     cloud plan's replay machine
   frames per agent step             `frames_per_step`, for runs recorded
@@ -85,6 +87,11 @@ class Suite:
   reward_clip: Optional[float] = None
   """Rewards are clipped to [-clip, clip] by value-learning agents unless
   their config says otherwise; None: not clipped."""
+  reward_range: Optional[Tuple[float, float]] = None
+  """(lowest, highest) reward of one environment frame (an agent step of
+  k frames gets at most k times as much), where the suite guarantees them;
+  a distributional critic bounds its support with them. None: unknown.
+  """
   replay_bytes_per_transition: Optional[int] = None
   """Replay's resident memory per stored transition, measured; None: the
   cloud plan takes the largest measured of any suite."""
