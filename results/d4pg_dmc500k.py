@@ -24,7 +24,6 @@ and the IQM of D4PG's ratios less Ape-X DPG's over the seeds both tables
 have, with its bootstrap interval.
 """
 
-import os
 from typing import Dict, List, Optional
 
 from absl import app
@@ -134,9 +133,142 @@ def collect(seeds: List[int]) -> Dict[str, object]:
   return data
 
 
+def goal_text(ratio: Optional[Dict[str, object]], goal: float) -> str:
+  """Where the IQM stands against `goal`, by its interval."""
+  if ratio is None:
+    return f'Against the goal of {goal:.2f}: not yet (fewer than 2 seeds).'
+  if ratio['low'] >= goal:
+    where = 'above it: the whole interval is'
+  elif ratio['high'] < goal:
+    where = 'below it: the whole interval is'
+  else:
+    where = 'not settled: the interval holds it'
+  return (f'Against the goal of {goal:.2f} of State SAC\'s return: {where}'
+          f' ({ratio["low"]:.2f} to {ratio["high"]:.2f}).')
+
+
+def apex_text(data: Dict[str, object]) -> str:
+  """D4PG beside Ape-X DPG's table, over the seeds both have."""
+  beside, apex = data['beside_apex_dpg'], data['apex_dpg_ratio']
+  if beside is None:
+    return ('Beside Ape-X DPG\'s table (IQM '
+            f'{apex["iqm"]:.2f} [{apex["low"]:.2f}, {apex["high"]:.2f}]): '
+            'the difference needs 2 seeds of every task: not yet.'
+            if apex else '')
+  verdict = ('D4PG ahead' if beside['low'] > 0 else
+             'D4PG behind' if beside['high'] < 0 else 'no difference shown')
+  return (f'Beside Ape-X DPG\'s table (IQM {apex["iqm"]:.2f} '
+          f'[{apex["low"]:.2f}, {apex["high"]:.2f}]), D4PG\'s IQM less Ape-X '
+          f'DPG\'s over seeds {", ".join(map(str, beside["seeds"]))} of '
+          f'{len(beside["tasks"])} tasks: {beside["difference"]:+.2f}, 95% '
+          f'interval [{beside["low"]:+.2f}, {beside["high"]:+.2f}]: '
+          f'{verdict}.')
+
+
+def _arm_cell(record: Optional[Dict[str, object]]) -> str:
+  if record is None:
+    return 'not run yet'
+  return (f'{record["final_mean"]:.1f} ({record["learner_updates"]:,} '
+          f'updates, {record["wall_clock_minutes"]:.0f} min)')
+
+
+def ablation_table(data: Dict[str, object]) -> List[str]:
+  """One row a task, one column an arm (`ARMS`)."""
+  labels = [label for label, _, _ in ARMS]
+  lines = ['| task | ' + ' | '.join(labels) + ' | State SAC |',
+           '|' + '---|' * (len(labels) + 2)]
+  for task, arms in data['ablation'].items():
+    lines.append(f'| {task} | ' + ' | '.join(
+        _arm_cell(arms[label]) for label in labels) +
+                 f' | {SAC[task][0]} |')
+  return lines
+
+
+def what_it_would_take(records) -> List[str]:
+  """Task by task: the runs' ratio to SAC, their updates, and the minutes
+  SAC's one update per simulator step would take at their own update
+  rate."""
+  lines = []
+  for task, rows in records.items():
+    mean = np.mean([row['final_mean'] for row in rows])
+    updates = np.mean([row['learner_updates'] for row in rows])
+    rate = np.mean([row['learner_updates_per_second'] for row in rows])
+    minutes = 500_000 / rate / 60
+    lines.append(
+        f'- **{task}**: {mean / SAC[task][0]:.2f} of State SAC\'s '
+        f'{SAC[task][0]} after {updates:,.0f} updates a run; SAC\'s '
+        f'500,000 would take about {minutes:.0f} minutes at these runs\' '
+        f'{rate:.0f} updates a second.')
+  return lines
+
+
 def render(data: Dict[str, object]) -> str:
   """The page (results/d4pg_dmc500k.md) from its JSON, `data`, alone."""
-  return '# D4PG on the DeepMind Control table at 500K steps\n'
+  records = data['tasks']
+  final, minutes, updates, seeds_count = dpg_dmc500k.figures(records)
+  apex = {task: np.mean([row['final_mean'] for row in rows])
+          for task, rows in data['apex_dpg'].items()}
+  lines = [
+      '# D4PG on the DeepMind Control table at 500K steps', '',
+      'D4PG (Barth-Maron et al. 2018: Ape-X DPG with a categorical critic, '
+      'docs/d4pg.md) on the six tasks of the state-based DeepMind Control '
+      f'table, {data["frames"]:,} simulator steps a run counted as CURL '
+      'counts them, with its `dmc500k` preset on 2 CPU cores (no GPU), '
+      f'beside State SAC\'s figures ({data["sac_source"]}) and Ape-X DPG\'s '
+      'table (results/dpg_dmc500k.md).', '',
+      f'![Evaluation rounds and final policies]({ANALYSIS}.png)', '',
+      '## Final policies', '',
+      *dpg_dmc500k.final_table(data, final, extra={
+          'Ape-X DPG (mean of its seeds)': [
+              f'{apex[task]:.1f}' if task in apex else '-'
+              for task in records]}), '',
+      dpg_dmc500k.ratio_text(data['ratio'], len(records)) + ' ' +
+      goal_text(data['ratio'], data['goal']) + ' ' +
+      dpg_dmc500k.behind(records, final), '',
+      apex_text(data), '',
+      f'Each run\'s final policy (its last learner checkpoint, without '
+      f'exploration noise) over {data["final_episodes"]} episodes of '
+      '`programs/evaluate.py` drawing from the run\'s seed'
+      f'{spread.how_stated(max(seeds_count))}.', '',
+      '## What each change buys', '',
+      'D4PG differs from Ape-X DPG\'s table in two things: its categorical '
+      'critic and its replay ratio (one update of 256 per 4 simulator steps '
+      'against 8). Each alone, on the two tasks furthest behind State SAC '
+      f'in Ape-X DPG\'s table, seed {data["ablation_seed"]}: the final '
+      'policy over 30 episodes (the run\'s updates, its minutes). Neither '
+      'and both are the two tables\' own runs of that seed.', '',
+      *ablation_table(data), '',
+      '## Beside State SAC: what differs, and what it would take', '',
+      '- **Updates**: SAC makes one update of 256 per simulator step '
+      '(500,000 a run); these runs one per 4 simulator steps once 5,000 '
+      'transitions are in replay (`--samples_per_insert` 64 x the repeat: '
+      f'{min(updates):,} to {max(updates):,} a run), at which a run took '
+      f'{min(minutes):.0f}-{max(minutes):.0f} minutes on 2 cores. The '
+      'learner sets the pace: SAC\'s ratio would be 4 times as many updates.',
+      '- **The agent**: D4PG with Ape-X DPG\'s networks (400-300 critic, '
+      '300-200 policy), Adam at 1e-4, Gaussian noise of 0.3, 3-step returns, '
+      '51 atoms on [0, 100 x the repeat], prioritised replay by the KL '
+      'divergence, 2 actors. SAC has two critics, a stochastic policy with '
+      'a tuned entropy bonus, 256-256 networks and Adam at 3e-4.', '',
+      *what_it_would_take(records), '',
+      '## The runs', '',
+      'One run after another, each resumed from its checkpoints if '
+      'interrupted (its minutes: the launches\' sum). The evaluator plays '
+      'rounds of 5 episodes every 10,000 updates; the best round is the '
+      'best of those, the final policy the figure above.'
+      + (f' {data["notes"]}' if data['notes'] else ''), '',
+      *dpg_dmc500k.runs_table(records), '',
+      '## How it was made', '',
+      '`--preset=dmc500k` (agents/d4pg/presets.py) is Ape-X DPG\'s `dmc500k` '
+      'but for the replay ratio and the critic; it was set from the '
+      'machine\'s budget before any run of these tasks and not changed '
+      'after them; the file gives each value\'s reason.', '',
+      *dpg_control.commands(ANALYSIS, data),
+      '', 'The ablation\'s runs:', '', '```sh',
+      f'.venv/bin/python -m results.{ANALYSIS} --ablation --seeds='
+      f'{data["ablation_seed"]} --runs=<dir outside the repository>', '```',
+      '']
+  return '\n'.join(lines)
 
 
 def report(seeds: List[int]):

@@ -26,7 +26,7 @@ every run of every task with its stratified-bootstrap 95% interval
 """
 
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from absl import app
 import numpy as np
@@ -167,7 +167,8 @@ def plot(records: Dict[str, List[Dict[str, object]]], out: str,
   plt.close(figure)
 
 
-def _ratio_text(ratio: Optional[Dict[str, object]], tasks: int) -> str:
+def ratio_text(ratio: Optional[Dict[str, object]], tasks: int) -> str:
+  """The IQM of the runs' returns over State SAC's, as the page says it."""
   if ratio is None:
     return ('The IQM of the returns over State SAC\'s needs at least 2 seeds '
             'on the same tasks: not yet.')
@@ -183,8 +184,8 @@ def _ratio_text(ratio: Optional[Dict[str, object]], tasks: int) -> str:
           'level with SAC.')
 
 
-def _behind(records, final: Dict[str, Dict[int, float]]) -> str:
-  """Where Ape-X DPG is behind State SAC, said task by task."""
+def behind(records, final: Dict[str, Dict[int, float]]) -> str:
+  """Where the agent is behind State SAC, said task by task."""
   behind = [task for task in records
             if np.mean(list(final[task].values())) < SAC[task][0] - SAC[task][1]]
   if not behind:
@@ -194,7 +195,8 @@ def _behind(records, final: Dict[str, Dict[int, float]]) -> str:
           f'spread): {", ".join(behind)}.')
 
 
-def _runs_table(records) -> List[str]:
+def runs_table(records) -> List[str]:
+  """Every run: its final policy, rounds, steps, updates and minutes."""
   lines = ['| task | seed | final policy (mean ± sd of its episodes) | '
            'best evaluator round | last round | agent steps | simulator '
            'steps | learner updates | updates/s | simulator steps/s | '
@@ -215,18 +217,42 @@ def _runs_table(records) -> List[str]:
   return lines
 
 
+def figures(records) -> Tuple[Dict[str, Dict[int, float]], List[float],
+                              List[int], List[int]]:
+  """(each task's final means by seed, every run's minutes, every run's
+  updates, the counts of seeds the tasks have) of a table's runs."""
+  final = {task: {row['seed']: row['final_mean'] for row in rows}
+           for task, rows in records.items()}
+  runs = [row for rows in records.values() for row in rows]
+  return (final, [row['wall_clock_minutes'] for row in runs],
+          [row['learner_updates'] for row in runs],
+          sorted({len(rows) for rows in records.values()}))
+
+
+def final_table(data: Dict[str, object],
+                final: Dict[str, Dict[int, float]],
+                extra: Optional[Dict[str, List[str]]] = None) -> List[str]:
+  """The final policies' table: each task's seeds (`final`: task -> {seed:
+  final mean}), its action repeat, State SAC's figure and the mean's ratio
+  to it, then the columns of `extra` (title -> one cell a task)."""
+  records = data['tasks']
+  sac = data['sac']
+  return spread.seed_table(
+      'task', f'final policy, {data["final_episodes"]} episodes', final,
+      extra={'action repeat': [str(records[task][0]['action_repeat'])
+                               for task in records],
+             'State SAC at 500K (CURL, Table 1)': [
+                 f'{sac[task][0]} ± {sac[task][1]}' for task in records],
+             'mean over SAC\'s': [
+                 f'{np.mean(list(final[task].values())) / sac[task][0]:.2f}'
+                 for task in records],
+             **(extra or {})})
+
+
 def render(data: Dict[str, object]) -> str:
   """The page (results/dpg_dmc500k.md) from its JSON, `data`, alone."""
   records = data['tasks']
-  final = {task: {row['seed']: row['final_mean'] for row in rows}
-           for task, rows in records.items()}
-  repeats = {task: rows[0]['action_repeat'] for task, rows in records.items()}
-  sac = {task: data['sac'][task] for task in records}
-  minutes = [row['wall_clock_minutes'] for rows in records.values()
-             for row in rows]
-  updates = [row['learner_updates'] for rows in records.values()
-             for row in rows]
-  seeds_count = sorted({len(rows) for rows in records.values()})
+  final, minutes, updates, seeds_count = figures(records)
   lines = [
       '# Ape-X DPG on the DeepMind Control table at 500K steps', '',
       f'Ape-X DPG (Horgan et al. 2018, §3.2 and App. D) on the six tasks of '
@@ -236,15 +262,8 @@ def render(data: Dict[str, object]) -> str:
       f'State SAC\'s figures ({data["sac_source"]}).', '',
       f'![Evaluation rounds and final policies]({ANALYSIS}.png)', '',
       '## Final policies', '',
-      *spread.seed_table(
-          'task', f'final policy, {data["final_episodes"]} episodes', final,
-          extra={'action repeat': [str(repeats[task]) for task in records],
-                 'State SAC at 500K (CURL, Table 1)': [
-                     f'{sac[task][0]} ± {sac[task][1]}' for task in records],
-                 'mean over SAC\'s': [
-                     f'{np.mean(list(final[task].values())) / sac[task][0]:.2f}'
-                     for task in records]}), '',
-      _ratio_text(data['ratio'], len(records)) + ' ' + _behind(records, final),
+      *final_table(data, final), '',
+      ratio_text(data['ratio'], len(records)) + ' ' + behind(records, final),
       '',
       f'Each run\'s final policy (its last learner checkpoint, without '
       f'exploration noise, App. D) over {data["final_episodes"]} episodes '
@@ -277,7 +296,7 @@ def render(data: Dict[str, object]) -> str:
       'rounds of 5 episodes as the learner trains; the best round is the '
       'best of those, the final policy the figure above.'
       + (f' {data["notes"]}' if data['notes'] else ''), '',
-      *_runs_table(records), '',
+      *runs_table(records), '',
       '## How it was made', '',
       '`--preset=dmc500k` (agents/apex_dpg/presets.py) keeps App. D\'s '
       'networks, Adam rates, batch of 256, target copies, noise and replay; '

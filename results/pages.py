@@ -19,6 +19,7 @@ from results import a3c_diagnosis
 from results import a3c_minatar
 from results import chaos
 from results import dpg_control
+from results import d4pg_dmc500k
 from results import dpg_dmc500k
 from results import long_run
 from results import minatar
@@ -53,6 +54,8 @@ def render(name: str) -> str:
     return dpg_control.render(data)
   if name == dpg_dmc500k.ANALYSIS:
     return dpg_dmc500k.render(data)
+  if name == d4pg_dmc500k.ANALYSIS:
+    return d4pg_dmc500k.render(data)
   if name == chaos.ANALYSIS:
     return chaos.render(data)
   if name == a3c_diagnosis.ANALYSIS:

@@ -18,11 +18,15 @@ from agents.apex_dpg.config import ApeXDPGConfig
 from agents.apex_dpg.presets import PRESETS as DPG_PRESETS
 from agents.apex_dqn.config import ApeXDQNConfig
 from agents.apex_dqn.presets import PRESETS as DQN_PRESETS
+from agents.d4pg.config import D4PGConfig
+from agents.d4pg.presets import PRESETS as D4PG_PRESETS
 from launch.options import RunOptions
 
 PROGRAMS = {'apex_dqn': (ApeXDQNConfig, DQN_PRESETS, 'atari:Pong'),
             'apex_dpg': (ApeXDPGConfig, DPG_PRESETS,
-                         'control:manipulator:bring_ball')}
+                         'control:manipulator:bring_ball'),
+            'd4pg': (D4PGConfig, D4PG_PRESETS,
+                     'control:cheetah:run:repeat=4')}
 
 
 def _program(name, *flags, timeout=120):
@@ -176,6 +180,10 @@ def test_the_import_log_sees_tensorflow_where_it_is_imported():
      'sticky.'),
     ('apex_dqn', ['--atari_noop_starts=-1'],
      '--atari_noop_starts=-1 is out of range: it must be >= 0 (0: none).'),
+    ('d4pg', ['--num_atoms=1'], '--num_atoms=1 is out of range'),
+    ('d4pg', ['--v_min=5', '--v_max=-5'], '--v_max=-5.0 is out of range'),
+    ('d4pg', ['--env=gym:Pendulum-v1'],
+     '--v_min and --v_max: gym:Pendulum-v1 has no known reward range'),
     ('a3c', ['--envs_per_actor=2'], '--envs_per_actor=2: an A3C worker'),
     ('a3c', ['--t_max=0'], '--t_max=0 is out of range'),
 ])
@@ -207,7 +215,8 @@ def test_a_launch_without_a_preset_on_a_small_machine_names_the_one_that_fits():
   from agents import registry
   from launch import command_line
   for name, preset in (('apex_dqn', 'atari_small'),
-                       ('apex_dpg', 'control_small'), ('a3c', 'cartpole')):
+                       ('apex_dpg', 'control_small'), ('d4pg', 'dmc500k'),
+                       ('a3c', 'cartpole')):
     agent = registry.get(name)
     assert agent.small_machine_preset == preset
     notice = command_line.small_machine_notice(

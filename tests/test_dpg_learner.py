@@ -150,13 +150,15 @@ def dqda_np(critic_params: Params, observations, actions,
 
 
 class Nets:
-  """Online and target networks, all with different weights."""
+  """Online and target networks, all with different weights (`critic`:
+  what makes a critic of a seed)."""
 
-  def __init__(self, seed: int = 1):
+  def __init__(self, seed: int = 1, critic=None):
+    critic = critic or make_critic
     self.policy = make_policy(seed)
-    self.critic = make_critic(seed + 1)
+    self.critic = critic(seed + 1)
     self.target_policy = make_policy(seed + 2)
-    self.target_critic = make_critic(seed + 3)
+    self.target_critic = critic(seed + 3)
 
   def snapshot(self):
     return {name: params_of(getattr(self, name))

@@ -139,6 +139,14 @@ def test_apex_dpg_cartpole_balance_reaches_800_within_150k_actor_steps(
                 max_actor_steps=150_000, window=5, target=800.0)
 
 
+def test_d4pg_cartpole_balance_reaches_800_within_150k_actor_steps(
+    launch, tmp_path):
+  # Ape-X DPG's preset and threshold: the categorical critic must learn
+  # the task as its scalar one does.
+  _check_learns(launch, tmp_path / 'run', 'd4pg', DPG_CARTPOLE_FLAGS,
+                max_actor_steps=150_000, window=5, target=800.0)
+
+
 def test_a3c_cartpole_reaches_400_within_200k_actor_steps(launch, tmp_path):
   # The preset's budget is also the learning rate's annealing horizon.
   _check_learns(launch, tmp_path / 'run', 'a3c', A3C_CARTPOLE_FLAGS,

@@ -59,15 +59,22 @@ def _page(tmp_path, monkeypatch, finals):
   for task, means in finals.items():
     for seed, mean in enumerate(means):
       _dmc_run(runs, task, seed, mean, REPEATS[task])
+  return report_page(tmp_path, monkeypatch, runs, dpg_dmc500k)
+
+
+def report_page(tmp_path, monkeypatch, runs, page_module):
+  """(JSON, text) of `page_module`'s page, reported from the runs in
+  `runs` into a directory of the test's."""
   pages = tmp_path / 'pages'
   pages.mkdir(exist_ok=True)
   monkeypatch.setattr(run, 'RESULTS', str(pages))
   monkeypatch.setattr(dpg_dmc500k, 'RESULTS', str(pages))
   with flagsaver.flagsaver(runs=runs, bank_dir=str(tmp_path / 'bank'),
                            notes='Nothing else ran.'):
-    dpg_dmc500k.report([0, 1, 2])
-  data = json.loads((pages / 'dpg_dmc500k.json').read_text())
-  return data, (pages / 'dpg_dmc500k.md').read_text()
+    page_module.report([0, 1, 2])
+  name = page_module.ANALYSIS
+  data = json.loads((pages / f'{name}.json').read_text())
+  return data, (pages / f'{name}.md').read_text()
 
 
 @pytest.fixture
