@@ -1,4 +1,4 @@
-"""Ape-X DQN and DPG (and A3C) in the style of Acme: the agents, their
+"""Ape-X DQN and DPG, A3C and D4PG in the style of Acme: the agents, their
 replay, environments and networks. It imports nothing of the launch package
 (`launch`), which turns its builders into programs.
 

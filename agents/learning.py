@@ -2,9 +2,10 @@
 
 Each step samples a prioritised batch from the shared replay, weights the
 agent's loss by importance sampling, applies the agent's update, writes the
-batch's new priorities (its loss's: `agents.priorities`) back to Reverb and, every `target_update_period`
-steps, copies the online networks into their targets. An agent supplies only
-`_update`: its loss and optimiser step.
+batch's new priorities (its loss's: `agents.priorities`) back to Reverb
+and, every `target_update_period` steps, copies the online networks into
+their targets. An agent supplies only `_update`: its loss, its optimiser
+step and the priorities.
 """
 
 import abc

@@ -13,6 +13,7 @@ import sys
 from typing import Dict, List, Sequence, Tuple
 
 from results import a3c_default
+from results import d4pg_dmc500k
 from results import dpg_control
 from results import long_run
 from results import minatar
@@ -220,12 +221,14 @@ def _dpg_control_row() -> List[str]:
           f'IQM\'s difference: {supported} | {_link("dpg_control.md")} |']
 
 
-def _dpg_dmc500k_row() -> List[str]:
-  """Ape-X DPG on the DeepMind Control table beside State SAC
-  (results/dpg_dmc500k.py): a row once its page has runs."""
-  if not os.path.exists(os.path.join(RESULTS, 'dpg_dmc500k.json')):
+def _dmc500k_row(name: str, agent: str) -> List[str]:
+  """`agent` on the DeepMind Control table beside State SAC (the page
+  results/<name>.md: dpg_dmc500k, d4pg_dmc500k): a row once its page has
+  runs; D4PG's also says where it stands against its goal and against
+  Ape-X DPG."""
+  if not os.path.exists(os.path.join(RESULTS, f'{name}.json')):
     return []
-  data = pages.load('dpg_dmc500k')
+  data = pages.load(name)
   figures = '; '.join(
       f'{task} {_spread([row["final_mean"] for row in rows])} (State SAC '
       f'{data["sac"][task][0]})' for task, rows in data['tasks'].items())
@@ -234,11 +237,14 @@ def _dpg_dmc500k_row() -> List[str]:
                f'{ratio["iqm"]:.2f} '
                f'{spread.interval_text(ratio["low"], ratio["high"], "{:.2f}")}'
                if ratio else 'not yet 2 seeds on every task: no interval')
-  return [f'| Ape-X DPG on the DeepMind Control table, `dmc500k` preset, on '
+  if 'goal' in data:
+    supported += ('; ' + d4pg_dmc500k.goal_text(ratio, data['goal']) + ' ' +
+                  d4pg_dmc500k.apex_text(data))
+  return [f'| {agent} on the DeepMind Control table, `dmc500k` preset, on '
           f'2 cores; {data["frames"]:,} simulator steps (CURL\'s action '
           f'repeats) | final policy, {data["final_episodes"]} episodes: '
           f'{figures} | {_seed_counts(data["tasks"])} | {supported} | '
-          f'{_link("dpg_dmc500k.md")} |']
+          f'{_link(f"{name}.md")} |']
 
 
 def _a3c_default_row() -> List[str]:
@@ -268,7 +274,8 @@ def table() -> str:
   rows += [_long_run_row(name, what) for name, what in LONG_RUNS.items()]
   rows.append(_minatar_row())
   rows += _dpg_control_row()
-  rows += _dpg_dmc500k_row()
+  rows += _dmc500k_row('dpg_dmc500k', 'Ape-X DPG')
+  rows += _dmc500k_row('d4pg_dmc500k', 'D4PG')
   rows += _a3c_default_row()
   rows += [_analysis_row(name) for name in ANALYSES
            if os.path.exists(os.path.join(RESULTS, f'{name}.json'))]

@@ -176,3 +176,21 @@ def test_each_task_runs_at_one_update_per_4_simulator_steps():
                         '/runs/w')
     assert 'apex_dpg.py' in ratio[1]
     assert f'--samples_per_insert={64 * repeat}' in ratio
+
+
+def test_the_readme_row(page, tmp_path, monkeypatch):
+  from results import pages  # pylint: disable=g-import-not-at-top
+  from results import table  # pylint: disable=g-import-not-at-top
+  data, _ = page
+  monkeypatch.setattr(table, 'RESULTS', str(tmp_path / 'pages'))
+  monkeypatch.setattr(pages, 'RESULTS', str(tmp_path / 'pages'))
+  row, = table._dmc500k_row('d4pg_dmc500k', 'D4PG')  # pylint: disable=protected-access
+  assert row.startswith('| D4PG on the DeepMind Control table')
+  means = D4PG['reacher_easy']
+  assert (f'reacher_easy {np.mean(means):.1f} ± '
+          f'{np.std(means, ddof=1):.1f} ({min(means):.1f} to '
+          f'{max(means):.1f}) (State SAC 923)') in row
+  ratio = data['ratio']
+  assert f'{ratio["iqm"]:.2f} [{ratio["low"]:.2f}, {ratio["high"]:.2f}]' in row
+  assert 'Against the goal of 0.85 of State SAC\'s return: above it' in row
+  assert 'D4PG ahead.' in row and 'd4pg_dmc500k.md' in row

@@ -173,7 +173,7 @@ def test_the_readme_row(page, tmp_path, monkeypatch):
   data, _ = page
   monkeypatch.setattr(table, 'RESULTS', str(tmp_path / 'pages'))
   monkeypatch.setattr(pages, 'RESULTS', str(tmp_path / 'pages'))
-  row, = table._dpg_dmc500k_row()  # pylint: disable=protected-access
+  row, = table._dmc500k_row('dpg_dmc500k', 'Ape-X DPG')  # pylint: disable=protected-access
   means = FINAL['cheetah_run']
   assert (f'cheetah_run {np.mean(means):.1f} ± {np.std(means, ddof=1):.1f} '
           f'({min(means):.1f} to {max(means):.1f}) (State SAC 795)') in row
