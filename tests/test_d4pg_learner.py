@@ -5,7 +5,7 @@ it gives the batch.
 
 Every expectation is computed in numpy float64 from the networks' weights:
 numpy twins of the networks, the reference projection of
-tests/test_d4pg_losses.py (C51's Algorithm 1), and gradients by central
+tests/test_distributional.py (C51's Algorithm 1), and gradients by central
 finite differences of numpy losses. No TensorFlow gradient is a reference.
 """
 
@@ -17,8 +17,8 @@ from agents.d4pg import networks
 from agents.d4pg.learning import D4PGLearner
 from agents.replay import adders
 import replay_items
-from test_d4pg_losses import reference_projection
-from test_d4pg_losses import reference_td
+from test_distributional import reference_projection
+from test_distributional import reference_td
 from test_dpg_learner import ACTION_DIM
 from test_dpg_learner import CRITIC_HIDDEN
 from test_dpg_learner import DISCOUNT_3

@@ -5,7 +5,7 @@ a real environment and writes to a real Reverb table; every item read
 back must carry, as its priority, the KL divergence from its projected
 n-step target to the critic's distribution, recomputed one transition at a
 time in numpy float64 from the actor's own networks
-(tests/test_d4pg_losses.py's reference projection: C51's Algorithm 1).
+(tests/test_distributional.py's reference projection: C51's Algorithm 1).
 """
 
 from typing import List
@@ -20,7 +20,7 @@ from agents.d4pg.builder import D4PGBuilder
 from agents.d4pg.config import D4PGConfig
 from agents.envs.environments import resolve_continuous
 from replay_items import read_all_items
-from test_d4pg_losses import reference_td
+from test_distributional import reference_td
 from test_dpg_priorities import Episode
 from test_dpg_priorities import NumpyNets
 from test_dpg_priorities import Recorder

@@ -12,7 +12,7 @@ import sonnet as snt
 import tensorflow as tf
 
 from agents.apex_dpg import networks as dpg_networks
-from agents.d4pg import losses
+from agents import distributional
 
 
 class CategoricalCritic(snt.Module):
@@ -35,7 +35,7 @@ class CategoricalCritic(snt.Module):
 
   def mean(self, logits: tf.Tensor) -> tf.Tensor:
     """The expected return of each row of `logits`: Q(s, a) = E[Z(s, a)]."""
-    return losses.expected_values(logits, self.atoms)
+    return distributional.expected_values(logits, self.atoms)
 
 
 def make_networks(environment, config) -> dpg_networks.DPGNetworks:

@@ -1,5 +1,6 @@
-"""D4PG's projection and critic loss against a slow numpy reference and
-hand-worked cases.
+"""The categorical projection, its cross-entropy and KL priorities
+(agents/distributional.py), and D4PG's critic loss, against a slow numpy
+reference and hand-worked cases.
 
 The reference projects as C51's Algorithm 1 does (Bellemare et al. 2017):
 each shifted atom, clipped to [v_min, v_max], at fractional index b between
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from agents import distributional
 from agents.d4pg import losses
 
 
@@ -50,7 +52,7 @@ def reference_td(logits_tm1, returns, discounts, logits_t, atoms):
 
 
 def project(values, probabilities, atoms):
-  return losses.categorical_projection(
+  return distributional.categorical_projection(
       tf.constant(values, tf.float32), tf.constant(probabilities, tf.float32),
       tf.constant(atoms, tf.float32)).numpy()
 
@@ -128,7 +130,7 @@ def test_cross_entropy_and_kl_match_reference():
   logits_t = rng.normal(size=(batch, 51)).astype(np.float32) * 2
   returns = rng.uniform(-50, 450, batch).astype(np.float32)
   discounts = rng.choice([0.0, 0.99 ** 5], batch).astype(np.float32)
-  cross_entropy, divergence = (t.numpy() for t in losses.categorical_td(
+  cross_entropy, divergence = (t.numpy() for t in distributional.categorical_td(
       *(tf.constant(x) for x in (logits_tm1, returns, discounts, logits_t,
                                  atoms))))
   expected_cross_entropy, expected_divergence = reference_td(
@@ -148,7 +150,7 @@ def test_kl_priority_is_zero_when_the_critic_matches_its_target():
   target = point_mass_target(0.0, discount=0.5)  # [.3, .4, .3, 0, 0]
   logits_t = np.zeros((1, 5), np.float32)  # Uniform on ATOMS.
   logits_tm1 = np.log(np.maximum(target, 1e-30))[None].astype(np.float32)
-  cross_entropy, divergence = losses.categorical_td(
+  cross_entropy, divergence = distributional.categorical_td(
       tf.constant(logits_tm1), tf.constant([0.0]), tf.constant([0.5]),
       tf.constant(logits_t), tf.constant(ATOMS))
   assert divergence.numpy()[0] == pytest.approx(0.0, abs=1e-5)
@@ -177,6 +179,6 @@ def test_critic_loss_weights_each_transition():
 def test_expected_values():
   logits = np.log(np.array([[.3, .4, .3, 0, 0], [0, 0, 0, 0, 1]]) + 1e-30)
   np.testing.assert_allclose(
-      losses.expected_values(tf.constant(logits, tf.float32),
+      distributional.expected_values(tf.constant(logits, tf.float32),
                              tf.constant(ATOMS)).numpy(), [1.0, 4.0],
       atol=1e-5)
