@@ -34,8 +34,8 @@ from agents.config import Preset
 
 # The agent folders of this package; each registers itself when imported,
 # as its `AGENT`.
-_BUILT_IN = ('agents.apex_dqn', 'agents.apex_dpg', 'agents.d4pg',
-             'agents.a3c')
+_BUILT_IN = ('agents.apex_dqn', 'agents.apex_c51', 'agents.apex_dpg',
+             'agents.d4pg', 'agents.a3c')
 
 # Which environments an agent takes, by its actions.
 ACTIONS = ('discrete', 'continuous', 'any')

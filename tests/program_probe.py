@@ -2,12 +2,12 @@
 replay table from outside while it trains, and stops it once it has seen
 what it looks for.
 
-  python -m tests.program_probe [--program=apex_dqn|apex_dpg|d4pg] <flags>
+  python -m tests.program_probe [--program=<an Ape-X program>] <flags>
 
 (from the repository root). `--program` picks programs/apex_dqn.py (the
-default), programs/apex_dpg.py or programs/d4pg.py; every other flag is the
-program's own. Used by test_program.py, test_dpg_program.py and
-test_d4pg_program.py as a subprocess. Prints one JSON
+default), apex_c51.py, apex_dpg.py or d4pg.py; every other flag is the
+program's own. Used by the program tests (test_program.py,
+test_dpg_program.py, ...) as a subprocess. Prints one JSON
 line: what was seen in the replay table and the counter.
 
 The program is stopped by the probe, not by a step limit: once the table has
@@ -27,7 +27,7 @@ import time
 from absl import app
 from absl import flags
 
-PROGRAMS = ('apex_dqn', 'apex_dpg', 'd4pg')
+PROGRAMS = ('apex_dqn', 'apex_c51', 'apex_dpg', 'd4pg')
 
 
 def _program_name(argv) -> str:

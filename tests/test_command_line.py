@@ -14,6 +14,8 @@ import sys
 import pytest
 
 import helpers
+from agents.apex_c51.config import ApeXC51Config
+from agents.apex_c51.presets import PRESETS as C51_PRESETS
 from agents.apex_dpg.config import ApeXDPGConfig
 from agents.apex_dpg.presets import PRESETS as DPG_PRESETS
 from agents.apex_dqn.config import ApeXDQNConfig
@@ -23,6 +25,7 @@ from agents.d4pg.presets import PRESETS as D4PG_PRESETS
 from launch.options import RunOptions
 
 PROGRAMS = {'apex_dqn': (ApeXDQNConfig, DQN_PRESETS, 'atari:Pong'),
+            'apex_c51': (ApeXC51Config, C51_PRESETS, 'atari:Pong'),
             'apex_dpg': (ApeXDPGConfig, DPG_PRESETS,
                          'control:manipulator:bring_ball'),
             'd4pg': (D4PGConfig, D4PG_PRESETS,
@@ -181,6 +184,8 @@ def test_the_import_log_sees_tensorflow_where_it_is_imported():
     ('apex_dqn', ['--atari_noop_starts=-1'],
      '--atari_noop_starts=-1 is out of range: it must be >= 0 (0: none).'),
     ('d4pg', ['--num_atoms=1'], '--num_atoms=1 is out of range'),
+    ('apex_c51', ['--v_min=10', '--v_max=-10'],
+     '--v_max=-10.0 is out of range: it must be above --v_min (10.0).'),
     ('d4pg', ['--v_min=5', '--v_max=-5'], '--v_max=-5.0 is out of range'),
     ('d4pg', ['--env=gym:Pendulum-v1'],
      '--v_min and --v_max: gym:Pendulum-v1 has no known reward range'),
@@ -215,6 +220,7 @@ def test_a_launch_without_a_preset_on_a_small_machine_names_the_one_that_fits():
   from agents import registry
   from launch import command_line
   for name, preset in (('apex_dqn', 'atari_small'),
+                       ('apex_c51', 'atari_small'),
                        ('apex_dpg', 'control_small'), ('d4pg', 'dmc500k'),
                        ('a3c', 'cartpole')):
     agent = registry.get(name)

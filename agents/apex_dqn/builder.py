@@ -26,6 +26,11 @@ class ApeXDQNBuilder(apex_builder.ApeXBuilder):
 
   name = 'apex_dqn'
   config: ApeXDQNConfig
+  # The learner's and the actors' classes: the loss (`ApeXDQNLearner._loss`)
+  # and what an actor keeps of its network's output for the priorities
+  # are the agent's.
+  learner_class = learning.ApeXDQNLearner
+  actor_class = actor_lib.ApeXDQNActor
 
   @property
   def max_abs_reward(self) -> Optional[float]:
@@ -60,7 +65,7 @@ class ApeXDQNBuilder(apex_builder.ApeXBuilder):
         momentum=0.0,
         epsilon=self.config.rmsprop_epsilon,
         centered=True)  # Ape-X App. C: centered RMSProp, no momentum.
-    return learning.ApeXDQNLearner(
+    return self.learner_class(
         network=network,
         target_network=target_network,
         optimizer=optimizer,
@@ -88,7 +93,7 @@ class ApeXDQNBuilder(apex_builder.ApeXBuilder):
         {'network': network.trainable_variables, **priority_variables},
         update_period=self.variable_update_period)
     variable_client.update_and_wait()
-    return actor_lib.ApeXDQNActor(
+    return self.actor_class(
         network, self.environment.spec.observations, exploration,
         self.make_adders(replay_client, exploration, priority_fn),
         variable_client, seed)

@@ -16,6 +16,8 @@ class ApeXDQNLearner(learning.ApeXLearner):
 
   On top of the shared Ape-X loop (`agents.learning.ApeXLearner`), each update
   clips the gradient's global norm and applies centered RMSProp (App. C).
+  A learner of another loss (the distributional Ape-X DQN's) overrides
+  `_loss`: the loss and the priorities it gives.
   """
 
   def __init__(self,
@@ -35,23 +37,31 @@ class ApeXDQNLearner(learning.ApeXLearner):
     self._optimizer = optimizer
     self._max_gradient_norm = max_gradient_norm
 
+  def _loss(self, transitions: Dict[str, tf.Tensor],
+            weights: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """(the importance-weighted loss, the batch's new priorities), traced
+    inside the gradient tape: n-step double Q-learning (§3.1), the online
+    network selecting the bootstrap action and the target network
+    evaluating it, and the |TD errors|."""
+    q_t_evaluator = self._target_network(transitions[adders.NEXT_OBSERVATION])
+    q_tm1 = self._network(transitions[adders.OBSERVATION])
+    q_t_selector = self._network(transitions[adders.NEXT_OBSERVATION])
+    loss, td_errors = losses.double_q_loss(
+        q_tm1, transitions[adders.ACTION],
+        transitions[adders.N_STEP_RETURN], transitions[adders.DISCOUNT],
+        q_t_selector, q_t_evaluator, weights)
+    return loss, priorities.from_td_errors(td_errors)
+
   def _update(self, transitions: Dict[str, tf.Tensor],
               weights: tf.Tensor) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
-    q_t_evaluator = self._target_network(transitions[adders.NEXT_OBSERVATION])
     with tf.GradientTape() as tape:
-      q_tm1 = self._network(transitions[adders.OBSERVATION])
-      q_t_selector = self._network(transitions[adders.NEXT_OBSERVATION])
-      loss, td_errors = losses.double_q_loss(
-          q_tm1, transitions[adders.ACTION],
-          transitions[adders.N_STEP_RETURN], transitions[adders.DISCOUNT],
-          q_t_selector, q_t_evaluator, weights)
+      loss, new_priorities = self._loss(transitions, weights)
     variables = self._network.trainable_variables
     gradients = tape.gradient(loss, variables)
     gradients, gradient_norm = tf.clip_by_global_norm(gradients,
                                                       self._max_gradient_norm)
     self._optimizer.apply(gradients, variables)
-    return priorities.from_td_errors(td_errors), {
-        'loss': loss, 'gradient_norm': gradient_norm}
+    return new_priorities, {'loss': loss, 'gradient_norm': gradient_norm}
 
   def _optimizers(self):
     return [(self._optimizer, self._network.trainable_variables)]

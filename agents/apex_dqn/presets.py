@@ -83,6 +83,15 @@ MINATAR = {
     'evaluation_period': 10_000, 'evaluation_episodes': 10,
 }
 
+# The plumbing of a whole program in seconds: tiny networks and replay.
+CARTPOLE_SMOKE = {
+    'env': 'gym:CartPole-v1', 'num_actors': 2, 'batch_size': 32,
+    'min_replay_size': 300, 'replay_capacity': 20_000,
+    'mlp_hidden_sizes': '32', 'dueling_hidden_size': 32,
+    'target_update_period': 50, 'log_every': 1.0,
+    'evaluation_period': 50, 'evaluation_episodes': 2,
+}
+
 PRESETS = {
     'paper': Preset(
         'The paper\'s Ape-X DQN (App. C) on Atari Pong: every default.',
@@ -103,9 +112,5 @@ PRESETS = {
     'cartpole_smoke': Preset(
         'A whole program on gym:CartPole-v1 with tiny networks and replay, '
         'logging every second: the plumbing in seconds, not learning.',
-        {'env': 'gym:CartPole-v1', 'num_actors': 2, 'batch_size': 32,
-         'min_replay_size': 300, 'replay_capacity': 20_000,
-         'mlp_hidden_sizes': '32', 'dueling_hidden_size': 32,
-         'target_update_period': 50, 'log_every': 1.0,
-         'evaluation_period': 50, 'evaluation_episodes': 2}),
+        CARTPOLE_SMOKE),
 }
