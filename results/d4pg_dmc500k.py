@@ -133,6 +133,13 @@ def collect(seeds: List[int]) -> Dict[str, object]:
   return data
 
 
+def span(values, form: str) -> str:
+  """'a to b' of `values` in `form`, or the one value where all are
+  equal."""
+  low, high = form.format(min(values)), form.format(max(values))
+  return low if low == high else f'{low} to {high}'
+
+
 def goal_text(ratio: Optional[Dict[str, object]], goal: float) -> str:
   """Where the IQM stands against `goal`, by its interval."""
   if ratio is None:
@@ -242,14 +249,14 @@ def render(data: Dict[str, object]) -> str:
       '- **Updates**: SAC makes one update of 256 per simulator step '
       '(500,000 a run); these runs one per 4 simulator steps once 5,000 '
       'transitions are in replay (`--samples_per_insert` 64 x the repeat: '
-      f'{min(updates):,} to {max(updates):,} a run), at which a run took '
-      f'{min(minutes):.0f}-{max(minutes):.0f} minutes on 2 cores. The '
-      'learner sets the pace: SAC\'s ratio would be 4 times as many updates.',
+      f'{span(updates, "{:,}")} a run), at which a run took '
+      f'{span(minutes, "{:.0f}")} minutes on 2 cores. The learner sets the '
+      'pace: SAC\'s ratio would be 4 times as many updates.',
       '- **The agent**: D4PG with Ape-X DPG\'s networks (400-300 critic, '
       '300-200 policy), Adam at 1e-4, Gaussian noise of 0.3, 3-step returns, '
       '51 atoms on [0, 100 x the repeat], prioritised replay by the KL '
-      'divergence, 2 actors. SAC has two critics, a stochastic policy with '
-      'a tuned entropy bonus, 256-256 networks and Adam at 3e-4.', '',
+      'divergence, 2 actors; SAC (Haarnoja et al. 2018) learns a stochastic '
+      'policy with an entropy bonus and two critics.', '',
       *what_it_would_take(records), '',
       '## The runs', '',
       'One run after another, each resumed from its checkpoints if '

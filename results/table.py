@@ -238,8 +238,8 @@ def _dmc500k_row(name: str, agent: str) -> List[str]:
                f'{spread.interval_text(ratio["low"], ratio["high"], "{:.2f}")}'
                if ratio else 'not yet 2 seeds on every task: no interval')
   if 'goal' in data:
-    supported += ('; ' + d4pg_dmc500k.goal_text(ratio, data['goal']) + ' ' +
-                  d4pg_dmc500k.apex_text(data))
+    goal = d4pg_dmc500k.goal_text(ratio, data['goal'])
+    supported += f'; {goal[0].lower()}{goal[1:]} {d4pg_dmc500k.apex_text(data)}'
   return [f'| {agent} on the DeepMind Control table, `dmc500k` preset, on '
           f'2 cores; {data["frames"]:,} simulator steps (CURL\'s action '
           f'repeats) | final policy, {data["final_episodes"]} episodes: '

@@ -192,5 +192,5 @@ def test_the_readme_row(page, tmp_path, monkeypatch):
           f'{max(means):.1f}) (State SAC 923)') in row
   ratio = data['ratio']
   assert f'{ratio["iqm"]:.2f} [{ratio["low"]:.2f}, {ratio["high"]:.2f}]' in row
-  assert 'Against the goal of 0.85 of State SAC\'s return: above it' in row
+  assert 'against the goal of 0.85 of State SAC\'s return: above it' in row
   assert 'D4PG ahead.' in row and 'd4pg_dmc500k.md' in row
