@@ -144,14 +144,9 @@ def goal_text(ratio: Optional[Dict[str, object]], goal: float) -> str:
   """Where the IQM stands against `goal`, by its interval."""
   if ratio is None:
     return f'Against the goal of {goal:.2f}: not yet (fewer than 2 seeds).'
-  if ratio['low'] >= goal:
-    where = 'above it: the whole interval is'
-  elif ratio['high'] < goal:
-    where = 'below it: the whole interval is'
-  else:
-    where = 'not settled: the interval holds it'
-  return (f'Against the goal of {goal:.2f} of State SAC\'s return: {where}'
-          f' ({ratio["low"]:.2f} to {ratio["high"]:.2f}).')
+  said = spread.against_goal(ratio['low'], ratio['high'], goal,
+                             len(ratio['seeds']))
+  return f'Against the goal of {goal:.2f} of State SAC\'s return: {said}.'
 
 
 def apex_text(data: Dict[str, object]) -> str:
@@ -162,8 +157,10 @@ def apex_text(data: Dict[str, object]) -> str:
             f'{apex["iqm"]:.2f} [{apex["low"]:.2f}, {apex["high"]:.2f}]): '
             'the difference needs 2 seeds of every task: not yet.'
             if apex else '')
-  verdict = ('D4PG ahead' if beside['low'] > 0 else
-             'D4PG behind' if beside['high'] < 0 else 'no difference shown')
+  verdict = spread.too_few_seeds(len(beside['seeds'])) or {
+      'above': 'D4PG ahead', 'below': 'D4PG behind',
+      'holds': 'no difference shown'}[
+          spread.interval_side(beside['low'], beside['high'], 0.0)]
   return (f'Beside Ape-X DPG\'s table (IQM {apex["iqm"]:.2f} '
           f'[{apex["low"]:.2f}, {apex["high"]:.2f}]), D4PG\'s IQM less Ape-X '
           f'DPG\'s over seeds {", ".join(map(str, beside["seeds"]))} of '

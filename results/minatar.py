@@ -94,9 +94,6 @@ DQN_REFERENCE = {  # game: (return at 1M frames, at 2M frames)
     'seaquest': (1.0, 4.9),
     'space_invaders': (32.6, 41.4),
 }
-GAMES = list(run.ANALYSES[ANALYSIS]['settings'])
-# The environment of each game's runs (results/run.py's settings).
-ENVS = page_runs.environments(ANALYSIS)
 
 
 def chosen_games() -> List[str]:
@@ -200,24 +197,34 @@ def actor_epsilons(workdir: str) -> List[float]:
   return [float(epsilon) for epsilon in epsilons]
 
 
-def collect(seeds: List[int]) -> Dict[str, object]:
-  """Writes results/minatar.png and .json from the finished runs, banked
-  or in the runs directory (their final policies evaluated first, where
-  not yet), and returns that JSON's content."""
+def records_of(analysis: str, seeds: List[int]
+               ) -> Tuple[Dict[str, List[Dict[str, object]]], List[str]]:
+  """(each game's finished runs of `analysis` among `seeds`, banked or in
+  the runs directory, as `run_record` reads them (their final policies
+  evaluated first, where not yet); their workdirs)."""
+  envs = page_runs.environments(analysis)
   records, workdirs = {}, []
-  for game in GAMES:
+  for game in run.ANALYSES[analysis]['settings']:
     rows = []
     for seed in seeds:
-      workdir = run.finished_directory(ANALYSIS, game, seed)
+      workdir = run.finished_directory(analysis, game, seed)
       if workdir:
-        page_runs.check_environment(workdir, ENVS[game])
+        page_runs.check_environment(workdir, envs[game])
         rows.append(run_record(workdir, seed))
         workdirs.append(workdir)
     if rows:
       records[game] = rows
+  return records, workdirs
+
+
+def collect(seeds: List[int], analysis: str = ANALYSIS) -> Dict[str, object]:
+  """Writes results/<analysis>.png and .json from the finished runs of
+  `analysis` (minatar, or another agent's runs of the same games), banked
+  or in the runs directory, and returns that JSON's content."""
+  records, workdirs = records_of(analysis, seeds)
   if not records:
     raise ValueError('No finished MinAtar runs yet.')
-  plot_games(records, os.path.join(RESULTS, f'{ANALYSIS}.png'), matched=True)
+  plot_games(records, os.path.join(RESULTS, f'{analysis}.png'), matched=True)
   data = {
       'protocol': 'matched',
       'frames': int(run.MINATAR_FRAMES * FLAGS.scale), 'seeds': seeds,
@@ -226,10 +233,10 @@ def collect(seeds: List[int]) -> Dict[str, object]:
       'final_episodes': FLAGS.final_episodes,
       'final_epsilon': NEAR_GREEDY_EPSILON,
       'actor_epsilons': actor_epsilons(workdirs[0]),
-      'command': ' '.join(run.command(ANALYSIS, GAMES[0], seeds[0],
-                                      '<workdir>')),
+      'command': ' '.join(run.command(analysis, next(iter(records)),
+                                      seeds[0], '<workdir>')),
       'notes': FLAGS.notes, 'reference': DQN_REFERENCE, 'games': records}
-  run.write_json(ANALYSIS, data)
+  run.write_json(analysis, data)
   return data
 
 

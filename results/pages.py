@@ -23,6 +23,7 @@ from results import d4pg_dmc500k
 from results import dpg_dmc500k
 from results import long_run
 from results import minatar
+from results import minatar_c51
 from results import pong_45min
 from results import run
 
@@ -50,6 +51,8 @@ def render(name: str) -> str:
   data = load(name)
   if name == minatar.ANALYSIS:
     return minatar.render(data)
+  if name == minatar_c51.ANALYSIS:
+    return minatar_c51.render(data)
   if name == dpg_control.ANALYSIS:
     return dpg_control.render(data)
   if name == dpg_dmc500k.ANALYSIS:

@@ -152,6 +152,17 @@ ANALYSES['minatar'] = dict(
     settings={game: [f'--env=minatar:{game}:full'] for game in (
         'asterix', 'breakout', 'freeway', 'seaquest', 'space_invaders')})
 
+# The distributional Ape-X DQN (Ape-X C51) on the same five games, the same
+# protocol and budget, with its `minatar` preset (Ape-X DQN's, with the
+# atoms' support). Its page, beside Young & Tian's DQN and Ape-X DQN's
+# runs, is written by results/minatar_c51.py, which runs it.
+ANALYSES['minatar_c51'] = dict(
+    title='Ape-X C51 on the five MinAtar games, 1M frames each',
+    program='apex_c51', flags=['--preset=minatar'],
+    budget=('steps', MINATAR_FRAMES), threshold=None,
+    page='results.minatar_c51',
+    settings=dict(ANALYSES['minatar']['settings']))
+
 # Ape-X DPG on the paper's own domains (§4.2, App. D: Fig. 3's tasks) at a
 # budget that fits 2 cores, with the `control_small` preset. Its page is
 # written by results/dpg_control.py, which runs it.

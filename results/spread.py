@@ -154,6 +154,27 @@ def too_few_seeds(seeds: Optional[int]) -> Optional[str]:
   return None
 
 
+def interval_side(low: float, high: float, point: float) -> str:
+  """Where an interval [low, high] lies against `point`: 'above' (all of
+  it, `point` included at its low end), 'below', or 'holds'."""
+  if low >= point:
+    return 'above'
+  if high < point:
+    return 'below'
+  return 'holds'
+
+
+def against_goal(low: float, high: float, goal: float, seeds: int) -> str:
+  """What an IQM's interval [low, high] over `seeds` seeds says of a goal:
+  met or not only where the whole interval lies on one side of it."""
+  side = too_few_seeds(seeds) or {
+      'above': 'met: the whole interval is at or above it',
+      'below': 'not met: the whole interval is below it',
+      'holds': 'not settled: the interval holds it'}[
+          interval_side(low, high, goal)]
+  return f'{side} ({low:.2f} to {high:.2f})'
+
+
 def verdict(label: str, other: str, low: float, high: float, p: float,
             test: str = 'Welch\'s p', seeds: Optional[int] = None) -> str:
   """What the interval of `label`'s IQM minus `other`'s, with the p of
