@@ -133,24 +133,9 @@ def test_apex_dqn_cartpole_reaches_475_within_100k_actor_steps(
     _check_every_shard_fed_the_learner(workdir, logs, replay_shards)
 
 
-def test_apex_c51_cartpole_reaches_475_within_100k_actor_steps(
-    launch, tmp_path):
-  # Ape-X DQN's preset and threshold, with return distributions.
-  _check_learns(launch, tmp_path / 'run', 'apex_c51', DQN_CARTPOLE_FLAGS,
-                max_actor_steps=100_000, window=10, target=475.0)
-
-
 def test_apex_dpg_cartpole_balance_reaches_800_within_150k_actor_steps(
     launch, tmp_path):
   _check_learns(launch, tmp_path / 'run', 'apex_dpg', DPG_CARTPOLE_FLAGS,
-                max_actor_steps=150_000, window=5, target=800.0)
-
-
-def test_d4pg_cartpole_balance_reaches_800_within_150k_actor_steps(
-    launch, tmp_path):
-  # Ape-X DPG's preset and threshold: the categorical critic must learn
-  # the task as its scalar one does.
-  _check_learns(launch, tmp_path / 'run', 'd4pg', DPG_CARTPOLE_FLAGS,
                 max_actor_steps=150_000, window=5, target=800.0)
 
 

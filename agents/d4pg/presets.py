@@ -46,9 +46,9 @@ PRESETS = {
         '--max_actor_steps=500000 / it) (results/d4pg_dmc500k.md).',
         DMC500K),
     'cartpole': Preset(
-        'Learns control:cartpole:balance (mean return 800) within 150K '
-        'actor steps: Ape-X DPG\'s cartpole preset with the categorical '
-        'critic (tests/test_learning.py checks it).', dpg_presets.CARTPOLE),
+        'Ape-X DPG\'s cartpole preset (control:cartpole:balance, 2 actors, '
+        'one update of 64 per 4 actor steps) with the categorical critic.',
+        dpg_presets.CARTPOLE),
     'cartpole_smoke': Preset(
         'A whole program on control:cartpole:balance with tiny networks and '
         'replay, logging every second: the plumbing in seconds, not '
