@@ -77,7 +77,8 @@ class ApeXConfig(AgentConfig):
   """Replay servers, each with an equal part of the capacity and of the
   size before learning; the learner samples them as one table (each
   transition with probability p^alpha over the sum over all shards) and
-  each actor environment writes to one of them. The paper has one."""
+  each actor, all its environments, writes to one of them. The paper has
+  one."""
   priority_exponent: float = 0.6
   """Ape-X §4.1: proportional prioritisation exponent alpha."""
   importance_sampling_exponent: float = 0.4

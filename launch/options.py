@@ -60,7 +60,9 @@ class RunOptions:
   first step (a wall-clock budget; start-up, longer with more actors, is not
   counted); none: no budget."""
   seed: int = 0
-  """Seed of the networks, environments and exploration."""
+  """Seed of the networks, environments and exploration. A run does not
+  repeat from its seed: its processes (A3C's workers too) interleave as the
+  machine schedules them, so the same seed gives another run."""
   log_every: float = 10.0
   """Seconds between two log rows of the learner and of each actor (the
   evaluator logs every episode)."""

@@ -52,10 +52,10 @@ GROUPS = (('`atari_small`', r'atari_small_seed\d+'),
 # said beside the verdict (empty when the two ran alike). Placement is
 # measured against the program before it (`--placement=tf_default`), each
 # seed of the two run back to back on one machine, and against the
-# three-seed runs of an earlier, faster day.
-ACROSS_DAYS = ('the two ran on different days, a slower one giving fewer '
-               'updates in 45 minutes, and the page\'s same-day pair of the '
-               'two commits separates the day from the code')
+# three-seed runs of an earlier day.
+ACROSS_DAYS = ('the two ran on different days and commits, and the page\'s '
+               'same-day pair of the two commits, one seed, shows no '
+               'difference the code makes')
 COMPARISONS = ((0, 1, 'greater', ''), (2, 3, 'two-sided', ''),
                (2, 0, 'two-sided', ACROSS_DAYS))
 # Each final policy's two evaluations: the key of its figures in a run, and

@@ -226,10 +226,10 @@ def _figures():
 
 @pytest.mark.parametrize('page', PAGES)
 def test_every_figure_is_what_its_data_makes(page):
-  # Each figure marked with its source (scripts/figures.py) shows what its
-  # source's data makes now: a result or benchmark made again with other
-  # figures fails this until the prose is read again (and the figures
-  # rewritten: .venv/bin/python scripts/figures.py).
+  # Each figure marked with its source or its name (scripts/figures.py)
+  # shows what its source's data makes now: a result or benchmark made
+  # again with other figures fails this until the prose is read again (and
+  # the figures rewritten: .venv/bin/python scripts/figures.py).
   figures = _figures()
   stale = figures.stale(page)
   assert not stale, '\n'.join(
@@ -239,49 +239,213 @@ def test_every_figure_is_what_its_data_makes(page):
           '.venv/bin/python scripts/figures.py')
 
 
-def test_a_figure_is_made_from_its_source(tmp_path):
+def test_every_named_figure_is_defined_once_and_shown():
+  # docs/figures.txt reads (no name defined twice, no line out of form) and
+  # each of its names is shown by some page.
+  figures = _figures()
+  figures.definitions()
+  unused = figures.unused()
+  assert not unused, '\n'.join(
+      f'{figures.NAMED}:{line}: {name} is shown by no page'
+      for line, name in unused)
+
+
+@pytest.mark.parametrize('page', PAGES)
+def test_no_page_writes_a_figure_inline(page):
+  # A figure is marked by its name, defined in docs/figures.txt: a page's
+  # raw text stays readable, and no page mixes the two forms.
+  inline = _figures().inline_markers(page)
+  assert not inline, (
+      f'{page}: {len(inline)} figure(s) written inline, the first at line '
+      f'{inline[0][0]}: run .venv/bin/python scripts/figures.py --name')
+
+
+@pytest.fixture
+def figures_at(tmp_path):
+  """scripts/figures.py, reading the tree at `tmp_path`."""
+  figures = _figures()
+  root = figures.ROOT
+  figures.ROOT = str(tmp_path)
+  yield figures
+  figures.ROOT = root
+
+
+def test_a_figure_is_made_from_its_source(tmp_path, figures_at):
   # scripts/figures.py itself, against values worked out by hand: a JSON
   # and a CSV source, a nested key, a comprehension, a sample deviation.
-  figures = _figures()
+  figures = figures_at
   (tmp_path / 'runs.json').write_text(json.dumps(
       {'runs': [{'return': 1.0}, {'return': 2.0}, {'return': 6.0}],
        'budget': {'frames': 13490316}}))
   (tmp_path / 'rows.csv').write_text('round,minutes\n1,0.5\n2,456.7\n')
-  root = figures.ROOT
-  figures.ROOT = str(tmp_path)
-  try:
-    cache = {}
-    assert figures.render(
-        'runs.json', "{mean(run['return'] for run in runs):.1f} ± "
-        "{stdev(run['return'] for run in runs):.2f}", cache) == '3.0 ± 2.65'
-    assert figures.render('runs.json', "{budget['frames'] / 1e6:.2f}M "
-                          'frames', cache) == '13.49M frames'
-    assert figures.render('rows.csv', "{rows[-1]['minutes'] / 60:.1f} h",
-                          cache) == '7.6 h'
-    with pytest.raises(figures.BadFigure, match='not in runs.json'):
-      figures.render('runs.json', '{missing}', cache)
-    text = ('mean <!-- from runs.json: {runs[2]["return"]:.0f} -->5'
-            '<!-- end --> of 3')
-    assert figures.rewritten(text) == text.replace('-->5<', '-->6<')
-  finally:
-    figures.ROOT = root
+  cache = {}
+  assert figures.render(
+      'runs.json', "{mean(run['return'] for run in runs):.1f} ± "
+      "{stdev(run['return'] for run in runs):.2f}", cache) == '3.0 ± 2.65'
+  assert figures.render('runs.json', "{budget['frames'] / 1e6:.2f}M "
+                        'frames', cache) == '13.49M frames'
+  assert figures.render('rows.csv', "{rows[-1]['minutes'] / 60:.1f} h",
+                        cache) == '7.6 h'
+  with pytest.raises(figures.BadFigure, match='not in runs.json'):
+    figures.render('runs.json', '{missing}', cache)
+  text = ('mean <!-- from runs.json: {runs[2]["return"]:.0f} -->5'
+          '<!-- end --> of 3')
+  assert figures.rewritten(text) == text.replace('-->5<', '-->6<')
 
 
-def test_the_unmarked_numbers_that_look_measured_are_listed(tmp_path):
-  figures = _figures()
+def test_a_named_figure_is_made_from_its_definition(tmp_path, figures_at):
+  # A marker names a figure of docs/figures.txt: it is made, checked and
+  # rewritten as an inline one; a template may go on over lines.
+  figures = figures_at
+  (tmp_path / 'docs').mkdir()
+  (tmp_path / 'runs.json').write_text(json.dumps(
+      {'runs': [{'return': 1.0}, {'return': 2.0}, {'return': 6.0}]}))
+  (tmp_path / 'docs' / 'figures.txt').write_text(
+      '# name  source  template\n\n'
+      "runs.last    runs.json  {runs[2]['return']:.0f} of {len(runs)}\n"
+      "runs.spread  runs.json  {min(r['return'] for r in runs):.1f} to\n"
+      "  |   {max(r['return'] for r in runs):.1f}\n")
+  page = ('Last <!-- fig runs.last -->5 of 3<!-- end -->, from\n'
+          '<!-- fig runs.spread -->1.0 to\n  6.0<!-- end -->.\n')
+  (tmp_path / 'README.md').write_text(page)
+  assert figures.definitions()['runs.spread'].template == (
+      "{min(r['return'] for r in runs):.1f} to\n"
+      "  {max(r['return'] for r in runs):.1f}")
+  assert figures.stale('README.md') == [(1, '5 of 3', '6 of 3')]
+  assert figures.rewritten(page) == page.replace('5 of 3', '6 of 3')
+  assert figures.unused() == [] and figures.inline_markers('README.md') == []
+
+
+def test_a_named_figure_is_defined_once_used_and_known(tmp_path, figures_at):
+  # A name defined twice, a marker naming no definition, a definition no
+  # page shows: each an error naming its file and line.
+  figures = figures_at
+  (tmp_path / 'docs').mkdir()
+  (tmp_path / 'a.json').write_text('{"b": 1}')
+  named = tmp_path / 'docs' / 'figures.txt'
+  named.write_text('a.b  a.json  {b}\n\na.b  a.json  {b + 1}\n')
+  with pytest.raises(figures.BadFigure,
+                     match=r'docs/figures.txt:3: a.b is defined again'):
+    figures.definitions()
+  named.write_text('a.b  a.json  {b}\na.c  a.json  {b + 1}\n')
+  (tmp_path / 'README.md').write_text(
+      'One <!-- fig a.b -->1<!-- end -->,\ntwo <!-- fig a.d -->2<!-- end -->.')
+  with pytest.raises(figures.BadFigure,
+                     match=r'README.md:2: a.d is not defined in '
+                     r'docs/figures.txt'):
+    figures.stale('README.md')
+  assert figures.unused() == [(2, 'a.c')]
+  named.write_text('a.b a.json\n')
+  with pytest.raises(figures.BadFigure, match='docs/figures.txt:1: not'):
+    figures.definitions()
+
+
+def test_inline_figures_are_named_and_show_the_same(tmp_path, figures_at):
+  # `--name` on a tree of its own: each inline figure is marked by a name
+  # read from its source's stem and its template, one name for one source
+  # and template, and the pages show what they showed; a second run changes
+  # nothing.
+  figures = figures_at
+  (tmp_path / 'docs').mkdir()
+  (tmp_path / 'results').mkdir()
+  (tmp_path / 'results' / 'pong_45min.json').write_text(json.dumps(
+      {'greedy': -10.0, 'runs': [{'return': 3.5}],
+       'settings': {'4 workers': [{'final_return': 2.0}]}}))
+  inline = {
+      'README.md': (
+          'Greedy <!-- from results/pong_45min.json: {greedy:+.1f} -->'
+          '-10.0<!-- end -->, a run <!-- from results/pong_45min.json: '
+          "{runs[0]['return']:.1f} -->3.5<!-- end -->.\n"),
+      'docs/a.md': (
+          'Again <!-- from results/pong_45min.json: {greedy:+.1f} -->-10.0'
+          '<!-- end -->; <!-- from results/pong_45min.json: {mean(run['
+          "'final_return'] for run in settings['4 workers']):.1f} over\n"
+          "{len(settings['4 workers'])} -->2.0 over\n1<!-- end --> and "
+          '<!-- from results/pong_45min.json: {greedy:.0f} -->-10<!-- end -->'
+          '.\n')}
+  for page, text in inline.items():
+    (tmp_path / page).write_text(text)
+  assert figures.name_inline() == (5, 4)
+  definitions = figures.definitions()
+  assert {name: (definition.source, definition.template)
+          for name, definition in definitions.items()} == {
+              'pong_45min.greedy': ('results/pong_45min.json',
+                                    '{greedy:+.1f}'),
+              'pong_45min.greedy_2': ('results/pong_45min.json',
+                                      '{greedy:.0f}'),
+              'pong_45min.runs0_return': ('results/pong_45min.json',
+                                          "{runs[0]['return']:.1f}"),
+              'pong_45min.mean_4_workers_final_return': (
+                  'results/pong_45min.json',
+                  "{mean(run['final_return'] for run in "
+                  "settings['4 workers']):.1f} over\n"
+                  "{len(settings['4 workers'])}")}
+  readme = (tmp_path / 'README.md').read_text()
+  assert readme == (
+      'Greedy <!-- fig pong_45min.greedy -->-10.0<!-- end -->, a run '
+      '<!-- fig pong_45min.runs0_return -->3.5<!-- end -->.\n')
+  shown = lambda text: re.sub(r'<!--.*?-->', '', text, flags=re.DOTALL)
+  for page, text in inline.items():
+    assert shown((tmp_path / page).read_text()) == shown(text)
+    assert not figures.stale(page) and not figures.inline_markers(page)
+  assert not figures.unused()
+  files = {path: path.read_text() for path in tmp_path.rglob('*.*')}
+  assert figures.name_inline() == (0, 0)
+  assert {path: path.read_text() for path in tmp_path.rglob('*.*')} == files
+  # Written inline again: a figure defined keeps its name, a new one joins
+  # its source's definitions.
+  with open(tmp_path / 'docs' / 'a.md', 'a') as f:
+    f.write('<!-- from results/pong_45min.json: {greedy:+.1f} -->-10.0'
+            '<!-- end --> <!-- from results/pong_45min.json: {greedy:.2f} -->'
+            '-10.00<!-- end -->\n')
+  assert figures.name_inline() == (2, 1)
+  assert (tmp_path / 'docs' / 'a.md').read_text().endswith(
+      '<!-- fig pong_45min.greedy -->-10.0<!-- end --> '
+      '<!-- fig pong_45min.greedy_3 -->-10.00<!-- end -->\n')
+  lines = (tmp_path / 'docs' / 'figures.txt').read_text().splitlines()
+  assert lines[-1].split() == ['pong_45min.greedy_3',
+                               'results/pong_45min.json', '{greedy:.2f}']
+
+
+def test_the_unmarked_numbers_that_look_measured_are_listed(tmp_path,
+                                                            figures_at):
+  figures = figures_at
   (tmp_path / 'page.md').write_text(
       'It took 4 minutes and 13.49M frames; Ape-X §4.1, Python 3.10.13.\n'
       '```sh\nrun --for=7.5\n```\n'
       'A rate of 1,150 frames/s, `--lr=0.5`, 2,390 bytes at 3x the speed,\n'
-      'and <!-- from a.json: {b} -->5.5 s<!-- end --> [a](b/1.5.md).\n')
-  root = figures.ROOT
-  figures.ROOT = str(tmp_path)
-  try:
-    assert figures.unmarked('page.md') == [
-        (1, '4 minutes'), (1, '13.49'), (5, '1,150 frames/s'),
-        (5, '2,390 bytes'), (5, '3x')]
-  finally:
-    figures.ROOT = root
+      'and <!-- from a.json: {b} -->5.5 s<!-- end --> [a](b/1.5.md).\n'
+      'Greedy -10.0, then −14.8; 53-68K steps and 19.8–21.3 in 12%,\n'
+      '-14.8 to -20.0 and <!-- fig a.b -->-3.5<!-- end --> (~5 s).\n'
+      'Not: x86-64, python3.10, a 2-core VM, n-step, atari-57, --lr=-0.5,\n'
+      '`-2.5`, §4.1, 8 actors, Ape-X, 2024, 3-5 seeds, 84×84, 2 × 8.\n')
+  assert figures.unmarked('page.md') == [
+      (1, '4 minutes'), (1, '13.49M'), (5, '1,150 frames/s'),
+      (5, '2,390 bytes'), (5, '3x'), (7, '-10.0'), (7, '−14.8'),
+      (7, '53-68K'), (7, '19.8–21.3'), (7, '12%'), (8, '-14.8'),
+      (8, '-20.0'), (8, '~5 s')]
+
+
+def _long_lines(text: str, longest: int) -> List[Tuple[int, int]]:
+  """(line, length) of each line of `text` longer than `longest`
+  characters, but for code blocks and table rows."""
+  found, code = [], False
+  for number, line in enumerate(text.splitlines(), 1):
+    if line.lstrip().startswith('```'):
+      code = not code
+    elif not code and not line.lstrip().startswith('|') and (
+        len(line) > longest):
+      found.append((number, len(line)))
+  return found
+
+
+def test_the_readme_lines_are_short_with_their_figures_named():
+  # The README is read raw too: a line of prose (not code, not a table
+  # row) is at most 160 characters, which a figure marked inline with its
+  # source and template can pass alone.
+  long = _long_lines(_text('README.md'), 160)
+  assert not long, 'README.md lines longer than 160 characters: ' + ', '.join(
+      f'{line} ({length})' for line, length in long)
 
 
 # The folders of code whose every module docs/architecture.md names.
