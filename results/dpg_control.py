@@ -36,7 +36,7 @@ this budget; one at another budget would mislead.
 import json
 import math
 import os
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from absl import app
 from absl import flags
@@ -54,7 +54,8 @@ RESULTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(RESULTS)
 
 # --notes (results/long_run.py's flag): a sentence the page adds after its
-# set-up, e.g. what else ran on the machine.
+# set-up, e.g. what the runs' machines were like; each run's own machine is
+# given in its record (`MACHINE_KEYS`).
 flags.DEFINE_list('tasks', None, 'The tasks to run (default: all); the page '
                   'has every task with finished runs.')
 FLAGS = flags.FLAGS
@@ -189,6 +190,111 @@ def kept_floors(analysis: str = ANALYSIS) -> Dict[str, Dict[str, object]]:
     return json.load(f).get('random', {})
 
 
+# A run's machine, which none of the run's own files records: given by hand
+# in the run's record in the page's JSON (results/<analysis>.json, "tasks"),
+# and kept there by every later report of the same run (`kept_machines`).
+# "machine": alone, or what else ran on it and for how many of the run's
+# minutes; "bare_learner_updates_per_second": the machine's speed that day
+# where it was measured (benchmarks/bare_loops.py learner
+# --preset=atari_small, Pong's in-memory update, as results/pong_45min.py's
+# runs record it); "bare_learner_note": what to read that figure against, or
+# why there is none. The runs table has a column for these only when some
+# run has them.
+MACHINE_KEYS = ('machine', 'bare_learner_updates_per_second',
+                'bare_learner_note')
+BARE_LEARNER_COLUMN = 'Pong\'s in-memory updates/s that day'
+# What tells a run from another of the same task and seed (one made again
+# after its banked copy was removed), whose machine is not the old one's.
+SAME_RUN_KEYS = ('env', 'learner_updates', 'wall_clock_minutes')
+
+
+def kept_machines(analysis: str = ANALYSIS, results: Optional[str] = None
+                  ) -> Dict[str, Dict[int, Dict[str, object]]]:
+  """Each run's record (task -> seed -> record) in the page's JSON
+  (`analysis`'s, in `results`: results/ by default) from an earlier report,
+  where it gives the run's machine (`MACHINE_KEYS`)."""
+  path = os.path.join(results or RESULTS, f'{analysis}.json')
+  if not os.path.exists(path):
+    return {}
+  with open(path) as f:
+    records = json.load(f).get('tasks', {})
+  kept = {}
+  for task, rows in records.items():
+    for row in rows:
+      if any(key in row for key in MACHINE_KEYS):
+        kept.setdefault(task, {})[row['seed']] = row
+  return kept
+
+
+def with_machines(records: Dict[str, List[Dict[str, object]]],
+                  kept: Dict[str, Dict[int, Dict[str, object]]]):
+  """Adds to each run's record in `records` its machine, as `kept`
+  (`kept_machines`) has it for the same run (`SAME_RUN_KEYS`): a run made
+  again has none until it is given."""
+  for task, rows in records.items():
+    for row in rows:
+      old = kept.get(task, {}).get(row['seed'])
+      if old and all(old.get(key) == row.get(key) for key in SAME_RUN_KEYS):
+        row.update({key: old[key] for key in MACHINE_KEYS if key in old})
+
+
+def _bare_learner_cell(row: Dict[str, object]) -> str:
+  value = row.get('bare_learner_updates_per_second')
+  note = row.get('bare_learner_note')
+  if value is None:
+    return note or '-'
+  return f'{value:.1f}' + (f' ({note})' if note else '')
+
+
+def machine_columns(records: Dict[str, List[Dict[str, object]]]
+                    ) -> List[Tuple[str, Callable[[Dict[str, object]], str]]]:
+  """The runs table's columns of the runs' machines (`MACHINE_KEYS`):
+  (title, the cell of a run's record), each only when some run has it, so
+  none for a page whose JSON gives no machine."""
+  rows = [row for rows in records.values() for row in rows]
+  columns = []
+  if any('machine' in row for row in rows):
+    columns.append(('the machine', lambda row: row.get('machine', '-')))
+  if any(key in row for row in rows for key in MACHINE_KEYS[1:]):
+    columns.append((BARE_LEARNER_COLUMN, _bare_learner_cell))
+  return columns
+
+
+def machine_text(records: Dict[str, List[Dict[str, object]]]) -> str:
+  """What the runs table's machine columns mean, as the text before it
+  says it ('' without them)."""
+  titles = [title for title, _ in machine_columns(records)]
+  if BARE_LEARNER_COLUMN not in titles:
+    return ''
+  return ('Pong\'s in-memory updates/s: `benchmarks/bare_loops.py learner '
+          '--preset=atari_small`, a gauge of the machine\'s speed, measured '
+          'on the day the run ran (-: none recorded).')
+
+
+def with_machine_columns(titles: List[str], cells: List[List[str]],
+                         records: Dict[str, List[Dict[str, object]]]
+                         ) -> List[str]:
+  """A runs table's lines: its columns' `titles` and each run's `cells`
+  (in the order of `records`' runs), then the machine columns
+  (`machine_columns`)."""
+  columns = machine_columns(records)
+  rows = [row for rows in records.values() for row in rows]
+  titles = titles + [title for title, _ in columns]
+  lines = ['| ' + ' | '.join(titles) + ' |', '|' + '---|' * len(titles)]
+  for row, row_cells in zip(rows, cells):
+    lines.append('| ' + ' | '.join(
+        row_cells + [cell(row) for _, cell in columns]) + ' |')
+  return lines
+
+
+def runs_text(data: Dict[str, object]) -> str:
+  """What the page's notes and the runs table's machine columns
+  (`machine_text`) add to the text before the runs table, each after a
+  space ('' when neither has anything)."""
+  return ''.join(f' {text}' for text in
+                 (data['notes'], machine_text(data['tasks'])) if text)
+
+
 def random_floor(task: str, kept: Dict[str, object],
                  envs: Optional[Dict[str, str]] = None) -> Dict[str, object]:
   """The random policy's returns on `task` (its environment in `envs`, this
@@ -213,6 +319,7 @@ def collect(seeds: List[int]) -> Dict[str, object]:
   where not yet), and returns that JSON's content."""
   records, floors = {}, {}
   kept = kept_floors()
+  machines = kept_machines()
   for task in TASKS:
     rows = []
     for seed in seeds:
@@ -222,6 +329,7 @@ def collect(seeds: List[int]) -> Dict[str, object]:
     if rows:
       records[task] = rows
       floors[task] = random_floor(task, kept.get(task, {}))
+  with_machines(records, machines)
   if not records:
     raise ValueError('No finished runs of Ape-X DPG on the control tasks '
                      'yet.')
@@ -298,21 +406,24 @@ def _references_text(references) -> List[str]:
 
 
 def _runs_table(records) -> List[str]:
-  lines = ['| task | seed | final policy (mean ± sd of its episodes) | '
-           'best evaluator round | last round | actor steps | learner '
-           'updates | updates/s | minutes | launches |',
-           '|---|---|---|---|---|---|---|---|---|---|']
+  """Every run: its final policy, rounds, steps, updates, minutes and, where
+  the JSON gives it, its machine."""
+  titles = ['task', 'seed', 'final policy (mean ± sd of its episodes)',
+            'best evaluator round', 'last round', 'actor steps',
+            'learner updates', 'updates/s', 'minutes', 'launches']
+  cells = []
   for task, rows in records.items():
     for row in rows:
       best, last = row['best_round'], row['last_round']
-      lines.append(
-          f'| {task} | {row["seed"]} | {row["final_mean"]:.1f} ± '
-          f'{row["final_std"]:.1f} | {best["mean_return"]:.1f} (at '
-          f'{best["actor_steps"]:,} steps) | {last["mean_return"]:.1f} | '
-          f'{row["actor_steps"]:,} | {row["learner_updates"]:,} | '
-          f'{row["learner_updates_per_second"]:.1f} | '
-          f'{row["wall_clock_minutes"]:.0f} | {row["launches"]} |')
-  return lines
+      cells.append([
+          task, str(row['seed']),
+          f'{row["final_mean"]:.1f} ± {row["final_std"]:.1f}',
+          f'{best["mean_return"]:.1f} (at {best["actor_steps"]:,} steps)',
+          f'{last["mean_return"]:.1f}', f'{row["actor_steps"]:,}',
+          f'{row["learner_updates"]:,}',
+          f'{row["learner_updates_per_second"]:.1f}',
+          f'{row["wall_clock_minutes"]:.0f}', str(row['launches'])])
+  return with_machine_columns(titles, cells, records)
 
 
 def render(data: Dict[str, object]) -> str:
@@ -362,7 +473,7 @@ def render(data: Dict[str, object]) -> str:
       'One run after another, each resumed from its checkpoints if '
       'interrupted (its minutes: the launches\' sum). The evaluator plays '
       'rounds of the preset\'s episodes as the learner trains.'
-      + (f' {data["notes"]}' if data['notes'] else ''), '',
+      + runs_text(data), '',
       *_runs_table(records), '',
       '## How it was made', '',
       '`--preset=control_small` (agents/apex_dpg/presets.py) keeps App. D\'s '

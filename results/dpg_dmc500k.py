@@ -14,7 +14,11 @@ writes results/dpg_dmc500k.{png,json,md}.
 The same command again carries on where it stopped (results/page_runs.py):
 a finished run is not run again, an unfinished one resumes from its
 checkpoints, and each run, once finished and evaluated, is banked under
-results/banked/, where the page is made from.
+results/banked/, where the page is made from. What shared the machine with
+each run, and the machine's speed that day where measured, no file of the
+run records: they are given by hand in the run's record in
+results/dpg_dmc500k.json (`results.dpg_control.MACHINE_KEYS`), kept there by
+every later report of the same run, and shown as columns of the runs table.
 
 Why these figures: each run's final policy (noiseless, App. D) over
 `FINAL_EPISODES` episodes drawing from the run's seed
@@ -110,6 +114,8 @@ def collect(seeds: List[int], analysis: str = ANALYSIS,
   final policies evaluated first, where not yet), and returns that JSON's
   content."""
   records = records_of(analysis, seeds)
+  dpg_control.with_machines(records,
+                            dpg_control.kept_machines(analysis, RESULTS))
   if not records:
     raise ValueError(f'No finished runs of {agent} on the DeepMind Control '
                      'table yet.')
@@ -196,25 +202,27 @@ def behind(records, final: Dict[str, Dict[int, float]]) -> str:
 
 
 def runs_table(records) -> List[str]:
-  """Every run: its final policy, rounds, steps, updates and minutes."""
-  lines = ['| task | seed | final policy (mean ± sd of its episodes) | '
-           'best evaluator round | last round | agent steps | simulator '
-           'steps | learner updates | updates/s | simulator steps/s | '
-           'minutes | launches |', '|' + '---|' * 12]
+  """Every run: its final policy, rounds, steps, updates, minutes and, where
+  the JSON gives it, its machine (`dpg_control.machine_columns`)."""
+  titles = ['task', 'seed', 'final policy (mean ± sd of its episodes)',
+            'best evaluator round', 'last round', 'agent steps',
+            'simulator steps', 'learner updates', 'updates/s',
+            'simulator steps/s', 'minutes', 'launches']
+  cells = []
   for task, rows in records.items():
     for row in rows:
       best, last = row['best_round'], row['last_round']
-      lines.append(
-          f'| {task} | {row["seed"]} | {row["final_mean"]:.1f} ± '
-          f'{row["final_std"]:.1f} | {best["mean_return"]:.1f} (at '
-          f'{best["actor_frames"]:,} steps) | {last["mean_return"]:.1f} | '
-          f'{row["actor_steps"]:,} | '
-          f'{row["actor_steps"] * row["action_repeat"]:,} | '
-          f'{row["learner_updates"]:,} | '
-          f'{row["learner_updates_per_second"]:.1f} | '
-          f'{row["actor_frames_per_second"]:.0f} | '
-          f'{row["wall_clock_minutes"]:.0f} | {row["launches"]} |')
-  return lines
+      cells.append([
+          task, str(row['seed']),
+          f'{row["final_mean"]:.1f} ± {row["final_std"]:.1f}',
+          f'{best["mean_return"]:.1f} (at {best["actor_frames"]:,} steps)',
+          f'{last["mean_return"]:.1f}', f'{row["actor_steps"]:,}',
+          f'{row["actor_steps"] * row["action_repeat"]:,}',
+          f'{row["learner_updates"]:,}',
+          f'{row["learner_updates_per_second"]:.1f}',
+          f'{row["actor_frames_per_second"]:.0f}',
+          f'{row["wall_clock_minutes"]:.0f}', str(row['launches'])])
+  return dpg_control.with_machine_columns(titles, cells, records)
 
 
 def figures(records) -> Tuple[Dict[str, Dict[int, float]], List[float],
@@ -295,7 +303,7 @@ def render(data: Dict[str, object]) -> str:
       'interrupted (its minutes: the launches\' sum). The evaluator plays '
       'rounds of 5 episodes as the learner trains; the best round is the '
       'best of those, the final policy the figure above.'
-      + (f' {data["notes"]}' if data['notes'] else ''), '',
+      + dpg_control.runs_text(data), '',
       *runs_table(records), '',
       '## How it was made', '',
       '`--preset=dmc500k` (agents/apex_dpg/presets.py) keeps App. D\'s '

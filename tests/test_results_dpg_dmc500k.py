@@ -181,3 +181,47 @@ def test_the_readme_row(page, tmp_path, monkeypatch):
   assert (f'{ratio["iqm"]:.2f} [{ratio["low"]:.2f}, {ratio["high"]:.2f}]'
           in row)
   assert '| 3 |' in row and 'dpg_dmc500k.md' in row
+
+
+def test_each_run_s_machine_is_kept_and_shown_only_where_given(
+    page, tmp_path, monkeypatch):
+  data, text = page
+  header = _rows(text, '| task | seed |')[0]
+  assert 'the machine' not in header
+  assert 'Pong\'s in-memory updates/s that day' not in header
+  assert 'gauge of the machine' not in text
+  # Given by hand in the JSON (none of a run's files says it), then a
+  # later report from the same runs keeps it.
+  path = tmp_path / 'pages' / 'dpg_dmc500k.json'
+  given = json.loads(path.read_text())
+  walker = given['tasks']['walker_walk']
+  walker[0].update(machine='shared with tests for 12 of its 56 minutes',
+                   bare_learner_updates_per_second=8.1,
+                   bare_learner_note='against 19.5 the day before')
+  walker[1].update(machine='alone', bare_learner_note='not measured')
+  # Another run of the same task and seed (made again): its machine is
+  # not this one's.
+  walker[2].update(machine='alone',
+                   wall_clock_minutes=walker[2]['wall_clock_minutes'] + 1)
+  path.write_text(json.dumps(given))
+  again, text = report_page(tmp_path, monkeypatch, str(tmp_path / 'runs'),
+                            dpg_dmc500k)
+  kept = again['tasks']['walker_walk']
+  assert kept[0]['machine'] == 'shared with tests for 12 of its 56 minutes'
+  assert kept[0]['bare_learner_updates_per_second'] == 8.1
+  assert kept[1]['bare_learner_note'] == 'not measured'
+  assert 'machine' not in kept[2]
+  rows = {(row['task'], row['seed']): row
+          for row in _rows(text, '| task | seed |')}
+  assert len(rows) == 18
+  first = rows[('walker_walk', '0')]
+  assert first['the machine'] == 'shared with tests for 12 of its 56 minutes'
+  assert first['Pong\'s in-memory updates/s that day'] == (
+      '8.1 (against 19.5 the day before)')
+  assert rows[('walker_walk', '1')][
+      'Pong\'s in-memory updates/s that day'] == 'not measured'
+  assert rows[('cheetah_run', '0')]['the machine'] == '-'
+  assert rows[('cheetah_run', '0')][
+      'Pong\'s in-memory updates/s that day'] == '-'
+  assert '`benchmarks/bare_loops.py learner --preset=atari_small`' in text
+  assert dpg_dmc500k.render(again) == text
