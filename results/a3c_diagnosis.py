@@ -48,8 +48,10 @@ PAGE = os.path.join(RESULTS, f'{ANALYSIS}.md')
 
 # Pop-Art's runs: the value's targets normalised (agents/a3c/popart.py),
 # RMSProp's epsilon small enough that it normalises the steps, no shared
-# torso, gamma 0.99; only the learning rate differs between them.
-POPART_FLAGS = ['--env=gym:CartPole-v1', '--seed=0', '--num_actors=4',
+# torso, gamma 0.99; only the learning rate differs between them. On the
+# paper's algorithm (`--preset=paper`: t_max 5, ReLU, the policy layer at
+# its default scale), the program's defaults when they ran.
+POPART_FLAGS = ['--preset=paper', '--env=gym:CartPole-v1', '--seed=0', '--num_actors=4',
                 '--evaluation_period=2000', '--evaluation_episodes=10',
                 '--discount=0.99', '--popart', '--noshared_torso',
                 '--value_cost=0.5', '--rmsprop_epsilon=1e-5']

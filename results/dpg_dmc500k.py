@@ -190,15 +190,51 @@ def ratio_text(ratio: Optional[Dict[str, object]], tasks: int) -> str:
           'level with SAC.')
 
 
+def against_sac(final: Dict[str, Dict[int, float]]
+                ) -> Dict[str, Tuple[str, Optional[float]]]:
+  """Each task's verdict against State SAC's figure, by the pages' rule
+  (`spread`): 'behind' or 'ahead' only where the interval of the seeds'
+  IQM lies on one side of the figure and a one-sample t-test of their mean
+  against it gives p below 0.05, from `spread.VERDICT_SEEDS` seeds or
+  more; else 'no difference shown', or 'too few seeds'. With its p (None
+  for too few seeds)."""
+  verdicts = {}
+  for task, seeds in final.items():
+    values = list(seeds.values())
+    if len(values) < spread.VERDICT_SEEDS:
+      verdicts[task] = ('too few seeds', None)
+      continue
+    _, low, high = spread.iqm_interval(values)
+    side = spread.interval_side(low, high, SAC[task][0])
+    p = spread.one_sample_p(values, SAC[task][0])
+    word = 'no difference shown'
+    if side != 'holds' and p < 0.05:
+      word = 'behind' if side == 'below' else 'ahead'
+    verdicts[task] = (word, p)
+  return verdicts
+
+
 def behind(records, final: Dict[str, Dict[int, float]]) -> str:
-  """Where the agent is behind State SAC, said task by task."""
-  behind = [task for task in records
-            if np.mean(list(final[task].values())) < SAC[task][0] - SAC[task][1]]
-  if not behind:
-    return ('On no task is the mean of the seeds below State SAC\'s figure '
-            'less its spread.')
-  return ('Behind State SAC (the mean of the seeds below its figure less its '
-          f'spread): {", ".join(behind)}.')
+  """Each task's verdict against State SAC (`against_sac`), said in a
+  sentence."""
+  verdicts = against_sac({task: final[task] for task in records})
+  said = []
+  for word in ('behind', 'ahead', 'no difference shown'):
+    tasks = [f'{task} (p = {p:.2f})' if word == 'no difference shown'
+             else task for task, (verdict, p) in verdicts.items()
+             if verdict == word]
+    if tasks:
+      said.append(f'{word} on {", ".join(tasks)}')
+  few = [task for task, (verdict, _) in verdicts.items()
+         if verdict == 'too few seeds']
+  if few:
+    said.append(f'no verdict yet from fewer than {spread.VERDICT_SEEDS} '
+                f'seeds on {", ".join(few)}')
+  return ('Against State SAC\'s figure, task by task (behind or ahead only '
+          'where the interval of the seeds\' IQM lies on one side of it and '
+          'a one-sample t-test of their mean against it gives p below 0.05, '
+          f'from {spread.VERDICT_SEEDS} seeds or more): '
+          + '; '.join(said) + '.')
 
 
 def runs_table(records) -> List[str]:

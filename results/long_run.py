@@ -277,7 +277,8 @@ def render(name: str, data: Dict[str, object],
     lines += ['The run:', '', '```sh', data['command'], '```', '']
   changes = data.get('flag_changes', [])
   lines += [
-      f'Preset `{data["preset"]}`; every value the run '
+      (f'Preset `{data["preset"]}`' if data['preset'] else
+       'No preset recorded') + '; every value the run '
       + ('last launched with:' if changes else 'used:'), '',
       '```json', json.dumps(run_flags, indent=1, sort_keys=True),
       '```', '']

@@ -31,8 +31,16 @@ The template is text with `{expression:format}` fields, as Python's
 `str.format`, whose expressions are read in the file's data: its top-level
 keys by name, `data` for the whole, subscripts (`runs[0]['return']`),
 arithmetic, comprehensions, and `len`, `min`, `max`, `sum`, `round`, `abs`,
-`sorted`, `median`, `mean`, `stdev` (ddof=1), `float`, `int`, `next`. The
-text between the marker and `<!-- end -->` is what the template gives.
+`sorted`, `median`, `mean`, `stdev` (ddof=1), `float`, `int`, `next`, and
+`word(clause)`: the verdict word (ahead, behind, no difference shown, met,
+not met, no verdict) of a clause a results page's own test wrote. The text
+between the marker and `<!-- end -->` is what the template gives.
+
+A verdict word is a figure too: each ahead, behind, level, met, no
+difference, ... of the prose is marked, its template `{word(find(...))}` on
+the page that tests it, so that a verdict the data no longer gives fails
+the check at the sentence that states it; `NOT_VERDICTS` lists the words'
+other uses (behind one lock, ...).
 
 A figure may also carry its source and template inline, the older form:
 `<!-- from results/pong.json: {best_return:+.1f} -->+18.3<!-- end -->`. It
@@ -50,6 +58,8 @@ source and template written more than once get one name.
                                                  (and the names unknown or
                                                  unused)
   .venv/bin/python scripts/figures.py --name     names every inline figure
+  .venv/bin/python scripts/figures.py --verdicts lists the verdict words
+                                                 that no figure gives
   .venv/bin/python scripts/figures.py --unmarked lists the numbers in prose
                                                  that look measured (a
                                                  decimal, or a unit of time,
@@ -97,10 +107,28 @@ MARKER = re.compile(r'<!-- (?:fig (?P<name>[\w.-]+)|'
 _OPENING = re.compile(r'<!-- (?:fig|from) ')
 _NAME = re.compile(r'[\w.-]+')
 # What an expression may call.
+def word(clause: str) -> str:
+  """The verdict word of a results page's verdict `clause` (as
+  results/spread.py's `verdict` and the pages' comparisons write it):
+  'ahead', 'behind', 'no difference shown', 'met', 'not met' or 'no
+  verdict'. A clause it cannot read is an error, not a guess."""
+  clause = clause.strip()
+  for start, said in (('no difference shown', 'no difference shown'),
+                      ('no verdict', 'no verdict'), ('not yet', 'no verdict'),
+                      ('not met', 'not met'), ('met', 'met')):
+    if clause.startswith(start):
+      return said
+  if re.search(r'\bahead( of\b|$)', clause):
+    return 'ahead'
+  if re.search(r'\bbehind\b', clause):
+    return 'behind'
+  raise BadFigure(f'{clause!r} is no verdict that word() can read')
+
+
 _FUNCTIONS = {'len': len, 'min': min, 'max': max, 'sum': sum, 'round': round,
               'abs': abs, 'sorted': sorted, 'median': statistics.median,
               'mean': statistics.mean, 'stdev': statistics.stdev,
-              'float': float, 'int': int, 'next': next}
+              'float': float, 'int': int, 'next': next, 'word': word}
 
 
 class BadFigure(ValueError):
@@ -689,12 +717,56 @@ def unmarked(page: str) -> List[Tuple[int, str]]:
           for match in _LOOKS_MEASURED.finditer(prose) if _measured(match)]
 
 
+# A verdict word in prose: what a comparison or a goal says of its data.
+_VERDICT = re.compile(r'\b(?:ahead|behind|level with|on par|no difference|'
+                      r'not met|met|beats?|beaten|outperforms?|'
+                      r'(?:better|worse) than)\b', re.IGNORECASE)
+# The same words where they are no verdict: a phrase of a page's line that
+# holds one, said once here so that a new one is read before it is added.
+NOT_VERDICTS = (
+    r'behind one lock', r'behind a firewall', r'minute[^.]*\)\s+behind;',
+    r'streams? ahead', r'chunks ahead', r'run ahead of the ratio',
+    r'whose level is off', r'furthest behind', r'"ahead" only where',
+    r'rule \(ahead only', r'\(ahead or behind: an interval',
+    r'\| met \|', r'which by itself would still meet')
+
+
+def unmarked_verdicts(page: str) -> List[Tuple[int, str]]:
+  """(line, word) of each verdict word of `page`'s prose (`_VERDICT`) that
+  no figure gives and no phrase of `NOT_VERDICTS` explains: a verdict is a
+  figure too, made from its data (`word`) like any other."""
+  with open(os.path.join(ROOT, page)) as f:
+    text = f.read()
+  prose = _NOT_PROSE.sub(lambda match: re.sub(r'[^\n]', ' ', match.group(0)),
+                         text)
+  found = []
+  for match in _VERDICT.finditer(prose):
+    # The phrase may run over a line break: the line and its neighbours,
+    # and a phrase that explains the word must cover it.
+    line_start = prose.rfind('\n', 0, match.start()) + 1
+    start = prose.rfind('\n', 0, max(0, line_start - 1)) + 1
+    end = prose.find('\n', prose.find('\n', match.end()) + 1)
+    window = prose[start:end if end >= 0 else None]
+    at = match.start() - start
+    if not any(found_phrase.start() <= at < found_phrase.end()
+               for phrase in NOT_VERDICTS
+               for found_phrase in re.finditer(
+                   phrase.replace(' ', r'\s+'), window)):
+      found.append((_line(prose, match.start()), match.group(0)))
+  return found
+
+
 def main(argv: List[str]) -> int:
   try:
     if '--unmarked' in argv[1:]:
       for page in pages():
         for line, number in unmarked(page):
           print(f'{page}:{line}: {number}')
+      return 0
+    if '--verdicts' in argv[1:]:
+      for page in pages():
+        for line, said in unmarked_verdicts(page):
+          print(f'{page}:{line}: {said}')
       return 0
     if '--name' in argv[1:]:
       moved, made = name_inline()

@@ -439,6 +439,53 @@ def _long_lines(text: str, longest: int) -> List[Tuple[int, int]]:
   return found
 
 
+@pytest.mark.parametrize('page', PAGES)
+def test_every_verdict_word_is_made_from_its_data(page):
+  # A verdict (ahead, behind, level, met, no difference, ...) is a figure
+  # too: each is a marked figure, its word read from the clause that its
+  # results page's own test wrote (scripts/figures.py's `word`), so that a
+  # verdict the data no longer gives fails the figure's check at the
+  # sentence that states it. The words' other uses are listed once, in
+  # figures.py's NOT_VERDICTS.
+  found = _figures().unmarked_verdicts(page)
+  assert not found, '\n'.join(
+      f'{page}:{line}: "{said}" is a verdict that names no figure: mark it '
+      '(a figure whose template is {word(find(...))} on its results page), '
+      'or add the phrase to NOT_VERDICTS if it is no verdict'
+      for line, said in found)
+
+
+def test_a_verdict_word_follows_its_pages_test(tmp_path, figures_at):
+  figures = figures_at
+  # The words of results/spread.py's verdicts and the goals', by hand.
+  assert figures.word('`atari_small` ahead of the starting point') == 'ahead'
+  assert figures.word('A3C, 4 workers behind Ape-X DQN') == 'behind'
+  assert figures.word('no difference shown (the interval holds 0)') == (
+      'no difference shown')
+  assert figures.word('no verdict from 2 seeds (one needs 3 at least)') == (
+      'no verdict')
+  assert figures.word('not met: the interval lies below') == 'not met'
+  with pytest.raises(figures.BadFigure, match='no verdict that word'):
+    figures.word('0.4 [0.2, 0.8]')
+  # A results page whose comparison says ahead, and a doc that says so.
+  (tmp_path / 'result.md').write_text(
+      '- b: 5.3 [3.3, 7.2], Welch\'s p = 0.01: b ahead of a\n')
+  (tmp_path / 'page.md').write_text(
+      'The preset is\n<!-- from result.md: '
+      "{word(find(r'- b: .*?p = [0-9.]+: (.*)'))} -->ahead<!-- end --> of "
+      'its start, behind one lock.\nIt is ahead, and behind a firewall.\n')
+  assert figures.stale('page.md') == []
+  # Only the unmarked verdict is listed; the marked one and the phrases
+  # that are no verdict are not.
+  assert figures.unmarked_verdicts('page.md') == [(3, 'ahead')]
+  # The page's test no longer finds a difference: the sentence's figure is
+  # stale at its line.
+  (tmp_path / 'result.md').write_text(
+      '- b: 2.1 [-0.4, 4.6], Welch\'s p = 0.21: no difference shown (the '
+      'interval holds 0)\n')
+  assert figures.stale('page.md') == [(2, 'ahead', 'no difference shown')]
+
+
 def test_the_readme_lines_are_short_with_their_figures_named():
   # The README is read raw too: a line of prose (not code, not a table
   # row) is at most 160 characters, which a figure marked inline with its

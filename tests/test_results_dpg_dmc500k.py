@@ -124,10 +124,19 @@ def test_the_iqm_of_the_ratios_and_where_it_is_behind(page):
   assert ratio['low'] < ratio['high']
   assert (f'{expected:.2f}, 95% interval [{ratio["low"]:.2f}, '
           f'{ratio["high"]:.2f}]') in text
-  # Cheetah's 410 against 795 ± 30 is behind; the others are within SAC's
-  # spread.
-  assert 'Behind State SAC (the mean of the seeds below its figure less its ' \
-         'spread): cheetah_run.' in text
+  # Task by task, by the pages' rule: cheetah's 400, 450, 380 lie below
+  # SAC's 795 (so does any bootstrap interval of their IQM, within their
+  # range), and a one-sample t-test gives p = 0.003: behind. Finger's 900
+  # to 920 lie below 923 too, but p = 0.15; the others' seeds straddle
+  # SAC's figure or nearly reach it: no difference shown.
+  p = {task: stats.ttest_1samp(means, sac[task]).pvalue
+       for task, means in FINAL.items()}
+  assert p['cheetah_run'] < 0.05 and all(
+      value > 0.05 for task, value in p.items() if task != 'cheetah_run')
+  others = ', '.join(f'{task} (p = {p[task]:.2f})' for task in FINAL
+                     if task != 'cheetah_run')
+  assert (': behind on cheetah_run; no difference shown on '
+          f'{others}.') in text
 
 
 def test_the_runs_table_counts_simulator_steps(page):
