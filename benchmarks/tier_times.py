@@ -32,6 +32,9 @@ TIERS = {'make test': ['make', 'test'], 'make test-all': ['.ci/run']}
 
 flags.DEFINE_list('tiers', list(TIERS), 'The tiers to time, of: '
                   + ', '.join(TIERS) + '.')
+flags.DEFINE_string('output_dir', None, 'Where to keep each tier\'s whole '
+                    'output (its slowest tests, its skips), as <tier>.log; '
+                    'none: not kept.')
 FLAGS = flags.FLAGS
 
 # pytest's last line: "914 passed, 3 skipped, ... in 2779.41s (0:46:19)".
@@ -58,6 +61,11 @@ def time_tier(name: str, clone: str) -> Dict[str, object]:
   done = subprocess.run(TIERS[name], cwd=clone, stdout=subprocess.PIPE,
                         stderr=subprocess.STDOUT, text=True, check=False)
   seconds = round(time.monotonic() - started)
+  if FLAGS.output_dir:
+    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    with open(os.path.join(FLAGS.output_dir,
+                           name.replace(' ', '_') + '.log'), 'w') as f:
+      f.write(done.stdout)
   if done.returncode:
     sys.stdout.write(done.stdout[-4000:])
     raise RuntimeError(f'{name} failed (exit {done.returncode}) after '
