@@ -1,8 +1,10 @@
 """The opening of results/pong_45min.md, made from results/pong_45min.json:
 the `atari_small` preset beside its starting point on Pong, 45 minutes, 3
-seeds each, with the tests of their difference. The rest of the page (the
-single runs of variants, what the runs show) is written by hand; the JSON
-holds every run's figures. `results/pages.py` writes the opening anew.
+seeds each, with the tests of their difference; and settings that ran on
+different days compared at equal learner updates (`BY_UPDATES`), not at
+equal minutes. The rest of the page (the single runs of variants, what the
+runs show) is written by hand; the JSON holds every run's figures.
+`results/pages.py` writes the opening anew.
 
 A run made by the page's protocol (`COMMAND`) becomes an entry of the JSON
 with
@@ -45,19 +47,36 @@ GROUPS = (('`atari_small`', r'atari_small_seed\d+'),
           ('`atari_small` with placement', r'atari_small_placed_seed\d+'),
           ('`atari_small` before placement',
            r'atari_small_tf_default_seed\d+'))
-# The comparisons: a setting, the one it is measured against (indices into
-# GROUPS), the alternative of the rank test: whether the first is ahead
-# ('greater'), or either way ('two-sided': a change that should not move
-# the return, as placing the nodes); and what the design leaves open,
-# said beside the verdict (empty when the two ran alike). Placement is
-# measured against the program before it (`--placement=tf_default`), each
-# seed of the two run back to back on one machine, and against the
-# three-seed runs of an earlier day.
-ACROSS_DAYS = ('the two ran on different days and commits, and the page\'s '
-               'same-day pair of the two commits, one seed, shows no '
-               'difference the code makes')
-COMPARISONS = ((0, 1, 'greater', ''), (2, 3, 'two-sided', ''),
-               (2, 0, 'two-sided', ACROSS_DAYS))
+# The comparisons of final policies, after the same minutes on one day: a
+# setting, the one it is measured against (indices into GROUPS), the
+# alternative of the rank test: whether the first is ahead ('greater'), or
+# either way ('two-sided': a change that should not move the return, as
+# placing the nodes); and what the design leaves open, said beside the
+# verdict (empty when the two ran alike). The preset and its starting point
+# ran one after another on one day, on one commit.
+COMPARISONS = ((0, 1, 'greater', ''),)
+# The comparisons of settings whose runs ran on different days, alike but
+# made at equal learner updates (`at_equal_updates`): the machine's speed
+# varied from day to day, so the same minutes gave one day's runs more
+# updates than another's. Placement is measured against the three seeds of
+# an earlier day and commit, and against the program before it
+# (`--placement=tf_default`), whose seeds 2 and 3 each ran back to back
+# with the placed run of that seed, the other placed seeds on days of their
+# own. What each leaves open has neither ': ' nor '; ' (the README's table
+# splits its cell at those).
+ACROSS_DAYS = ('the two ran on different commits, and the page\'s same-day '
+               'pair of the two commits, one seed, shows no difference the '
+               'code makes')
+PARTLY_ACROSS_DAYS = ('seeds 2 and 3 of the two ran back to back on one '
+                      'day, the other placed seeds on days of their own')
+BY_UPDATES = ((2, 0, 'two-sided', ACROSS_DAYS),
+              (2, 3, 'two-sided', PARTLY_ACROSS_DAYS))
+# A run's return at a mark of U learner updates: the mean of its
+# evaluator's rounds (10 episodes at the evaluator's epsilon, 0.001) whose
+# policy's learner steps lie within MARK_WINDOW of U; the marks are the
+# multiples of MARK_SPACING, as the page's hand-written table of rounds.
+MARK_SPACING = 8000
+MARK_WINDOW = 4000
 # Each final policy's two evaluations: the key of its figures in a run, and
 # what it was.
 EVALUATIONS = (('greedy_return', 'greedy, 10 episodes'),
@@ -106,14 +125,59 @@ def evaluations(data) -> List[Tuple[str, str, List[Dict[int, float]]]]:
           for key, evaluation in EVALUATIONS]
 
 
+def value_at(run, updates: int) -> Optional[float]:
+  """The mean return of `run`'s evaluator rounds whose learner steps are
+  within MARK_WINDOW of `updates` (None if it has none there)."""
+  returns = [value for steps, value in zip(
+      run.get('evaluator_rounds_learner_steps', []),
+      run.get('evaluator_rounds_mean_return', []))
+             if abs(steps - updates) <= MARK_WINDOW]
+  return float(np.mean(returns)) if returns else None
+
+
+def common_mark(runs: Sequence[Dict[str, object]]) -> int:
+  """The largest multiple of MARK_SPACING at which every one of `runs` has
+  an evaluator round (`value_at`): the most updates all of them reached,
+  as their evaluators saw it.
+
+  Raises:
+    ValueError: no mark has a round of every run.
+  """
+  top = max(max(run.get('evaluator_rounds_learner_steps', [0]) or [0])
+            for run in runs)
+  for mark in range(top // MARK_SPACING * MARK_SPACING + MARK_SPACING, 0,
+                    -MARK_SPACING):
+    if all(value_at(run, mark) is not None for run in runs):
+      return mark
+  raise ValueError('no mark of updates has an evaluator round of every run')
+
+
+def at_equal_updates(data, comparison: Tuple[int, int, str, str]
+                     ) -> Tuple[int, Dict[int, float], Dict[int, float]]:
+  """(the mark U, the first setting's {seed: return at U}, the second's) of
+  a comparison of BY_UPDATES: U the largest mark every run of both reached
+  (`common_mark`), each run's return there `value_at`'s."""
+  one, other = (group_runs(data, GROUPS[index][1])
+                for index in comparison[:2])
+  mark = common_mark(one + other)
+  return (mark, {run['seed']: value_at(run, mark) for run in one},
+          {run['seed']: value_at(run, mark) for run in other})
+
+
 def tests(first: Sequence[float], second: Sequence[float],
           alternative: str = 'greater') -> Tuple[float, float, float]:
   """The difference of the means (first minus second), Welch's t-test's
   two-sided p and the exact Mann-Whitney U test's p (`alternative`:
-  'greater', the first ahead; or 'two-sided')."""
+  'greater', the first ahead; or 'two-sided'). Where values tie (rounds
+  of 0.1 may), the p is that of U over every split of the pooled values,
+  ties counting half (SciPy's 'exact' method assumes no ties)."""
   welch = stats.ttest_ind(first, second, equal_var=False)
+  pooled = list(first) + list(second)
+  method = ('exact' if len(set(pooled)) == len(pooled) else
+            stats.PermutationMethod(
+                n_resamples=math.comb(len(pooled), len(first))))
   ranks = stats.mannwhitneyu(first, second, alternative=alternative,
-                             method='exact')
+                             method=method)
   return (float(np.mean(first) - np.mean(second)), float(welch.pvalue),
           float(ranks.pvalue))
 
@@ -143,8 +207,11 @@ def compare(first: Sequence[float], second: Sequence[float],
   return difference, low, high, welch, ranks, said
 
 
-def _comparison(evaluation: str, groups: List[Dict[int, float]],
+def _comparison(what: str, groups: Dict[int, Dict[int, float]],
                 comparison: Tuple[int, int, str, str]) -> str:
+  """The line of a comparison of `what` (an evaluation, or the evaluator's
+  rounds at a mark): `groups` holds each compared setting's {seed: value}
+  by its index into GROUPS."""
   one, other, alternative, _ = comparison
   first, second = (list(groups[one].values()), list(groups[other].values()))
   difference, low, high, welch, ranks, said = compare(first, second,
@@ -156,12 +223,17 @@ def _comparison(evaluation: str, groups: List[Dict[int, float]],
     apart = f': every run of {GROUPS[one][0]} below every run of the other'
   else:
     apart = ''
-  return (f'- {evaluation}, {GROUPS[one][0]} minus {GROUPS[other][0]}: '
+  return (f'- {what}, {GROUPS[one][0]} minus {GROUPS[other][0]}: '
           f'{difference:.1f} {spread.interval_text(low, high)} (Welch\'s '
           f't-test, two-sided p = {welch:.2f}; Mann-Whitney U test, {sided} '
           f'exact p = {ranks:.2f}, at least '
           f'{smallest_rank_p(len(first), len(second), alternative):.2f} with '
           f'{_runs(len(first))} against {len(second)}{apart}): {said}')
+
+
+def at_mark(mark: int) -> str:
+  """What a comparison at equal updates compares: '... at 32K updates'."""
+  return f'the evaluator\'s rounds at {mark / 1000:.0f}K updates'
 
 
 def _where(data) -> str:
@@ -194,15 +266,26 @@ def _runs(count: int) -> str:
 
 
 def opening(data) -> List[str]:
-  """The answer: each group's final returns over seeds, and the tests."""
+  """The answer: each group's final returns over seeds, and the tests; then
+  the settings of different days at equal updates."""
   minutes = data['budget_seconds'] / 60
   values, comparisons = {}, []
   for _, evaluation, groups in evaluations(data):
     for (label, _), by_seed in zip(GROUPS, groups):
       values[f'{label}, {evaluation}'] = by_seed
-    comparisons += [_comparison(evaluation, groups, comparison)
+    comparisons += [_comparison(evaluation, dict(enumerate(groups)),
+                                comparison)
                     for comparison in COMPARISONS]
   sizes = [len(by_seed) for by_seed in groups]
+  at_updates, by_updates, marks = {}, [], set()
+  for comparison in BY_UPDATES:
+    mark, first, second = at_equal_updates(data, comparison)
+    marks.add(mark)
+    for index, by_seed in zip(comparison[:2], (first, second)):
+      at_updates[f'{GROUPS[index][0]}, {at_mark(mark)}'] = by_seed
+    by_updates.append(_comparison(
+        at_mark(mark), {comparison[0]: first, comparison[1]: second},
+        comparison))
   return [
       f'**After {minutes:.0f} minutes ({data["budget_seconds"]:,} s) on 2 '
       f'cores, up to {spread.seeds_phrase(max(sizes), "a setting")}**, one '
@@ -216,7 +299,22 @@ def opening(data) -> List[str]:
       *spread.seed_table('setting, evaluation', 'mean return', values), '',
       'Each difference of IQMs, its 95% interval (each setting\'s seeds '
       'resampled on their own) and two tests of the difference. '
-      f'{spread.how_compared(max(sizes))}', '', *comparisons, '',
+      f'{spread.how_compared(max(sizes))} The final policies compare the '
+      'preset with its starting point, whose runs ran one after another on '
+      'one day:', '', *comparisons, '',
+      '**Settings that ran on different days compare at equal learner '
+      'updates**, not at equal minutes: the machine\'s speed varied from '
+      'day to day (the bare learner update above), so 45 minutes gave one '
+      'day\'s runs more updates than another\'s. A run\'s return at a mark '
+      'of U updates is the mean of its evaluator\'s rounds (10 episodes '
+      'each at its epsilon, 0.001) whose policy\'s learner steps lie within '
+      f'{MARK_WINDOW:,} of U, as in the table of rounds below; U is the '
+      f'largest multiple of {MARK_SPACING:,} at which every run of both '
+      'settings has such a round, here '
+      f'{" and ".join(f"{mark:,}" for mark in sorted(marks))} updates. '
+      'Each run\'s return at the mark:', '',
+      *spread.seed_table('setting, at the mark', 'mean return', at_updates),
+      '', 'The same tests, the same rule:', '', *by_updates, '',
       f'Every run\'s figures: [{NAME}.json]({NAME}.json).']
 
 

@@ -92,8 +92,10 @@ def _analysis_row(name: str) -> str:
 
 def _pong_45min_row() -> str:
   """The page's first comparison (the preset against its starting point)
-  by each evaluation, then its others by each evaluation where they claim
-  (`spread.verdict`: ahead or behind)."""
+  by each evaluation, then its other comparisons of final policies by each
+  evaluation where they claim (`spread.verdict`: ahead or behind), then
+  its comparisons at equal updates (settings of different days) that can
+  give a verdict (`spread.VERDICT_SEEDS` a side), whatever they say."""
   data = pages.load('pong_45min')
   figures, seeds, supported = [], set(), []
   for index, comparison in enumerate(pong_45min.COMPARISONS):
@@ -112,6 +114,17 @@ def _pong_45min_row() -> str:
       supported.append(
           f'{evaluation}{named}: {difference:.1f} '
           f'{spread.interval_text(low, high)}, p = {p:.2f}: {said}')
+  for comparison in pong_45min.BY_UPDATES:
+    label, other = (pong_45min.GROUPS[group][0] for group in comparison[:2])
+    mark, first, second = pong_45min.at_equal_updates(data, comparison)
+    if min(len(first), len(second)) < spread.VERDICT_SEEDS:
+      continue
+    difference, low, high, p, _, said = pong_45min.compare(
+        list(first.values()), list(second.values()), comparison)
+    supported.append(
+        f'{pong_45min.at_mark(mark)}, {label} minus {other}: '
+        f'{difference:.1f} {spread.interval_text(low, high)}, p = {p:.2f}: '
+        f'{said}')
   minutes = data['budget_seconds'] / 60
   return (f'| Ape-X DQN on Atari Pong, `atari_small` preset vs its starting '
           f'point, on 2 cores; {minutes:.0f} minutes of wall-clock | greedy '

@@ -277,6 +277,122 @@ def test_pong_45min_opens_with_each_seed_the_sample_sd_and_its_tests():
           claim == 'no difference shown')
 
 
+def _at_mark(run_, mark: int):
+  """The mean of the run's evaluator rounds within 4,000 updates of `mark`,
+  as the page's hand-written table of rounds defines it (None: none)."""
+  found = [value for steps, value in zip(
+      run_['evaluator_rounds_learner_steps'],
+      run_['evaluator_rounds_mean_return']) if abs(steps - mark) <= 4000]
+  return sum(found) / len(found) if found else None
+
+
+def test_pong_45min_compares_other_days_at_equal_updates():
+  data = _data('pong_45min')
+  text = _text('pong_45min')
+  # The across-days comparison of final policies is gone.
+  assert not any(2 in comparison[:2] for comparison in pong_45min.COMPARISONS)
+  for one, other, alternative, open_ in pong_45min.BY_UPDATES:
+    runs = [[run_ for name, run_ in sorted(data['runs'].items())
+             if re.fullmatch(pong_45min.GROUPS[group][1], name)]
+            for group in (one, other)]
+    # The mark: the largest multiple of 8,000 with a round of every run.
+    mark = max(mark for mark in range(8000, 200000, 8000)
+               if all(_at_mark(run_, mark) is not None
+                      for run_ in runs[0] + runs[1]))
+    first, second = ([_at_mark(run_, mark) for run_ in group]
+                     for group in runs)
+    label, other_label = (pong_45min.GROUPS[group][0]
+                          for group in (one, other))
+    line = re.search(
+        rf"^- the evaluator's rounds at {mark // 1000}K updates, "
+        rf'{re.escape(label)} minus {re.escape(other_label)}: (.*)$', text,
+        re.MULTILINE).group(1)
+    assert line.endswith(f' ({open_})'), line
+    line = line[:-len(f' ({open_})')]
+    assert line.startswith(f'{np.mean(first) - np.mean(second):.1f} [')
+    welch = stats.ttest_ind(first, second, equal_var=False).pvalue
+    assert f'two-sided p = {welch:.2f};' in line
+    assert (f'two-sided exact p = {_rank_p(first, second, alternative):.2f}'
+            ', at least ') in line
+    low, high = map(float, re.match(
+        r'-?[\d.]+ \[(-?[\d.]+), (-?[\d.]+)\]', line).groups())
+    said = line.split('): ')[-1]
+    if min(len(first), len(second)) < 3:
+      assert said.startswith('no verdict from'), line
+      continue
+    claim = _claim(label, f'the {other_label}', low, high, welch)
+    assert said == claim or (said.startswith('no difference shown') and
+                             claim == 'no difference shown'), line
+  assert f'here {mark:,} updates' in text
+
+
+def _rounds(steps, returns):
+  return {'evaluator_rounds_learner_steps': steps,
+          'evaluator_rounds_mean_return': returns}
+
+
+def test_pong_45min_takes_each_runs_rounds_at_the_largest_common_mark():
+  # Hand-made rounds: placed seed 1's end at 18,000 updates, 6,000 short of
+  # the 24K mark, so the mark every run reached is 16K.
+  runs = {
+      'atari_small_placed_seed1': _rounds([0, 4500, 9000, 13500, 18000],
+                                          [-21, -21, -20, -19, -17]),
+      # Rounds 4,000 from the mark count (within 4,000).
+      'atari_small_placed_seed2': _rounds([0, 4000, 8000, 12000, 20000,
+                                           30000],
+                                          [-21, -21, -20, -18, -16, -10]),
+      'atari_small_placed_seed3': _rounds([0, 5000, 10000, 15000, 21000,
+                                           26000],
+                                          [-21, -20, -20, -16, -15, -12]),
+      'atari_small_seed1': _rounds(list(range(0, 44000, 4000)),
+                                   [-21 + 0.5 * i for i in range(11)]),
+      'atari_small_seed2': _rounds(list(range(0, 44000, 4000)), [-20] * 11),
+      'atari_small_seed3': _rounds([0, 8000, 16000, 24000, 32000],
+                                   [-21, -20, -19.5, -18, -17]),
+      # Neither pattern's: a resumed run, and another commit's.
+      'atari_small_placed_seed1_to_440k': _rounds([0, 24000, 48000],
+                                                  [-21, 0, 10]),
+      'atari_small_267871d_seed5': _rounds([0, 24000], [-21, 0]),
+  }
+  for name, run_ in runs.items():
+    run_['seed'] = int(re.search(r'seed(\d+)', name).group(1))
+  comparison = (2, 0, 'two-sided', 'a note')
+  mark, placed, preset = pong_45min.at_equal_updates({'runs': runs},
+                                                     comparison)
+  assert mark == 16000
+  # Placed: seed 1 (13,500 and 18,000) -19 and -17; seed 2 (12,000 and
+  # 20,000) -18 and -16; seed 3 (15,000 alone) -16. The preset: seed 1
+  # (12,000, 16,000, 20,000) -19.5, -19, -18.5; seed 2 -20; seed 3 -19.5.
+  assert placed == {1: -18.0, 2: -17.0, 3: -16.0}
+  assert preset == {1: -19.0, 2: -20.0, 3: -19.5}
+  line = pong_45min._comparison(  # pylint: disable=protected-access
+      pong_45min.at_mark(mark), {2: placed, 0: preset}, comparison)
+  assert line.startswith("- the evaluator's rounds at 16K updates, "
+                         '`atari_small` with placement minus `atari_small`: '
+                         '2.5 [')
+  # Welch by hand: variances 1 and 0.25 over 3 seeds each.
+  se = math.sqrt(1 / 3 + 0.25 / 3)
+  df = se**4 / ((1 / 3)**2 / 2 + (0.25 / 3)**2 / 2)
+  welch = 2 * stats.t.sf(2.5 / se, df)
+  assert welch == pytest.approx(stats.ttest_ind(
+      [-18, -17, -16], [-19, -20, -19.5], equal_var=False).pvalue)
+  assert welch < 0.05
+  assert f'two-sided p = {welch:.2f};' in line
+  # Every placed run above every other: 2 of the 20 splits, two-sided.
+  assert 'two-sided exact p = 0.10, at least 0.10 with 3 runs' in line
+  # 3 seeds: the IQM is the mean, and the interval lies within the
+  # differences a resample can make, [-18 + 19, -16 + 20]: above 0.
+  low, high = map(float, re.search(r'2\.5 \[(-?[\d.]+), (-?[\d.]+)\]',
+                                   line).groups())
+  assert 1.0 <= low <= 2.5 <= high <= 4.0
+  assert line.endswith(': `atari_small` with placement ahead of the '
+                       '`atari_small` (a note)')
+  # No mark with a round of every run.
+  runs['atari_small_seed2'] = dict(_rounds([100000], [-20]), seed=2)
+  with pytest.raises(ValueError):
+    pong_45min.at_equal_updates({'runs': runs}, comparison)
+
+
 def test_the_readme_table_gives_the_sample_sd_of_each_analysis():
   with open(os.path.join(os.path.dirname(RESULTS), 'README.md')) as f:
     readme = f.read()

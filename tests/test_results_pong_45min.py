@@ -193,17 +193,23 @@ def test_the_program_adds_an_evaluated_run_and_refuses_it_twice(tmp_path):
 
 
 def _group_run(seed: int, value: float):
-  """A run of a page's group whose two evaluations both gave `value`."""
+  """A run of a page's group whose two evaluations and every evaluator
+  round (at 0, 8,000, 16,000 and 24,000 updates) gave `value`."""
   return {'seed': seed, 'commit': 'abc1234', 'machine': 'quiet',
           'greedy_return': {'mean': value},
-          'epsilon_0.001_return': {'mean': value}}
+          'epsilon_0.001_return': {'mean': value},
+          'evaluator_rounds_learner_steps': [0, 8000, 16000, 24000],
+          'evaluator_rounds_mean_return': [value] * 4}
 
 
 def test_only_the_comparison_across_days_says_so_beside_its_verdict():
   # Three seeds of the preset, three of its starting point, three placed
   # and three before placement: the placed runs well below the preset's,
-  # so that comparison claims (behind) and must say that its two settings
-  # ran on different days; the others ran alike and say nothing more.
+  # so that comparison claims (behind) and must say what its design leaves
+  # open; it is made at equal updates (24K, the last mark of every run's
+  # rounds), not on the final policies, as is placed against before
+  # placement; the preset and its starting point ran alike and say nothing
+  # more.
   values = {'atari_small_seed': (-8.0, -9.0, -10.0),
             'issue_start_onednn_seed': (-17.0, -18.0, -19.0),
             'atari_small_placed_seed': (-17.5, -18.5, -19.5),
@@ -213,12 +219,18 @@ def test_only_the_comparison_across_days_says_so_beside_its_verdict():
       for prefix, returns in values.items()
       for seed, value in enumerate(returns, start=1)}}
   lines = [line for line in pong_45min.opening(data) if line.startswith('- ')]
-  assert len(lines) == 2 * len(pong_45min.COMPARISONS)
+  assert len(lines) == (2 * len(pong_45min.COMPARISONS) +
+                        len(pong_45min.BY_UPDATES))
   across = [line for line in lines
             if '`atari_small` with placement minus `atari_small`:' in line]
-  assert len(across) == 2
-  for line in across:
-    assert line.endswith(': `atari_small` with placement behind the '
-                         f'`atari_small` ({pong_45min.ACROSS_DAYS})'), line
-  for line in set(lines) - set(across):
-    assert pong_45min.ACROSS_DAYS not in line, line
+  assert len(across) == 1
+  assert across[0].startswith("- the evaluator's rounds at 24K updates, ")
+  assert across[0].endswith(': `atari_small` with placement behind the '
+                            f'`atari_small` ({pong_45min.ACROSS_DAYS})')
+  before = [line for line in lines if 'minus `atari_small` before' in line]
+  assert len(before) == 1
+  assert before[0].startswith("- the evaluator's rounds at 24K updates, ")
+  assert before[0].endswith(f'no difference shown (the interval holds 0) '
+                            f'({pong_45min.PARTLY_ACROSS_DAYS})')
+  for line in set(lines) - set(across) - set(before):
+    assert 'minus starting point' in line and not line.endswith(')'), line
