@@ -260,7 +260,7 @@ def render(data: Dict[str, object]) -> str:
       'interrupted (its minutes: the launches\' sum). The evaluator plays '
       'rounds of 5 episodes every 10,000 updates; the best round is the '
       'best of those, the final policy the figure above.'
-      + (f' {data["notes"]}' if data['notes'] else ''), '',
+      + dpg_control.runs_text(data), '',
       *dpg_dmc500k.runs_table(records), '',
       '## How it was made', '',
       '`--preset=dmc500k` (agents/d4pg/presets.py) is Ape-X DPG\'s `dmc500k` '
