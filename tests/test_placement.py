@@ -103,6 +103,9 @@ def _run_until_every_node_logged(tmp_path, *flags):
   return program, workdir
 
 
+# A whole local_mp program beyond make test's one smoke run: the second tier
+# (pytest.ini).
+@pytest.mark.slow
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
                     reason='pins the learner to one CPU of two or more')
 def test_the_learner_pinned_the_rest_everywhere_the_evaluator_yielding(
