@@ -40,7 +40,7 @@ A verdict word is a figure too: each ahead, behind, level, met, no
 difference, ... of the prose is marked, its template `{word(find(...))}` on
 the page that tests it, so that a verdict the data no longer gives fails
 the check at the sentence that states it; `NOT_VERDICTS` lists the words'
-other uses (behind one lock, ...).
+other uses (behind a firewall, ...).
 
 A figure may also carry its source and template inline, the older form:
 `<!-- from results/pong.json: {best_return:+.1f} -->+18.3<!-- end -->`. It
@@ -704,15 +704,20 @@ def _measured(match: re.Match) -> bool:
   return bool(match['unit']) or '.' in match.group(0)
 
 
+def _prose(page: str) -> str:
+  """`page`'s text with all but its prose (`_NOT_PROSE`) blanked, not
+  removed: the lines keep their numbers."""
+  with open(os.path.join(ROOT, page)) as f:
+    text = f.read()
+  return _NOT_PROSE.sub(lambda match: re.sub(r'[^\n]', ' ', match.group(0)),
+                        text)
+
+
 def unmarked(page: str) -> List[Tuple[int, str]]:
   """(line, number) of each number in `page`'s prose that looks measured
   and names no source (see `_LOOKS_MEASURED`): a range such as `53-68K` is
   one number."""
-  with open(os.path.join(ROOT, page)) as f:
-    text = f.read()
-  # Blanked, not removed: the lines keep their numbers.
-  prose = _NOT_PROSE.sub(lambda match: re.sub(r'[^\n]', ' ', match.group(0)),
-                         text)
+  prose = _prose(page)
   return [(_line(prose, match.start()), match.group(0))
           for match in _LOOKS_MEASURED.finditer(prose) if _measured(match)]
 
@@ -724,21 +729,16 @@ _VERDICT = re.compile(r'\b(?:ahead|behind|level with|on par|no difference|'
 # The same words where they are no verdict: a phrase of a page's line that
 # holds one, said once here so that a new one is read before it is added.
 NOT_VERDICTS = (
-    r'behind one lock', r'behind a firewall', r'minute[^.]*\)\s+behind;',
-    r'streams? ahead', r'chunks ahead', r'run ahead of the ratio',
-    r'whose level is off', r'furthest behind', r'"ahead" only where',
-    r'rule \(ahead only', r'\(ahead or behind: an interval',
-    r'\| met \|', r'which by itself would still meet')
+    r'behind a firewall', r'minute[^.]*\)\s+behind;', r'streams? ahead',
+    r'chunks ahead', r'run ahead of the ratio', r'whose level is off',
+    r'furthest behind', r'\| met \|', r'which by itself would still meet')
 
 
 def unmarked_verdicts(page: str) -> List[Tuple[int, str]]:
   """(line, word) of each verdict word of `page`'s prose (`_VERDICT`) that
   no figure gives and no phrase of `NOT_VERDICTS` explains: a verdict is a
   figure too, made from its data (`word`) like any other."""
-  with open(os.path.join(ROOT, page)) as f:
-    text = f.read()
-  prose = _NOT_PROSE.sub(lambda match: re.sub(r'[^\n]', ' ', match.group(0)),
-                         text)
+  prose = _prose(page)
   found = []
   for match in _VERDICT.finditer(prose):
     # The phrase may run over a line break: the line and its neighbours,

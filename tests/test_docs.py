@@ -473,7 +473,7 @@ def test_a_verdict_word_follows_its_pages_test(tmp_path, figures_at):
   (tmp_path / 'page.md').write_text(
       'The preset is\n<!-- from result.md: '
       "{word(find(r'- b: .*?p = [0-9.]+: (.*)'))} -->ahead<!-- end --> of "
-      'its start, behind one lock.\nIt is ahead, and behind a firewall.\n')
+      'its start, behind a firewall.\nIt is ahead, and behind a firewall.\n')
   assert figures.stale('page.md') == []
   # Only the unmarked verdict is listed; the marked one and the phrases
   # that are no verdict are not.
