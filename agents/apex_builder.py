@@ -15,10 +15,12 @@ shard, with several, and an actor's the one shard it writes to),
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from absl import logging
 import numpy as np
 import reverb
 
 from agents import builders
+from agents import precision
 from agents.replay import adders
 from agents import learning
 from agents.replay import tables
@@ -84,9 +86,11 @@ class ApeXBuilder(builders.ReplayBuilder):
     of `agents.learning.ApeXLearner` that do not depend on the agent):
     `replay_client` is a client of the replay server, or a sequence of
     clients, one per shard (`agents.replay.shards`)."""
+    computes_in, why = precision.resolve(self.config.learner_precision)
+    logging.info('%s', why)
     common = dict(
         importance_sampling_exponent=self.config.importance_sampling_exponent,
-        jit_compile=self.config.jit_compile,
+        jit_compile=self.config.jit_compile, precision=computes_in,
         counter=counter, logger=logger, log_every=log_every)
     clients = _clients(replay_client)
     if len(clients) > 1:

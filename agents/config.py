@@ -9,6 +9,8 @@ import dataclasses
 import math
 from typing import Any, List, Mapping, Optional
 
+from agents import precision
+
 
 @dataclasses.dataclass(frozen=True)
 class Preset:
@@ -52,6 +54,13 @@ class AgentConfig:
     flags cannot serve, before anything starts. By default none is
     refused."""
     del environment
+
+  def start_notes(self, launch_type: str) -> List[str]:
+    """Lines the program prints before it starts, on what its flags come
+    to on this machine under `launch_type` (e.g. the learner's arithmetic).
+    By default none."""
+    del launch_type
+    return []
 
 
 @dataclasses.dataclass
@@ -123,6 +132,15 @@ class ApeXConfig(AgentConfig):
   (`tf.function(jit_compile=True)`; sampling and priority writes stay
   outside it). Off: TensorFlow's own kernels, as the paper's learner
   (benchmarks/learner_xla.py measures both)."""
+  learner_precision: str = 'float32'
+  """What the learner's forward and backward passes compute in:
+  'float32', 'bfloat16' (its weights, optimiser state, targets and
+  priorities stay float32: agents/precision.py), or 'auto' (bfloat16 where
+  the learner's CPU has bfloat16 arithmetic, AVX512_BF16 or AMX-BF16, else
+  float32). Where the CPU has none, bfloat16 runs as float32, and the
+  program says so. The default stays float32 until learning by steps is
+  shown unchanged in bfloat16 (docs/performance.md). Actors always compute
+  in float32."""
 
   # Fields that a run's checkpoints depend on (network shapes, what replay
   # holds): a run cannot be resumed with other values.
@@ -164,9 +182,28 @@ class ApeXConfig(AgentConfig):
                self.eviction_priority_exponent, '< 0 (the paper: -0.4)')
     check_choice('initial_priority', self.initial_priority,
                  INITIAL_PRIORITIES)
+    check_choice('learner_precision', self.learner_precision,
+                 precision.PRECISIONS)
     if self.samples_per_insert is not None:
       check_flag('samples_per_insert', self.samples_per_insert > 0,
              self.samples_per_insert, '> 0 (or unset for no rate limit)')
+
+  def start_notes(self, launch_type: str) -> List[str]:
+    """With --learner_precision auto or bfloat16, what the learner
+    computes in: decided here on this machine's CPU for a program whose
+    learner runs here; on Vertex AI, by the learner's machine (its node
+    decides and logs it as it starts)."""
+    if self.learner_precision == 'float32':
+      return []
+    if launch_type == 'vertex_ai':
+      return [f'--learner_precision={self.learner_precision}: the learner '
+              'decides on its own machine and logs its choice as it starts. '
+              'The machines this launcher can ask Vertex AI for through '
+              'xmanager 0.3.0 (N1, and A2 with A100s) have no bfloat16 CPU '
+              'arithmetic, so it will compute in float32; Google Cloud\'s '
+              'C3 and C3D machines have it (AMX-BF16, AVX512_BF16), but '
+              'xmanager 0.3.0 cannot ask for them.']
+    return [precision.resolve(self.learner_precision)[1]]
 
   def check_program(self, shape):
     """Refuses a program in which a replay shard would have no actor

@@ -21,6 +21,7 @@ from acme.tf import utils as tf2_utils
 from acme.utils import counting
 from acme.utils import loggers
 
+from agents import precision as precision_lib
 from agents.replay import tables
 from agents.replay import shards
 from agents import variables as variables_lib
@@ -56,6 +57,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
                importance_sampling_exponent: float,
                target_update_period: int,
                jit_compile: bool = False,
+               precision: str = 'float32',
                table: str = tables.TABLE,
                counter: Optional[counting.Counter] = None,
                logger: Optional[loggers.Logger] = None,
@@ -70,6 +72,10 @@ class ApeXLearner(acme.Learner, abc.ABC):
       jit_compile: whether `_update` (loss, gradients, optimiser step) is
         compiled with XLA; the rest of the step (sampling, priorities) is
         made of Reverb's operations, which XLA cannot compile.
+      precision: what `_update`'s networks (those of `target_pairs`)
+        compute in, 'float32' or 'bfloat16' (`agents.precision.scope`:
+        their weights, the optimiser's state, losses and priorities stay
+        float32).
       (the rest as described in the class docstring)
     """
     # The largest priority written so far (1 before the first update), for
@@ -86,6 +92,10 @@ class ApeXLearner(acme.Learner, abc.ABC):
     self._compiled_update = (tf.function(self._update, jit_compile=True)
                              if jit_compile else self._update)
     self._target_update_period = target_update_period
+    if precision not in ('float32', 'bfloat16'):
+      raise ValueError(f'precision={precision!r}: float32 or bfloat16 '
+                       '(`agents.precision.resolve` decides between them).')
+    self._precision = precision
     self._table = table
     self._counter = counter or counting.Counter()
     self._logger = logger or loggers.NoOpLogger()
@@ -144,7 +154,9 @@ class ApeXLearner(acme.Learner, abc.ABC):
     weights = tables.importance_sampling_weights(
         sample.info.probability, sample.info.table_size,
         self._importance_sampling_exponent)
-    priorities, metrics = self._compiled_update(sample.data, weights)
+    networks = [module for pair in self._target_pairs for module in pair]
+    with precision_lib.scope(self._precision, networks):
+      priorities, metrics = self._compiled_update(sample.data, weights)
     self._max_priority.assign(tf.maximum(
         self._max_priority, tf.cast(tf.reduce_max(priorities), tf.float64)))
     if self._replay_client is not None:
@@ -242,6 +254,11 @@ class ApeXLearner(acme.Learner, abc.ABC):
     """Keys, new priorities and metrics of the most recent update."""
     return {key: np.asarray(value)
             for key, value in self._last_update.items()}
+
+  @property
+  def precision(self) -> str:
+    """What the update's networks compute in: 'float32' or 'bfloat16'."""
+    return self._precision
 
   @property
   def num_steps(self) -> int:

@@ -9,6 +9,7 @@ from typing import Sequence
 import sonnet as snt
 import tensorflow as tf
 
+from agents import precision
 from agents.config import MLP_ACTIVATIONS
 
 
@@ -25,7 +26,7 @@ class NatureCNN(snt.Module):
     ])
 
   def __call__(self, observation: tf.Tensor) -> tf.Tensor:
-    return self._layers(tf.cast(observation, tf.float32) / 255.0)
+    return self._layers(precision.cast_input(observation) / 255.0)
 
 
 class MinAtarCNN(snt.Module):
@@ -39,7 +40,7 @@ class MinAtarCNN(snt.Module):
     ])
 
   def __call__(self, observation: tf.Tensor) -> tf.Tensor:
-    return self._layers(tf.cast(observation, tf.float32))
+    return self._layers(precision.cast_input(observation))
 
 
 ACTIVATIONS = {'relu': tf.nn.relu, 'tanh': tf.tanh}
@@ -57,7 +58,7 @@ class MLPTorso(snt.Module):
                              activation=ACTIVATIONS[activation])
 
   def __call__(self, observation: tf.Tensor) -> tf.Tensor:
-    return self._mlp(tf.cast(observation, tf.float32))
+    return self._mlp(precision.cast_input(observation))
 
 
 class SmallAtariCNN(snt.Module):
@@ -74,7 +75,7 @@ class SmallAtariCNN(snt.Module):
     ])
 
   def __call__(self, observation: tf.Tensor) -> tf.Tensor:
-    return self._layers(tf.cast(observation, tf.float32) / 255.0)
+    return self._layers(precision.cast_input(observation) / 255.0)
 
 
 # Young & Tian (2019): their MinAtar networks (DQN's and the actor-critic's)

@@ -418,6 +418,9 @@ def build_program(program_name: str, config_class,
                            len(os.sched_getaffinity(0)), options.launch_type))
   if notice:
     print(notice, flush=True)
+  for note in config.start_notes(options.launch_type):
+    print(note, file=sys.stderr if note.startswith('warning') else sys.stdout,
+          flush=True)
   if resuming:
     given = sorted(name for name in recorded if FLAGS[name].present)
     print(('This plan resumes' if FLAGS.dry_run else 'Resuming') +

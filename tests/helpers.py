@@ -211,6 +211,17 @@ _LINE_BUFFERED = (['stdbuf', '-oL', '-eL'] if shutil.which('stdbuf')
                   else [])
 
 
+def cpu_has_bfloat16() -> bool:
+  """Whether /proc/cpuinfo's flags name bfloat16 arithmetic (AVX512_BF16,
+  AMX-BF16)."""
+  with open('/proc/cpuinfo') as f:
+    for line in f:
+      if line.startswith('flags'):
+        return bool({'avx512_bf16', 'amx_bf16'} &
+                    set(line.split(':', 1)[1].split()))
+  return False
+
+
 def node_logs(workdir) -> str:
   """What the nodes of a local run's newest launch wrote
   (<workdir>/logs/<label>.log, after its last launch header; the launcher's

@@ -67,9 +67,19 @@ def test_every_node_logs_and_ctrl_c_stops_the_program(tmp_path, launch):
   # host attacks first.)
   workdir = tmp_path / 'run'
   program = launch('run', helpers.program_command(
-      'apex_dqn', f'--workdir={workdir}', *SMALL_RUN))
+      'apex_dqn', f'--workdir={workdir}', *SMALL_RUN,
+      '--learner_precision=bfloat16'))
   program.wait_until(lambda: helpers.every_node_logged(workdir, NUM_ACTORS),
                      helpers.START_TIMEOUT, 'a log row of every node')
+  # The learner computes in bfloat16 only where this CPU multiplies it, as
+  # /proc/cpuinfo says; elsewhere it runs in float32, and the program says
+  # so before it starts.
+  computes_in = ('bfloat16' if helpers.cpu_has_bfloat16() else 'float32')
+  said = f'learner computes in {computes_in}'
+  assert said in program.output().split('Each node logs to')[0]
+  assert ('warning: --learner_precision=bfloat16' in program.output()) == (
+      computes_in == 'float32')
+  assert said in helpers.node_logs(workdir)
   # The counter starts without TensorFlow; the learner has it. (The
   # coordinator has it too: it reaches the replay through Reverb's client.)
   loaded = {label: helpers.has_tensorflow(helpers.pid(workdir, label))

@@ -14,6 +14,7 @@ import sonnet as snt
 import tensorflow as tf
 
 from agents import distributional
+from agents import precision
 from agents.torsos import make_torso
 
 
@@ -37,8 +38,8 @@ class DuelingCategoricalNetwork(snt.Module):
     value = tf.reshape(self._value(embedding), [-1, 1, atoms])
     advantage = tf.reshape(self._advantage(embedding),
                            [-1, self._num_actions, atoms])
-    return value + advantage - tf.reduce_mean(advantage, axis=1,
-                                              keepdims=True)
+    return precision.to_float32(
+        value + advantage - tf.reduce_mean(advantage, axis=1, keepdims=True))
 
   def __call__(self, observation: tf.Tensor) -> tf.Tensor:
     """[batch, actions]: Q(s, a) = E[Z(s, a)]."""

@@ -13,6 +13,8 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
+from agents import precision
+
 FINAL_INIT_SCALE = 3e-3
 
 
@@ -45,9 +47,9 @@ class Critic(snt.Module):
 
   def __call__(self, observations: tf.Tensor,
                actions: tf.Tensor) -> tf.Tensor:
-    inputs = tf.concat([tf.cast(observations, tf.float32),
-                        tf.cast(actions, tf.float32)], axis=-1)
-    return tf.squeeze(self._network(inputs), axis=-1)
+    inputs = tf.concat([precision.cast_input(observations),
+                        precision.cast_input(actions)], axis=-1)
+    return precision.to_float32(tf.squeeze(self._network(inputs), axis=-1))
 
 
 class Policy(snt.Module):
@@ -65,7 +67,8 @@ class Policy(snt.Module):
     self._half_range = tf.constant((maximum - minimum) / 2)
 
   def __call__(self, observations: tf.Tensor) -> tf.Tensor:
-    squashed = self._network(tf.cast(observations, tf.float32))
+    squashed = precision.to_float32(
+        self._network(precision.cast_input(observations)))
     return self._center + self._half_range * squashed
 
 

@@ -7,6 +7,7 @@ from typing import Sequence
 import sonnet as snt
 import tensorflow as tf
 
+from agents import precision
 from agents.torsos import make_torso
 
 
@@ -25,8 +26,8 @@ class DuelingQNetwork(snt.Module):
     embedding = self._torso(observation)
     value = self._value(embedding)
     advantage = self._advantage(embedding)
-    return value + advantage - tf.reduce_mean(advantage, axis=-1,
-                                              keepdims=True)
+    return precision.to_float32(
+        value + advantage - tf.reduce_mean(advantage, axis=-1, keepdims=True))
 
 
 def make_q_network(suite, num_actions: int,

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from agents.apex_dpg import networks as dpg_networks
 from agents import distributional
+from agents import precision
 
 
 class CategoricalCritic(snt.Module):
@@ -29,9 +30,9 @@ class CategoricalCritic(snt.Module):
 
   def __call__(self, observations: tf.Tensor,
                actions: tf.Tensor) -> tf.Tensor:
-    inputs = tf.concat([tf.cast(observations, tf.float32),
-                        tf.cast(actions, tf.float32)], axis=-1)
-    return self._network(inputs)
+    inputs = tf.concat([precision.cast_input(observations),
+                        precision.cast_input(actions)], axis=-1)
+    return precision.to_float32(self._network(inputs))
 
   def mean(self, logits: tf.Tensor) -> tf.Tensor:
     """The expected return of each row of `logits`: Q(s, a) = E[Z(s, a)]."""
