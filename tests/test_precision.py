@@ -13,15 +13,14 @@ import dataclasses
 
 import numpy as np
 import pytest
-import reverb
 import sonnet as snt
 import tensorflow as tf
 
 from agents import precision
 from agents import registry
 from agents.apex_dqn.config import ApeXDQNConfig
+from benchmarks import in_memory
 from agents.envs import environments
-from agents.replay import adders
 import helpers
 
 ZEN4 = ('fpu sse2 avx avx2 avx512f avx512bw avx512_bf16 avx512_vnni').split()
@@ -160,60 +159,6 @@ def test_networks_not_built_in_float32_are_refused():
 # --------------------------------------------------------------------------
 
 
-def _observations(environment, count: int, continuous: bool, rng):
-  """`count` + 1 consecutive real observations under random actions."""
-  env = environment.make_environment(seed=0)
-  actions = environment.spec.actions
-  observations = [env.reset().observation]
-  while len(observations) <= count:
-    if continuous:
-      action = rng.uniform(actions.minimum, actions.maximum).astype(
-          actions.dtype)
-    else:
-      action = np.int32(rng.integers(actions.num_values))
-    timestep = env.step(action)
-    observations.append(env.reset().observation if timestep.last()
-                        else timestep.observation)
-  return np.stack(observations)
-
-
-def _sample(environment, batch: int, continuous: bool) -> reverb.ReplaySample:
-  rng = np.random.default_rng(0)
-  observations = _observations(environment, batch, continuous, rng)
-  actions = environment.spec.actions
-  if continuous:
-    action = rng.uniform(actions.minimum, actions.maximum,
-                         (batch, *actions.shape)).astype(np.float32)
-  else:
-    action = rng.integers(actions.num_values, size=batch).astype(np.int32)
-  priorities = rng.uniform(0.1, 2.0, batch)
-  return reverb.ReplaySample(
-      info=reverb.SampleInfo(
-          key=tf.constant(np.arange(batch), tf.uint64),
-          probability=tf.constant(priorities / priorities.sum(), tf.float64),
-          table_size=tf.fill([batch], tf.constant(batch, tf.int64)),
-          priority=tf.constant(priorities, tf.float64)),
-      data={adders.OBSERVATION: observations[:-1],
-            adders.ACTION: action,
-            adders.N_STEP_RETURN: rng.normal(size=batch).astype(np.float32),
-            adders.DISCOUNT: np.full(batch, 0.97, np.float32),
-            adders.NEXT_OBSERVATION: observations[1:]})
-
-
-def _learner(agent, config, environment, sample, computes_in: str):
-  builder = agent.make_builder(config, environment)
-  dataset = tf.data.Dataset.from_tensors(sample).repeat()
-  builder.replay_learner_arguments = lambda *unused, **unused_kw: dict(
-      iterator=iter(dataset), replay_client=None,
-      importance_sampling_exponent=config.importance_sampling_exponent,
-      jit_compile=config.jit_compile, precision=computes_in)
-  return builder.make_learner(None)
-
-
-def _networks(learner):
-  return [module for pair in learner._target_pairs for module in pair]  # pylint: disable=protected-access
-
-
 # (agent, preset, environment, continuous, XLA)
 LEARNERS = [
     ('apex_dqn', 'minatar', 'minatar:breakout', False, True),
@@ -232,16 +177,14 @@ TOLERANCE_P99 = 0.03
 def test_priorities_in_bfloat16_stay_near_float32s(name, preset, env,
                                                    continuous, jit):
   agent = registry.get(name)
-  fields = {field.name for field in dataclasses.fields(agent.config_class)}
-  config = dataclasses.replace(agent.config_class(), jit_compile=jit, **{
-      key: value for key, value in agent.presets[preset].values.items()
-      if key in fields})
+  config = in_memory.config_of(agent, preset, jit_compile=jit)
   environment = (environments.resolve_continuous(env) if continuous
                  else environments.resolve_discrete(env))
-  sample = _sample(environment, config.batch_size, continuous)
-  full = _learner(agent, config, environment, sample, 'float32')
-  half = _learner(agent, config, environment, sample, 'bfloat16')
-  for source, destination in zip(_networks(full), _networks(half)):
+  sample = in_memory.batch(environment, config.batch_size)
+  full = in_memory.learner(agent, config, environment, sample, 'float32')
+  half = in_memory.learner(agent, config, environment, sample, 'bfloat16')
+  for source, destination in zip(in_memory.networks(full),
+                                 in_memory.networks(half)):
     for a, b in zip(source.variables, destination.variables):
       b.assign(a)
   full.step()
@@ -252,5 +195,5 @@ def test_priorities_in_bfloat16_stay_near_float32s(name, preset, env,
   assert np.percentile(difference, 99) <= TOLERANCE_P99, difference
   assert not np.array_equal(p16, p32)  # bfloat16 did compute them.
   # Weights and optimiser state stay float32 after a bfloat16 update.
-  assert all(v.dtype == tf.float32 for net in _networks(half)
+  assert all(v.dtype == tf.float32 for net in in_memory.networks(half)
              for v in net.variables)
