@@ -35,7 +35,10 @@ them alike. Prints a table; writes benchmarks/results/learner_flops.json.
   .venv/bin/python benchmarks/learner_flops.py --repeats=5 --seconds=10
 """
 
+import json
 import os
+import subprocess
+import sys
 import time
 from typing import Any, Dict, List, Tuple
 
@@ -48,6 +51,12 @@ from benchmarks import common
 
 flags.DEFINE_integer('repeats', 3, 'Timed windows of each case and kernel.')
 flags.DEFINE_float('seconds', 6.0, 'Seconds a window of updates lasts.')
+flags.DEFINE_string('peaks_of', None, 'Internal: time the peak kernels of '
+                    'these cases (JSON) in this process alone, print their '
+                    'GFLOP/s as JSON and exit.')
+flags.DEFINE_list('cases', None, 'The agents whose cases run (apex_dqn, '
+                  'apex_dpg, d4pg); default: all.')
+flags.DEFINE_list('dtypes', ['float32'], 'Internal: with --peaks_of.')
 FLAGS = flags.FLAGS
 
 # (label, agent, preset, environment)
@@ -194,14 +203,14 @@ def kernels(dtype: str, cases: Dict[str, Dict[str, Any]]):
         2 * batch * inputs * outputs)
     convolutions = [c for c in case['layers'] if c[0] == 'Conv2D']
     if convolutions:
-      kernel, output = convolutions[0][1], convolutions[0][2]
+      kernel, output = tuple(convolutions[0][1]), convolutions[0][2]
       stride = case['first_stride']
       height = (output[1] - 1) * stride + kernel[0]
       width = (output[2] - 1) * stride + kernel[1]
       images, filters = tensor(batch, height, width, kernel[2]), tensor(*kernel)
       made[f'conv {batch}x{height}x{width}x{kernel[2]} * {kernel}'] = (
-          tf.function(lambda i=images, f=filters: tf.nn.conv2d(
-              i, f, stride, 'VALID')),
+          tf.function(lambda i=images, f=filters, s=stride: tf.nn.conv2d(
+              i, f, s, 'VALID')),
           2 * batch * int(np.prod(kernel)) * output[1] * output[2])
   return made
 
@@ -225,8 +234,32 @@ def time_updates(learner, seconds: float) -> float:
   return steps / (time.perf_counter() - begin)
 
 
+def peak_rates(shapes: str, dtypes: List[str]) -> Dict[str, Dict[str, float]]:
+  """{dtype: {kernel: GFLOP/s}}, timed by this script in a new process
+  (`--peaks_of`)."""
+  output = subprocess.run(
+      [sys.executable, os.path.abspath(__file__), f'--peaks_of={shapes}',
+       f'--seconds={FLAGS.seconds}', f'--dtypes={",".join(dtypes)}'],
+      check=True, stdout=subprocess.PIPE, text=True).stdout
+  return json.loads(output.strip().splitlines()[-1])
+
+
+def time_peaks():
+  """`--peaks_of`: prints {dtype: {kernel: GFLOP/s}} as one JSON line."""
+  cases = json.loads(FLAGS.peaks_of)
+  measured = {}
+  for dtype in FLAGS.dtypes:
+    measured[dtype] = {
+        name: time_kernel(function, FLAGS.seconds / 2) * flops / 1e9
+        for name, (function, flops) in kernels(dtype, cases).items()}
+  print(json.dumps(measured))
+
+
 def main(argv):
   del argv
+  if FLAGS.peaks_of:
+    time_peaks()
+    return
   from agents import precision  # pylint: disable=g-import-not-at-top
   from agents import registry  # pylint: disable=g-import-not-at-top
   from agents.envs import environments  # pylint: disable=g-import-not-at-top
@@ -235,6 +268,8 @@ def main(argv):
   dtypes = ['float32'] + (['bfloat16'] if native else [])
   cases, learners = {}, {}
   for label, name, preset, env in CASES:
+    if FLAGS.cases and name not in FLAGS.cases:
+      continue
     agent = registry.get(name)
     config = in_memory.config_of(agent, preset)
     continuous = name in ('apex_dpg', 'd4pg')
@@ -260,19 +295,20 @@ def main(argv):
           'MFLOP by hand, '
           f'{cases[label]["forward_flops_per_sample_profiled"] / 1e6:.2f} '
           'by the profiler', flush=True)
-  peak_kernels = {dtype: kernels(dtype, cases) for dtype in dtypes}
   rates = {label: [] for label in cases}
-  kernel_rates = {dtype: {name: [] for name in made}
-                  for dtype, made in peak_kernels.items()}
+  kernel_rates = {dtype: {} for dtype in dtypes}
   for label, learner in learners.items():
     time_updates(learner, 2.0)  # Warm-up.
+  shapes = json.dumps({label: dict(batch=case['batch'], layers=case['layers'],
+                                   first_stride=case['first_stride'])
+                       for label, case in cases.items()})
   for repeat in range(FLAGS.repeats):
     for label, learner in learners.items():
       rates[label].append(time_updates(learner, FLAGS.seconds))
-    for dtype, made in peak_kernels.items():
-      for name, (function, flops) in made.items():
-        kernel_rates[dtype][name].append(
-            time_kernel(function, FLAGS.seconds / 2) * flops / 1e9)
+    # The kernels in a process of their own, from the cases' shapes.
+    for dtype, measured in peak_rates(shapes, dtypes).items():
+      for name, gflops in measured.items():
+        kernel_rates[dtype].setdefault(name, []).append(gflops)
     print(f'repeat {repeat}: ' + ', '.join(
         f'{label.split(" (")[0]} {rates[label][-1]:.1f} updates/s'
         for label in cases), flush=True)

@@ -45,3 +45,29 @@ def test_an_update_is_its_passes():
   assert np.isclose(learner_flops.update_flops_by_hand(
       {'policy': policy, 'critic': critic}, {'policy': 10, 'critic': 20}),
                     4 * policy + 6 * critic - 30)
+
+
+def test_each_peak_kernel_computes_the_shape_it_is_counted_for():
+  # Two cases whose first convolutions differ in stride: each kernel's
+  # output is its case's, and its FLOPs those of that output.
+  cases = {
+      'atari': dict(batch=2, first_stride=4, layers=[
+          ('Conv2D', (8, 8, 4, 32), (1, 20, 20, 32)),
+          ('Linear', (3136, 512), (1, 512))]),
+      'minatar': dict(batch=3, first_stride=1, layers=[
+          ('Conv2D', (3, 3, 4, 16), (1, 8, 8, 16)),
+          ('Linear', (1024, 128), (1, 128))]),
+  }
+  made = learner_flops.kernels('float32', cases)
+  outputs = {name: tuple(function().shape) for name, (function, _) in
+             made.items()}
+  flops = {name: count for name, (_, count) in made.items()}
+  assert outputs['conv 2x84x84x4 * (8, 8, 4, 32)'] == (2, 20, 20, 32)
+  assert flops['conv 2x84x84x4 * (8, 8, 4, 32)'] == 2 * NATURE_CONVOLUTIONS[0]
+  assert outputs['conv 3x10x10x4 * (3, 3, 4, 16)'] == (3, 8, 8, 16)
+  assert flops['conv 3x10x10x4 * (3, 3, 4, 16)'] == (
+      3 * 2 * 3 * 3 * 4 * 16 * 8 * 8)
+  assert outputs['matmul 3x1024x128'] == (3, 128)
+  assert flops['matmul 2x3136x512'] == 2 * 2 * 3136 * 512
+  assert flops[f'matmul {learner_flops.SQUARE}x{learner_flops.SQUARE}'] == (
+      2 * learner_flops.SQUARE ** 3)
