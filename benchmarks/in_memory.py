@@ -10,6 +10,7 @@ replay client (no priority writes).
 """
 
 import dataclasses
+import time
 
 import numpy as np
 import reverb
@@ -71,11 +72,14 @@ def batch(environment, size: int, seed: int = 0) -> reverb.ReplaySample:
 
 
 def learner(agent, config, environment, sample: reverb.ReplaySample,
-            precision: str = 'float32'):
+            precision: str = 'float32', learner_class=None):
   """`agent`'s learner for `config` and `environment`, learning from
   `sample` again and again, computing in `precision` ('float32' or
-  'bfloat16', as decided: no CPU check here)."""
+  'bfloat16', as decided: no CPU check here); of `learner_class` in place
+  of its builder's, if given."""
   builder = agent.make_builder(config, environment)
+  if learner_class is not None:
+    builder.learner_class = learner_class
   dataset = tf.data.Dataset.from_tensors(sample).repeat()
   builder.replay_learner_arguments = lambda *unused, **unused_kw: dict(
       iterator=iter(dataset), replay_client=None,
@@ -88,3 +92,12 @@ def networks(learner_):
   """Every network the learner updates or copies: (online, target) pairs,
   flattened."""
   return [module for pair in learner_._target_pairs for module in pair]  # pylint: disable=protected-access
+
+
+def time_updates(learner_, seconds: float) -> float:
+  """The learner's updates a second over about `seconds`."""
+  steps, begin = 0, time.perf_counter()
+  while time.perf_counter() - begin < seconds:
+    learner_.step()
+    steps += 1
+  return steps / (time.perf_counter() - begin)

@@ -226,14 +226,6 @@ def time_kernel(function, seconds: float) -> float:
   return calls / (time.perf_counter() - begin)
 
 
-def time_updates(learner, seconds: float) -> float:
-  steps, begin = 0, time.perf_counter()
-  while time.perf_counter() - begin < seconds:
-    learner.step()
-    steps += 1
-  return steps / (time.perf_counter() - begin)
-
-
 def peak_rates(shapes: str, dtypes: List[str]) -> Dict[str, Dict[str, float]]:
   """{dtype: {kernel: GFLOP/s}}, timed by this script in a new process
   (`--peaks_of`)."""
@@ -298,13 +290,13 @@ def main(argv):
   rates = {label: [] for label in cases}
   kernel_rates = {dtype: {} for dtype in dtypes}
   for label, learner in learners.items():
-    time_updates(learner, 2.0)  # Warm-up.
+    in_memory.time_updates(learner, 2.0)  # Warm-up.
   shapes = json.dumps({label: dict(batch=case['batch'], layers=case['layers'],
                                    first_stride=case['first_stride'])
                        for label, case in cases.items()})
   for repeat in range(FLAGS.repeats):
     for label, learner in learners.items():
-      rates[label].append(time_updates(learner, FLAGS.seconds))
+      rates[label].append(in_memory.time_updates(learner, FLAGS.seconds))
     # The kernels in a process of their own, from the cases' shapes.
     for dtype, measured in peak_rates(shapes, dtypes).items():
       for name, gflops in measured.items():
