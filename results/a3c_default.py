@@ -39,6 +39,7 @@ from agents.envs import environments
 from launch.runs import run_manifest
 from results import a3c_diagnosis
 from results import dpg_control
+from results import page_registry
 from results import page_runs
 from results import run
 from results import spread
@@ -63,7 +64,7 @@ OURS = 'A3C'
 
 def chosen_tasks() -> List[str]:
   """`--tasks`, in the page's order; all by default."""
-  return page_runs.chosen(ANALYSIS, dpg_control.FLAGS.tasks, '--tasks',
+  return page_runs.chosen(ANALYSIS, page_runs.FLAGS.tasks, '--tasks',
                           'task')
 
 
@@ -350,6 +351,8 @@ def main(argv):
   del argv
   page_runs.main(ANALYSIS, chosen_tasks(),
                  [int(seed) for seed in run.FLAGS.seeds], [FINAL], report)
+
+page_registry.register(ANALYSIS, render)
 
 
 if __name__ == '__main__':

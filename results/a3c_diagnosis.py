@@ -35,6 +35,7 @@ from launch.runs import curves as curves_lib
 from launch.runs import loggers
 from launch.runs import run_manifest
 from results import bank
+from results import page_registry
 
 # --runs, the directory of the runs, is results/bank.py's flag.
 FLAGS = flags.FLAGS
@@ -385,6 +386,8 @@ def main(argv):
   with open(PAGE, 'w') as f:
     f.write(render(data))
   print(f'wrote {DATA} and {PAGE}')
+
+page_registry.register(ANALYSIS, render)
 
 
 if __name__ == '__main__':

@@ -29,6 +29,7 @@ import numpy as np
 
 from agents.a3c.config import A3CConfig
 from results import a3c_default
+from results import page_registry
 from results import run
 from results import spread
 
@@ -192,6 +193,8 @@ def main(argv):
   with open(os.path.join(RESULTS, f'{ANALYSIS}.md'), 'w') as f:
     f.write(render(data))
   print(f'Wrote results/{ANALYSIS}.json and .md')
+
+page_registry.register(ANALYSIS, render)
 
 
 if __name__ == '__main__':

@@ -30,6 +30,7 @@ from absl import flags
 
 from launch import keeper
 from results import bank
+from results import page_registry
 from results import spread
 
 # --runs, the directory of the chaos runs (<name>/ each), is
@@ -349,6 +350,8 @@ def main(argv):
   with open(PAGE, 'w') as f:
     f.write(render(data))
   print(f'wrote {DATA} and {PAGE}')
+
+page_registry.register(ANALYSIS, render)
 
 
 if __name__ == '__main__':

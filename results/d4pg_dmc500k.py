@@ -32,6 +32,7 @@ import numpy as np
 
 from results import dpg_control
 from results import dpg_dmc500k
+from results import page_registry
 from results import page_runs
 from results import run
 from results import spread
@@ -63,10 +64,10 @@ def chosen_settings() -> List[str]:
   """`--tasks` of the table, or with `--ablation` the ablation's settings
   of those tasks (all by default)."""
   if not FLAGS.ablation:
-    return page_runs.chosen(ANALYSIS, dpg_control.FLAGS.tasks, '--tasks',
+    return page_runs.chosen(ANALYSIS, page_runs.FLAGS.tasks, '--tasks',
                             'task')
   settings = list(run.ANALYSES[ABLATION]['settings'])
-  tasks = dpg_control.FLAGS.tasks
+  tasks = page_runs.FLAGS.tasks
   return [setting for setting in settings
           if tasks is None or setting.split(' ')[0] in tasks]
 
@@ -286,6 +287,8 @@ def main(argv):
   page_runs.main(analysis, chosen_settings(),
                  [int(seed) for seed in run.FLAGS.seeds], [FINAL],
                  lambda seeds: report(run.reported_seeds(ANALYSIS, seeds)))
+
+page_registry.register(ANALYSIS, render)
 
 
 if __name__ == '__main__':

@@ -46,6 +46,7 @@ from agents.envs import environments
 from launch.runs import run_manifest
 from launch.runs import curves as curves_lib
 from results import long_run
+from results import page_registry
 from results import page_runs
 from results import run
 from results import spread
@@ -56,8 +57,6 @@ ROOT = os.path.dirname(RESULTS)
 # --notes (results/long_run.py's flag): a sentence the page adds after its
 # set-up, e.g. what the runs' machines were like; each run's own machine is
 # given in its record (`MACHINE_KEYS`).
-flags.DEFINE_list('tasks', None, 'The tasks to run (default: all); the page '
-                  'has every task with finished runs.')
 FLAGS = flags.FLAGS
 
 ANALYSIS = 'dpg_control'
@@ -77,7 +76,7 @@ RANDOM = 'the random policy'
 
 def chosen_tasks() -> List[str]:
   """`--tasks`, in the page's order; all by default."""
-  return page_runs.chosen(ANALYSIS, FLAGS.tasks, '--tasks', 'task')
+  return page_runs.chosen(ANALYSIS, page_runs.FLAGS.tasks, '--tasks', 'task')
 
 
 # Each run's final policy, noiseless (programs/evaluate.py's default).
@@ -513,6 +512,8 @@ def main(argv):
   del argv
   page_runs.main(ANALYSIS, chosen_tasks(), [int(seed) for seed in FLAGS.seeds],
                  [FINAL], report)
+
+page_registry.register(ANALYSIS, render)
 
 
 if __name__ == '__main__':

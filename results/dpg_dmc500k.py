@@ -36,6 +36,7 @@ from absl import app
 import numpy as np
 
 from results import dpg_control
+from results import page_registry
 from results import page_runs
 from results import run
 from results import spread
@@ -59,7 +60,7 @@ OURS = 'Ape-X DPG'
 def chosen_tasks() -> List[str]:
   """`--tasks` (results.dpg_control's flag), in the page's order; all by
   default."""
-  return page_runs.chosen(ANALYSIS, dpg_control.FLAGS.tasks, '--tasks',
+  return page_runs.chosen(ANALYSIS, page_runs.FLAGS.tasks, '--tasks',
                           'task')
 
 
@@ -359,6 +360,8 @@ def main(argv):
   del argv
   page_runs.main(ANALYSIS, chosen_tasks(),
                  [int(seed) for seed in run.FLAGS.seeds], [FINAL], report)
+
+page_registry.register(ANALYSIS, render)
 
 
 if __name__ == '__main__':

@@ -50,6 +50,7 @@ import numpy as np
 from launch.runs import run_manifest
 from launch.runs import curves as curves_lib
 from results import long_run
+from results import page_registry
 from results import page_runs
 from results import run
 from results import spread
@@ -63,8 +64,6 @@ ROOT = os.path.dirname(RESULTS)
 flags.DEFINE_integer('final_episodes', 30, 'Episodes of each run\'s final '
                      'policy at the evaluator\'s near-greedy epsilon '
                      '(programs/evaluate.py).')
-flags.DEFINE_list('games', None, 'The games to run (default: all five); '
-                  'the page has every game with finished runs.')
 FLAGS = flags.FLAGS
 
 ANALYSIS = 'minatar'
@@ -98,7 +97,7 @@ DQN_REFERENCE = {  # game: (return at 1M frames, at 2M frames)
 
 def chosen_games() -> List[str]:
   """`--games`, in the page's order; all five by default."""
-  return page_runs.chosen(ANALYSIS, FLAGS.games, '--games',
+  return page_runs.chosen(ANALYSIS, page_runs.FLAGS.games, '--games',
                           'MinAtar game')
 
 
@@ -593,6 +592,8 @@ def main(argv):
   del argv
   page_runs.main(ANALYSIS, chosen_games(), [int(seed) for seed in FLAGS.seeds],
                  evaluations(), report)
+
+page_registry.register(ANALYSIS, render)
 
 
 if __name__ == '__main__':

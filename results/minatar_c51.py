@@ -22,6 +22,7 @@ from typing import Dict, List, Optional
 from absl import app
 
 from results import minatar
+from results import page_registry
 from results import page_runs
 from results import run
 from results import spread
@@ -171,10 +172,12 @@ def report(seeds: List[int]):
 
 def main(argv):
   del argv
-  games = page_runs.chosen(ANALYSIS, minatar.FLAGS.games, '--games',
+  games = page_runs.chosen(ANALYSIS, page_runs.FLAGS.games, '--games',
                            'MinAtar game')
   page_runs.main(ANALYSIS, games, [int(seed) for seed in run.FLAGS.seeds],
                  minatar.evaluations(), report)
+
+page_registry.register(ANALYSIS, render)
 
 
 if __name__ == '__main__':

@@ -19,6 +19,13 @@ from launch.runs import run_manifest
 from results import bank
 from results import run
 
+# The settings a page's command runs, by the page's kind of setting: tasks
+# (the control suite's pages, A3C's) or games (MinAtar's). Defined here, for
+# every page, so that no page reads another's flags.
+flags.DEFINE_list('tasks', None, 'The tasks to run (default: all); the page '
+                  'has every task with finished runs.')
+flags.DEFINE_list('games', None, 'The games to run (default: all five); '
+                  'the page has every game with finished runs.')
 FLAGS = flags.FLAGS
 
 

@@ -9,25 +9,24 @@ tests/test_results_pages.py checks that every page is what this would write.
   .venv/bin/python -m results.pages replay pong  # these pages
 """
 
+import importlib
 import json
 import os
 import sys
 from typing import List
 
-from results import a3c_default
-from results import a3c_diagnosis
-from results import a3c_minatar
-from results import chaos
-from results import dpg_control
-from results import d4pg_dmc500k
-from results import dpg_dmc500k
 from results import long_run
-from results import minatar
-from results import minatar_c51
-from results import pong_45min
+from results import page_registry
 from results import run
 
-RESULTS = os.path.dirname(os.path.abspath(__file__))
+RESULTS = page_registry.RESULTS
+# The scripts that render pages of their own; each registers its page
+# (`page_registry.register`) as it is imported.
+PAGE_MODULES = ('a3c_default', 'a3c_diagnosis', 'a3c_minatar', 'chaos',
+                'd4pg_dmc500k', 'dpg_control', 'dpg_dmc500k', 'minatar',
+                'minatar_c51', 'pong_45min')
+for _module in PAGE_MODULES:
+  importlib.import_module(f'results.{_module}')
 
 
 def names() -> List[str]:
@@ -42,34 +41,17 @@ def load(name: str):
     return json.load(f)
 
 
-def page_path(name: str) -> str:
-  return os.path.join(RESULTS, f'{name}.md')
+page_path = page_registry.page_path
 
 
 def render(name: str) -> str:
-  """The text of results/<name>.md, from its data alone."""
+  """The text of results/<name>.md, from its data alone: by the renderer
+  its script registered, else as a plain run's page (`results/run.py`) or
+  a long run's (with its CSV of evaluation rounds)."""
   data = load(name)
-  if name == minatar.ANALYSIS:
-    return minatar.render(data)
-  if name == minatar_c51.ANALYSIS:
-    return minatar_c51.render(data)
-  if name == dpg_control.ANALYSIS:
-    return dpg_control.render(data)
-  if name == dpg_dmc500k.ANALYSIS:
-    return dpg_dmc500k.render(data)
-  if name == d4pg_dmc500k.ANALYSIS:
-    return d4pg_dmc500k.render(data)
-  if name == chaos.ANALYSIS:
-    return chaos.render(data)
-  if name == a3c_diagnosis.ANALYSIS:
-    return a3c_diagnosis.render(data)
-  if name == a3c_default.ANALYSIS:
-    return a3c_default.render(data)
-  if name == a3c_minatar.ANALYSIS:
-    return a3c_minatar.render(data)
-  if name == pong_45min.NAME:
-    with open(page_path(name)) as f:
-      return pong_45min.with_current_opening(f.read(), data)
+  registered = page_registry.renderer(name)
+  if registered is not None:
+    return registered(data)
   if name in run.ANALYSES:
     return run.render(name, data)
   return long_run.render(name, data, long_run.read_rounds(name))

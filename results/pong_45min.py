@@ -33,6 +33,7 @@ import numpy as np
 from scipy import stats
 
 from launch.runs import run_manifest
+from results import page_registry
 from results import spread
 
 NAME = 'pong_45min'
@@ -532,6 +533,14 @@ def main(argv: List[str]):
         f'{run["greedy_return"]["mean"]}, epsilon 0.001 '
         f'{run["epsilon_0.001_return"]["mean"]}, {run["learner_steps"]:,} '
         f'updates, {run["actor_steps"]:,} actor steps.')
+
+def _render_page(data) -> str:
+  """The page as it stands, its opening made again from `data`."""
+  with open(page_registry.page_path(NAME)) as f:
+    return with_current_opening(f.read(), data)
+
+
+page_registry.register(NAME, _render_page)
 
 
 if __name__ == '__main__':

@@ -431,3 +431,19 @@ def test_the_soak_and_its_twin_final_policies_are_compared_over_episodes():
   twin['final_policy']['returns'] = [11.0, 11.0] + with_faults[2:]
   assert 'no difference shown' in ' '.join(chaos._final_policies(soak, twin))  # pylint: disable=protected-access
   assert chaos._final_policies(soak, {}) == []  # pylint: disable=protected-access
+
+
+def test_every_script_that_registers_a_page_is_imported_by_pages():
+  # A script's page is rendered only if pages.py imports it: every
+  # results/*.py that registers one is in PAGE_MODULES, and each listed
+  # script registers the page named after its analysis.
+  registering = sorted(
+      name[:-len('.py')] for name in os.listdir(RESULTS)
+      if name.endswith('.py') and name != 'page_registry.py' and
+      'page_registry.register(' in open(os.path.join(RESULTS, name)).read())
+  assert registering == sorted(pages.PAGE_MODULES)
+  from results import page_registry  # pylint: disable=g-import-not-at-top
+  for name in ('minatar', 'd4pg_dmc500k', 'pong_45min', 'chaos'):
+    assert page_registry.renderer(name) is not None
+  with pytest.raises(ValueError, match='registered twice'):
+    page_registry.register('minatar', lambda data: '')
