@@ -82,7 +82,10 @@ class Builder(abc.ABC):
                  replay_client=None, seed: Optional[int] = None):
     """An actor pulling parameters from `variable_source`, one environment
     per value of `exploration`; writing to `replay_client` if one is
-    given (the evaluator's: none)."""
+    given (the evaluator's: none). An actor whose writes can wait for
+    replay (a rate limiter) may offer `stop_waiting_for_replay()`, callable
+    from any thread: the launch calls it when the actor is asked to stop,
+    so that a write held back does not hold the stop."""
 
   @property
   @abc.abstractmethod

@@ -129,8 +129,13 @@ BY_NAME: Dict[str, NodeGroup] = {group.name: group for group in GROUPS}
 
 
 def group_of(label: str) -> NodeGroup:
-  """The group of the node labelled `label` (`replay_1`: replay's)."""
-  return BY_NAME[label.split('_')[0]]
+  """The group of the node labelled `label`: its group's name, with
+  `_<index>` after it for all but the first of a numbered group
+  (`replay_1`: replay's; a group may have '_' in its name)."""
+  name, _, index = label.rpartition('_')
+  if name and index.isdigit() and name in BY_NAME:
+    return BY_NAME[name]
+  return BY_NAME[label]
 
 
 def counts(options, replay_shards: int) -> Dict[str, int]:

@@ -57,7 +57,9 @@ class ActorNode(nodes.ActingNode):
     True once done within `timeout` seconds. Its writes that replay holds
     back are not waited for: the learner, which would let them through,
     may itself wait for a replay shard whose actors have already stopped."""
-    self._actor.stop_waiting_for_replay()
+    stop_waiting = getattr(self._actor, 'stop_waiting_for_replay', None)
+    if stop_waiting is not None:  # `builders.Builder.make_actor`.
+      stop_waiting()
     return super().stop(timeout)
 
 

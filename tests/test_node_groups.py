@@ -125,3 +125,21 @@ def test_every_group_names_a_machine_the_plan_makes():
   requests = machines.requests(CloudOptions(), 'gym', 1000)
   assert sorted(requests) == sorted(group.name
                                     for group in node_groups.GROUPS)
+
+
+def test_a_label_finds_its_group_also_when_the_name_has_an_underscore(
+    monkeypatch):
+  saver = node_groups.NodeGroup(
+      name='model_saver', count=lambda options, shards: 3,
+      title='model saver', needed=node_groups.NONE)
+  monkeypatch.setitem(node_groups.BY_NAME, saver.name, saver)
+  labels = saver.labels(3)
+  assert labels == ['model_saver_0', 'model_saver_1', 'model_saver_2']
+  assert {node_groups.group_of(label).name for label in labels} == {
+      'model_saver'}
+  assert node_groups.group_of(saver.label(0, 1)).name == 'model_saver'
+  # The program's own groups, first plain and numbered.
+  assert node_groups.group_of('actor').name == 'actor'
+  assert node_groups.group_of('actor_3').name == 'actor'
+  assert node_groups.group_of('replay_1').name == 'replay'
+  assert node_groups.group_of('learner').name == 'learner'
