@@ -512,6 +512,7 @@ RANGE_EDGES = {
     'replay_remover': (['fifo', 'min_heap', 'inverse_priority'],
                        ['lifo', 'prioritized']),
     'initial_priority': (['actor', 'max'], ['min']),
+    'learner_precision': (['auto', 'float32', 'bfloat16'], ['bf16', 'half']),
     'learning_rate': ([ABOVE_0], [0.0]),
     'max_gradient_norm': ([ABOVE_0], [0.0]),
     'target_update_period': ([1], [0]),
