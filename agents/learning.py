@@ -154,8 +154,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
     weights = tables.importance_sampling_weights(
         sample.info.probability, sample.info.table_size,
         self._importance_sampling_exponent)
-    networks = [module for pair in self._target_pairs for module in pair]
-    with precision_lib.scope(self._precision, networks):
+    with precision_lib.scope(self._precision, self.networks):
       priorities, metrics = self._compiled_update(sample.data, weights)
     self._max_priority.assign(tf.maximum(
         self._max_priority, tf.cast(tf.reduce_max(priorities), tf.float64)))
@@ -254,6 +253,12 @@ class ApeXLearner(acme.Learner, abc.ABC):
     """Keys, new priorities and metrics of the most recent update."""
     return {key: np.asarray(value)
             for key, value in self._last_update.items()}
+
+  @property
+  def networks(self) -> List[snt.Module]:
+    """Every network the update computes with: each (online, target)
+    pair of `target_pairs`, flattened."""
+    return [module for pair in self._target_pairs for module in pair]
 
   @property
   def precision(self) -> str:

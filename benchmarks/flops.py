@@ -70,8 +70,7 @@ def forward_inputs(agent_name: str, learner, data):
   DPG agents the policy on the observation and the critic on
   (observation, action)."""
   from agents.replay import adders  # pylint: disable=g-import-not-at-top
-  from benchmarks import in_memory  # pylint: disable=g-import-not-at-top
-  networks = in_memory.networks(learner)
+  networks = learner.networks
   observation = data[adders.OBSERVATION]
   if agent_name in ('apex_dpg', 'd4pg'):
     policy, _, critic, _ = networks
@@ -92,7 +91,9 @@ def update_flops_by_hand(forward: Dict[str, int], first: Dict[str, int]
 
 def count(agent_name: str, learner, sample, batch: int) -> Dict[str, Any]:
   """The FLOPs of one sample's update (by hand; by the profiler) and of one
-  forward pass of the online networks (by hand; by the profiler)."""
+  forward pass of the online networks (by hand; by the profiler); and
+  `layers`, the layer calls (`layer_calls`) of the last of them (the
+  Q-network, or the critic)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   data = {key: value for key, value in sample.data.items()}
   forward, first, profiled = {}, {}, 0
@@ -107,7 +108,8 @@ def count(agent_name: str, learner, sample, batch: int) -> Dict[str, Any]:
       {key: _spec(value) for key, value in data.items()},
       tf.TensorSpec([batch], tf.float32))
   by_hand = sum(forward.values())
-  return dict(update_flops_per_sample=update_flops_by_hand(forward, first),
+  return dict(layers=calls,
+              update_flops_per_sample=update_flops_by_hand(forward, first),
               update_flops_per_sample_profiled=update / batch,
               forward_flops_per_sample_by_hand=by_hand,
               forward_flops_per_sample_profiled=profiled / batch,

@@ -88,12 +88,6 @@ def learner(agent, config, environment, sample: reverb.ReplaySample,
   return builder.make_learner(None)
 
 
-def networks(learner_):
-  """Every network the learner updates or copies: (online, target) pairs,
-  flattened."""
-  return [module for pair in learner_._target_pairs for module in pair]  # pylint: disable=protected-access
-
-
 def time_updates(learner_, seconds: float) -> float:
   """The learner's updates a second over about `seconds`."""
   steps, begin = 0, time.perf_counter()

@@ -113,13 +113,11 @@ def main(argv):
     sample = in_memory.batch(environment, config.batch_size)
     learner = in_memory.learner(agent, config, environment, sample)
     learner.step()  # Traces the update.
-    _, network, inputs = flops.forward_inputs(name, learner, sample.data)[-1]
-    layers = flops.layer_calls(network, [value[:1] for value in inputs])
+    _, network, _ = flops.forward_inputs(name, learner, sample.data)[-1]
     first = [module for module in network.submodules
              if type(module).__name__ == 'Conv2D']
     cases[label] = dict(
         agent=name, preset=preset, env=env, batch=config.batch_size,
-        layers=layers,
         first_stride=(int(np.ravel(first[0].stride)[0]) if first else None),
         **flops.count(name, learner, sample, config.batch_size))
     learners[label] = learner

@@ -47,38 +47,26 @@ def variants():
   """{name: (config changes, learner class or None, float frames)}."""
   # pylint: disable=g-import-not-at-top
   import tensorflow as tf
-  from agents.apex_dqn import losses
   from agents.apex_dqn.learning import ApeXDQNLearner
-  from agents import priorities
   from agents.replay import adders
   # pylint: enable=g-import-not-at-top
 
   class OnePass(ApeXDQNLearner):
     """The online network's passes on s and s' as one call."""
 
-    def _loss(self, transitions, weights):
+    def _q_values(self, transitions):
       observations = tf.concat([transitions[adders.OBSERVATION],
                                 transitions[adders.NEXT_OBSERVATION]], 0)
       q_tm1, q_t_selector = tf.split(self._network(observations), 2)
-      q_t_evaluator = self._target_network(
+      return q_tm1, q_t_selector, self._target_network(
           transitions[adders.NEXT_OBSERVATION])
-      loss, td_errors = losses.double_q_loss(
-          q_tm1, transitions[adders.ACTION],
-          transitions[adders.N_STEP_RETURN], transitions[adders.DISCOUNT],
-          q_t_selector, q_t_evaluator, weights)
-      return loss, priorities.from_td_errors(td_errors)
 
   class NoTargetPass(ApeXDQNLearner):
     """Measurement only: the online network evaluates the bootstrap."""
 
-    def _loss(self, transitions, weights):
-      q_tm1 = self._network(transitions[adders.OBSERVATION])
+    def _q_values(self, transitions):
       q_t = self._network(transitions[adders.NEXT_OBSERVATION])
-      loss, td_errors = losses.double_q_loss(
-          q_tm1, transitions[adders.ACTION],
-          transitions[adders.N_STEP_RETURN], transitions[adders.DISCOUNT],
-          q_t, q_t, weights)
-      return loss, priorities.from_td_errors(td_errors)
+      return self._network(transitions[adders.OBSERVATION]), q_t, q_t
 
   return {
       'baseline': ({}, None, False),

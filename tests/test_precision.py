@@ -183,8 +183,7 @@ def test_priorities_in_bfloat16_stay_near_float32s(name, preset, env,
   sample = in_memory.batch(environment, config.batch_size)
   full = in_memory.learner(agent, config, environment, sample, 'float32')
   half = in_memory.learner(agent, config, environment, sample, 'bfloat16')
-  for source, destination in zip(in_memory.networks(full),
-                                 in_memory.networks(half)):
+  for source, destination in zip(full.networks, half.networks):
     for a, b in zip(source.variables, destination.variables):
       b.assign(a)
   full.step()
@@ -195,5 +194,5 @@ def test_priorities_in_bfloat16_stay_near_float32s(name, preset, env,
   assert np.percentile(difference, 99) <= TOLERANCE_P99, difference
   assert not np.array_equal(p16, p32)  # bfloat16 did compute them.
   # Weights and optimiser state stay float32 after a bfloat16 update.
-  assert all(v.dtype == tf.float32 for net in in_memory.networks(half)
+  assert all(v.dtype == tf.float32 for net in half.networks
              for v in net.variables)

@@ -37,15 +37,22 @@ class ApeXDQNLearner(learning.ApeXLearner):
     self._optimizer = optimizer
     self._max_gradient_norm = max_gradient_norm
 
+  def _q_values(self, transitions: Dict[str, tf.Tensor]
+                ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """(q(s), the online network's q(s') selecting the bootstrap action,
+    the target network's q(s') evaluating it)."""
+    q_t_evaluator = self._target_network(transitions[adders.NEXT_OBSERVATION])
+    q_tm1 = self._network(transitions[adders.OBSERVATION])
+    q_t_selector = self._network(transitions[adders.NEXT_OBSERVATION])
+    return q_tm1, q_t_selector, q_t_evaluator
+
   def _loss(self, transitions: Dict[str, tf.Tensor],
             weights: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     """(the importance-weighted loss, the batch's new priorities), traced
     inside the gradient tape: n-step double Q-learning (§3.1), the online
     network selecting the bootstrap action and the target network
     evaluating it, and the |TD errors|."""
-    q_t_evaluator = self._target_network(transitions[adders.NEXT_OBSERVATION])
-    q_tm1 = self._network(transitions[adders.OBSERVATION])
-    q_t_selector = self._network(transitions[adders.NEXT_OBSERVATION])
+    q_tm1, q_t_selector, q_t_evaluator = self._q_values(transitions)
     loss, td_errors = losses.double_q_loss(
         q_tm1, transitions[adders.ACTION],
         transitions[adders.N_STEP_RETURN], transitions[adders.DISCOUNT],
