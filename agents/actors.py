@@ -1,5 +1,6 @@
 """What every Ape-X actor shares: batched acting over K environments, one
-n-step adder per environment, and parameter pulls.
+adder per environment (the builder's: n-step transitions, or sequences), and
+parameter pulls.
 
 An Ape-X actor is an `acme.Actor` (one environment, driven by
 `acme.EnvironmentLoop`) and also acts for K environments at once
@@ -48,7 +49,9 @@ class ApeXActor(acme.Actor, abc.ABC):
   observation, from which no action is chosen).
 
   With adders (one per environment), the actor writes prioritised n-step
-  transitions; without (the evaluator) it only acts.
+  transitions; without (the evaluator) it only acts. An actor whose policy
+  carries a state (a recurrent one) keeps it per environment, begins it
+  again in `observe_first_at`, and hands it to its adders in `observe_at`.
   """
 
   def __init__(self,

@@ -1,6 +1,16 @@
 """What every Ape-X builder shares: the replay table, the learner's dataset,
 the actors' n-step adder and their parameter-pull period.
 
+The builder owns its experience: the items of its table
+(`replay_signature`, n-step transitions by default), the actors' adders
+that write them (`make_adder`), the learner's dataset of them
+(`make_iterator`), the priorities its learner's update returns, and the
+bytes an item takes in replay (its config's `replay_item_bytes`, for the
+cloud plan). An agent of another experience (sequences:
+`agents.replay.sequences`) overrides those, and the launch package, which
+only calls `make_replay_tables`, `make_learner` and `make_actor`, is the
+same for it.
+
 `ApeXBuilder`, the base of the Ape-X agents' builders, is a ReplayBuilder:
 `name`, `environment`, `make_replay_tables()` (of one replay server: of one
 shard, with several), `make_eviction(seed)`, `make_learner(replay_client,
@@ -51,11 +61,17 @@ class ApeXBuilder(builders.ReplayBuilder):
     """Replay servers (`ApeXConfig.replay_shards`)."""
     return self.config.replay_shards
 
+  def replay_signature(self):
+    """The structure of one item of the table (`tf.TensorSpec`s); None:
+    an n-step transition (`tables.transition_signature`)."""
+    return None
+
   def make_replay_tables(self) -> List[reverb.Table]:
     """The tables of one replay server (of one shard, with several)."""
     return [tables.make_replay_table(
         shard_config(self.config), self.environment.spec,
-        stacked_frames=self.environment.stacked_frames)]
+        stacked_frames=self.environment.stacked_frames,
+        signature=self.replay_signature())]
 
   def make_eviction(self, seed: Optional[int] = None):
     """The replay node's rounds of eviction (`agents.replay.eviction`), or None

@@ -49,6 +49,16 @@ class AgentConfig:
     """The items one replay server holds; None: the agent has no replay."""
     return None
 
+  def replay_item_bytes(self, suite) -> int:
+    """The resident bytes one item of the agent's replay takes, for an
+    environment of `suite` (`agents.envs.suites.Suite`): the cloud plan
+    sizes the replay machine by it. By default an item is one transition:
+    the suite's measured bytes per transition, or the largest any suite
+    measured. An agent whose items are other (sequences) says its own."""
+    from agents.envs import suites  # pylint: disable=g-import-not-at-top
+    return (suite.replay_bytes_per_transition or
+            suites.largest_replay_bytes())
+
   def check_environment(self, environment):
     """Raises ValueError for an environment (`EnvironmentSpec`) the agent's
     flags cannot serve, before anything starts. By default none is

@@ -10,6 +10,12 @@ loads without this project's code.
     policy.q_values(observations)       # Ape-X DQN only: [B, num actions]
     json.loads(policy.metadata.numpy()) # program, env, specs, learner steps
 
+A recurrent policy (metadata `recurrent`: true) carries a state from step
+to step, begun at each episode's start, instead of `act`:
+
+    state = policy.initial_state(batch_size)           # a nest of tensors
+    actions, state = policy.step(observations, state)  # batch in, batch out
+
 `act` is the greedy policy (Ape-X DQN: the argmax of the Q-values), the
 noiseless one (Ape-X DPG: pi(s), inside the action bounds) or the policy's
 mode (A3C: its most likely action, or its Gaussian's mean inside the bounds). Observations are
@@ -66,13 +72,16 @@ class PolicySnapshot(tf.Module):
   """The policy of a learner's network, as a module to save.
 
   `network` maps a batch of observations to Q-values (`q_network=True`: the
-  policy is their argmax) or to actions (the policy itself). The module
+  policy is their argmax) or to actions (the policy itself). With
+  `recurrent`, it is a recurrent core (`snt.RNNCore`): `network(observations,
+  state)` gives (Q-values or actions, the next state), and
+  `network.initial_state(batch_size)` an episode's first state. The module
   shares the network's variables: saving it saves their current values.
   """
 
   def __init__(self, network: tf.Module, environment, program: str,
                q_network: bool, learner_steps: int = 0,
-               policy: Optional[str] = None):
+               policy: Optional[str] = None, recurrent: bool = False):
     super().__init__(name='policy_snapshot')
     self._network = network
     observation_spec = environment.spec.observations
@@ -87,12 +96,15 @@ class PolicySnapshot(tf.Module):
         'action': _spec_description(environment.spec.actions),
         'frames_per_step': int(environment.frames_per_step),
         'learner_steps': int(learner_steps),
+        'recurrent': bool(recurrent),
     }
     # Kept as a string: a dict attribute of a tf.Module would be tracked.
     self._description = json.dumps(description)
     self.metadata = tf.Variable(self._description,
                                 trainable=False, name='metadata')
-    if q_network:
+    if recurrent:
+      self._export_recurrent(network, signature[0], q_network)
+    elif q_network:
       self.q_values = tf.function(network, input_signature=signature)
       self.act = tf.function(
           lambda observations: tf.argmax(
@@ -100,6 +112,28 @@ class PolicySnapshot(tf.Module):
           input_signature=signature)
     else:
       self.act = tf.function(network, input_signature=signature)
+
+  def _export_recurrent(self, core, observations: tf.TensorSpec,
+                        q_network: bool):
+    """`initial_state(batch_size)` and `step(observations, state)`."""
+    self.initial_state = tf.function(
+        core.initial_state,
+        input_signature=[tf.TensorSpec((), tf.int32, name='batch_size')])
+    state = tf.nest.map_structure(
+        lambda x: tf.TensorSpec((None, *x.shape[1:]), x.dtype),
+        core.initial_state(1))
+
+    def step(observations, state):
+      outputs, next_state = core(observations, state)
+      if q_network:
+        outputs = tf.argmax(outputs, axis=-1, output_type=tf.int32)
+      return outputs, next_state
+
+    self.step = tf.function(step, input_signature=[observations, state])
+
+  @property
+  def recurrent(self) -> bool:
+    return json.loads(self._description)['recurrent']
 
   def export(self, workdir: str, learner_steps: int) -> str:
     """Writes the snapshot of the network's current values as
@@ -114,7 +148,9 @@ class PolicySnapshot(tf.Module):
     description['learner_steps'] = int(learner_steps)
     self.metadata.assign(json.dumps(description))
     shutil.rmtree(path, ignore_errors=True)  # What a crash left of it.
-    signatures = {'serving_default': self.act}
+    # A recurrent policy's state is a nest, which a serving signature's flat
+    # inputs cannot name: it has none.
+    signatures = None if self.recurrent else {'serving_default': self.act}
     tf.saved_model.save(self, path, signatures=signatures)
     # The new one stays even if an older run's snapshots have higher steps
     # (a run restarted from scratch in the same workdir).
@@ -163,8 +199,9 @@ def load(path: str):
         'Snapshots are the directories <workdir>/snapshots/policy-<step>, '
         'written by the learner next to its checkpoints.')
   module = tf.saved_model.load(path)
-  if not hasattr(module, 'metadata') or not hasattr(module, 'act'):
+  if not hasattr(module, 'metadata') or not (
+      hasattr(module, 'act') or hasattr(module, 'step')):
     raise ValueError(
         f'{path} is a SavedModel but not a policy snapshot of this project '
-        '(it has no act function and metadata).')
+        '(it has no act or step function and metadata).')
   return module, json.loads(module.metadata.numpy())

@@ -157,7 +157,12 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[machines.Plan]:
   # Each replay replica holds one shard; None: a program without replay.
   replay_capacity = config.replay_shard_capacity()
   env_kind = options.env.split(':')[0]  # Its suite's name.
-  requests = machines.requests(cloud_flags, env_kind, replay_capacity)
+  item_bytes = None
+  if replay_capacity is not None:
+    from agents.envs import suites  # pylint: disable=g-import-not-at-top
+    item_bytes = config.replay_item_bytes(suites.get(env_kind))
+  requests = machines.requests(cloud_flags, env_kind, replay_capacity,
+                               item_bytes)
   shards = 0 if replay_capacity is None else config.replay_shards
   machines.check_plan(requests, list(node_groups.counts(options, shards)))
   advice = ''

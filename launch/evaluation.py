@@ -12,7 +12,6 @@ from typing import List, Optional
 import numpy as np
 
 from agents import actor_loop
-from agents.envs import atari
 
 # Environments played side by side in one round: one batched forward pass
 # steps them all (an actor's 16 environments, docs/performance.md).
@@ -77,14 +76,17 @@ def frames_per_second(environment, spec) -> float:
 class PolicyActor:
   """A restored policy as the evaluation loop's actor: its action for each
   of a batch of observations, or with probability `epsilon` a uniformly
-  random one (discrete actions). It notes each episode's no-op start (an
-  Atari game's: `atari.noops_played`) and the order in which episodes end,
-  and gives environment 0's screens to `recorder`, if any, until its first
+  random one (discrete actions). A policy with a state (a recurrent one)
+  carries one per environment, begun again as that environment's episode
+  begins. It notes how each episode started (its suite's `episode_start`:
+  an Atari game's no-op frames) and the order in which episodes end, and
+  gives environment 0's screens to `recorder`, if any, until its first
   episode ends."""
 
   def __init__(self, policy, environments, epsilon: float,
                rng: np.random.Generator, recorder=None):
-    self._act = policy.act
+    self._policy = policy
+    self._state = policy.start(len(environments))
     self._environments = environments
     self._num_actions = getattr(policy.environment.spec.actions,
                                 'num_values', None)
@@ -95,7 +97,8 @@ class PolicyActor:
     self.ended: List[int] = []  # Environment indices, as episodes ended.
 
   def select_actions(self, observations: np.ndarray) -> np.ndarray:
-    actions = np.array(self._act(observations).numpy())
+    actions, self._state = self._policy.actions(observations, self._state)
+    actions = np.array(actions)
     if self._num_actions and self._epsilon:
       for index in range(len(actions)):
         if self._rng.random() < self._epsilon:
@@ -108,7 +111,10 @@ class PolicyActor:
 
   def observe_first_at(self, index: int, timestep):
     del timestep
-    self.starts[index] = atari.noops_played(self._environments[index])
+    self._policy.start_at(self._state, index)
+    episode_start = self._policy.environment.suite.episode_start
+    if episode_start is not None:
+      self.starts[index] = episode_start(self._environments[index])
     self._record(index)
 
   def observe_at(self, index: int, action, timestep):

@@ -48,7 +48,7 @@ class RunOptions:
   envs_per_actor: int = 1
   """Environments per actor process, acted in with one batched forward pass;
   each keeps its own exploration (an epsilon of the Ape-X schedule over all
-  num_actors x envs_per_actor environments), n-step window and priorities."""
+  num_actors x envs_per_actor environments) and its writes to replay."""
   num_evaluators: int = 1
   """Evaluator processes: 1, or 0 for none (benchmarks; training without
   evaluation)."""

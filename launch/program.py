@@ -5,12 +5,16 @@ every program, around the nodes of the builder's shape
 A program with replay (`ReplayBuilder`, Ape-X's), shared by every Ape-X
 agent:
 
-    actors ──(n-step transitions + initial priorities)──▶ replay (Reverb)
-      ▲                                                     │  ▲
-      └──────────(network parameters)── learner ◀─(batches)─┘  │
-                                          └──(new priorities)──┘
+    actors ──(items + initial priorities)──▶ replay (Reverb)
+      ▲                                        │  ▲
+      └─────(network parameters)── learner ◀───┘  │
+                                     └──(new priorities)──┘
     evaluator ◀─(parameters)─ learner;  every node ─(step counts)─▶ counter
     coordinator: stops the program (launch/coordinator.py)
+
+What an item is (an n-step transition, a sequence), how it is written and
+read, and what its priority is, are the builder's (`make_replay_tables`,
+`make_actor`, `make_learner`); nothing here depends on it.
 
 With `--variable_cachers=N` the actors' parameters come through N cachers
 (`launch.variable_cache`): learner ─▶ cacher k ─▶ actors i with

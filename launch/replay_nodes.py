@@ -37,9 +37,9 @@ class LearnerNode(nodes.LearningNode):
 
 class ActorNode(nodes.ActingNode):
   """One actor: K environments (`envs_per_actor`) acted in by one batched
-  policy, each with its own exploration, n-step window and replay writer
-  (to the replay server behind `replay_client`); its loop, failure
-  handling, counts and logs are an `ActingNode`'s."""
+  policy, each with its own exploration and replay writer (the builder's
+  adder, writing to the replay server behind `replay_client`); its loop,
+  failure handling, counts and logs are an `ActingNode`'s."""
 
   def __init__(self, builder, replay_client: reverb.Client,
                variable_source: acme.VariableSource,

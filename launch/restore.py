@@ -2,15 +2,20 @@
 of a run's directory, from one learner checkpoint, or from a policy snapshot
 (`agents.snapshots`).
 
-Every way gives a `Policy`: `act(observations)` for a batch, the environment
-it was trained on (resolved as the programs resolve `--env`), and what is
-known of where it came from.
+Every way gives a `Policy`: its actions for a batch of observations, the
+environment it was trained on (resolved as the programs resolve `--env`),
+and what is known of where it came from. A policy may carry a state from
+step to step (a recurrent one: `agents.snapshots`), begun at each episode's
+start: `start(batch_size)` gives the first (None for a policy without one)
+and `actions(observations, state)` the actions and the next state, for
+either kind.
 """
 
 import dataclasses
 import os
 from typing import Any, Optional
 
+import numpy as np
 import tensorflow as tf
 
 from launch.runs import checkpointing
@@ -23,13 +28,54 @@ from agents import snapshots
 
 @dataclasses.dataclass
 class Policy:
-  act: Any  # observations [B, ...] -> actions [B, ...] (a tf.function).
+  # observations [B, ...] -> actions [B, ...] (a tf.function); None for a
+  # recurrent policy, which has `initial_state` and `step` instead.
+  act: Optional[Any]
   environment: environments.EnvironmentSpec
   program: str
   source: str  # The checkpoint or snapshot it was read from.
   learner_steps: int
   q_values: Optional[Any] = None  # Ape-X DQN: observations -> Q-values.
   module: Optional[Any] = None  # What holds the functions' variables.
+  initial_state: Optional[Any] = None  # batch size -> a nest of tensors.
+  step: Optional[Any] = None  # (observations, state) -> (actions, state).
+
+  @property
+  def recurrent(self) -> bool:
+    return self.step is not None
+
+  def start(self, batch_size: int):
+    """The state of `batch_size` episodes at their start (None: the policy
+    has no state)."""
+    if not self.recurrent:
+      return None
+    return tf.nest.map_structure(
+        np.array, self.initial_state(tf.constant(batch_size, tf.int32)))
+
+  def start_at(self, state, index: int):
+    """Begins row `index` of `state` (of `start`) again, in place: its
+    environment's episode begins."""
+    if state is None:
+      return
+    for rows, first in zip(tf.nest.flatten(state),
+                           tf.nest.flatten(self.start(1))):
+      rows[index] = first[0]
+
+  def actions(self, observations, state):
+    """(the actions for a batch of observations, the next state)."""
+    if not self.recurrent:
+      return np.asarray(self.act(observations)), None
+    actions, state = self.step(observations, state)
+    return np.asarray(actions), tf.nest.map_structure(np.array, state)
+
+
+def _functions(module) -> dict:
+  """The policy's functions of a snapshot module (`agents.snapshots`)."""
+  recurrent = hasattr(module, 'step')
+  return dict(act=None if recurrent else module.act,
+              q_values=getattr(module, 'q_values', None),
+              initial_state=getattr(module, 'initial_state', None),
+              step=getattr(module, 'step', None), module=module)
 
 
 def import_run_plugins(workdir: str, manifest=None):
@@ -101,10 +147,9 @@ def from_checkpoint(workdir: str, checkpoint: Optional[str] = None) -> Policy:
         f'{builder.environment.name} as recorded in {workdir}/run.json '
         f'({str(error).splitlines()[0]}).') from error
   snapshot = builder.policy_snapshot(state)
-  return Policy(act=snapshot.act, environment=builder.environment,
-                program=builder.name, source=prefix,
-                learner_steps=int(num_steps.numpy()),
-                q_values=getattr(snapshot, 'q_values', None), module=snapshot)
+  return Policy(environment=builder.environment, program=builder.name,
+                source=prefix, learner_steps=int(num_steps.numpy()),
+                **_functions(snapshot))
 
 
 def from_snapshot(path: str) -> Policy:
@@ -115,11 +160,10 @@ def from_snapshot(path: str) -> Policy:
   if os.path.isfile(os.path.join(run, run_manifest.MANIFEST)):
     import_run_plugins(run)
   agent = registry.get(metadata['program'])
-  return Policy(act=module.act,
-                environment=agent.resolve_environment(metadata['env']),
+  return Policy(environment=agent.resolve_environment(metadata['env']),
                 program=metadata['program'], source=path,
                 learner_steps=int(metadata['learner_steps']),
-                q_values=getattr(module, 'q_values', None), module=module)
+                **_functions(module))
 
 
 def load(workdir: Optional[str] = None,

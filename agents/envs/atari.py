@@ -200,6 +200,7 @@ SUITE = suites.register(suites.Suite(
     replay_load_measured=True,
     frames_per_step=ATARI_FRAME_SKIP,
     frames_per_second=60.0,  # The ALE's emulator: 60 frames/s.
+    episode_start=noops_played,
     options=('atari_evaluation', 'atari_training', 'atari_noop_starts',
              'noops'),
     evaluation_note=evaluation_note))

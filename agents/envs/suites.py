@@ -19,6 +19,8 @@ kind string:
   take                              (Atari's `atari_evaluation`, ...)
   what made evaluation episodes     `evaluation_note(options)`
   differ
+  how an episode started            `episode_start(environment)`: an Atari
+                                    game's no-op frames
 
 The built-in suites are the modules of `_BUILT_IN` (atari, minatar, control,
 gym), each `agents/envs/<suite>.py`. A suite of your own registers the same
@@ -109,6 +111,10 @@ class Suite:
   evaluation_note: Optional[Callable[[Mapping[str, Any]], str]] = None
   """What makes its evaluation episodes differ, given the options: said by
   `programs/evaluate.py`."""
+  episode_start: Optional[Callable[[Any], Optional[int]]] = None
+  """How an episode just begun in an environment started, as a number the
+  evaluation records per episode (an Atari game's no-op frames); None: it
+  records none."""
 
   def __post_init__(self):
     if not self.name or ':' in self.name:

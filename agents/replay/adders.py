@@ -67,39 +67,29 @@ CHUNK_LENGTH = 8
 SIGNATURE_TIMEOUT_MS = 3000
 
 
-class _RowWriter:
-  """One Reverb stream of rows (observation, action, n-step return,
-  discount; any may be absent) and of items referencing them.
+class Stream:
+  """One Reverb stream of rows, any column of which may be absent from a
+  row, and of items referencing them: Reverb's C++ `TrajectoryWriter`,
+  driven directly.
 
-  It drives Reverb's C++ `TrajectoryWriter` directly. `reverb.TrajectoryWriter`
-  (the Python wrapper) flattens every row and item with `tree` and keeps a
-  Python history of references, Python work on every append and every
-  item, and an actor makes one of each per environment step. What this
-  writer costs an actor per step: `benchmarks/results/writer_cost.json`
-  (docs/performance.md). Written for the bindings of Reverb 0.7
-  (`reverb.pybind`), which the project pins.
+  `reverb.TrajectoryWriter` (the Python wrapper) flattens every row and
+  item with `tree` and keeps a Python history of references, Python work on
+  every append and every item, and an actor makes one of each per
+  environment step. What this writer costs an actor per step:
+  `benchmarks/results/writer_cost.json` (docs/performance.md). Written for
+  the bindings of Reverb 0.7 (`reverb.pybind`), which the project pins.
+
+  The `keep_alive` newest rows can be referenced by items; rows are
+  compressed in chunks of `chunk_length`.
   """
 
-  # An item's columns in the order of the table signature's flattening
-  # (sorted keys), each as (column of the row, which rows: 0 the
-  # observation's, 1 the scalars', 2 the next observation's). A row's
-  # columns: observation (or frame), action, n-step return, discount.
-  ITEM = tuple(column for _, column in sorted({
-      ACTION: (1, 1), DISCOUNT: (3, 1), N_STEP_RETURN: (2, 1),
-      NEXT_OBSERVATION: (0, 2), OBSERVATION: (0, 0)}.items()))
-
   def __init__(self, client: reverb.Client, keep_alive: int,
-               stacked_frames: int = 0,
+               chunk_length: int = CHUNK_LENGTH,
                stop_waiting: Optional[threading.Event] = None):
     # Once set, waits for replay end at their next slice (`wait_for_at_most`).
     self._stop_waiting = stop_waiting or threading.Event()
-    # With stacked frames F, an observation's frames are in its row and the
-    # F - 1 rows before it, and its item columns are not squeezed.
-    self._span = max(stacked_frames, 1)
-    self._squeeze = [not (stacked_frames and column == 0)
-                     for column, _ in self.ITEM]
     options = reverb.pybind.ConstantChunkerOptions(
-        max_chunk_length=min(CHUNK_LENGTH, keep_alive),
+        max_chunk_length=min(chunk_length, keep_alive),
         num_keep_alive_refs=keep_alive)
     self._writer = self._new_writer(client, options)
     self._refs = collections.deque(maxlen=keep_alive)
@@ -132,28 +122,22 @@ class _RowWriter:
                      client.server_address, tries + 1)
       return writer
 
-  def append(self, observation, scalars=(None, None, None)) -> int:
-    """Appends a row; returns its index."""
-    self._refs.append(self._writer.Append([observation, *scalars]))
+  def append(self, columns) -> int:
+    """Appends a row (a list of columns, None where absent); returns its
+    index."""
+    self._refs.append(self._writer.Append(list(columns)))
     self.num_rows += 1
     return self.num_rows - 1
 
-  def create_item(self, table: str, priority: float, observation_row: int,
-                  scalars_row: int, next_observation_row: int):
-    """An item of the transition whose observations (or newest frames) are
-    in the given rows."""
-    first = self.num_rows - len(self._refs)
-    span = self._span
-    rows = [range(observation_row - first - span + 1,
-                  observation_row - first + 1),
-            [scalars_row - first],
-            range(next_observation_row - first - span + 1,
-                  next_observation_row - first + 1)]
-    self._writer.CreateItem(
-        table, priority,
-        [[self._refs[row][column] for row in rows[which]]
-         for column, which in self.ITEM],
-        self._squeeze)
+  def reference(self, row: int, column: int):
+    """The reference to `column` of `row`, one of the `keep_alive` newest."""
+    return self._refs[row - (self.num_rows - len(self._refs))][column]
+
+  def create_item(self, table: str, priority: float, columns, squeeze):
+    """An item: for each of its columns (in the order of the table
+    signature's flattening), the list of references it holds, squeezed
+    (one row, without a leading axis) or not."""
+    self._writer.CreateItem(table, priority, columns, squeeze)
 
   def wait_for_at_most(self, num_items: int):
     """Blocks until at most `num_items` items are unconfirmed, or until
@@ -179,6 +163,55 @@ class _RowWriter:
     # As `reverb.TrajectoryWriter` does: otherwise the C++ writer's destructor
     # waits, without a time limit, for replay to confirm every item.
     self.close()
+
+
+class _RowWriter(Stream):
+  """The n-step adder's stream: rows of (observation, action, n-step
+  return, discount; any may be absent) and items of n-step transitions
+  referencing them."""
+
+  # An item's columns in the order of the table signature's flattening
+  # (sorted keys), each as (column of the row, which rows: 0 the
+  # observation's, 1 the scalars', 2 the next observation's). A row's
+  # columns: observation (or frame), action, n-step return, discount.
+  ITEM = tuple(column for _, column in sorted({
+      ACTION: (1, 1), DISCOUNT: (3, 1), N_STEP_RETURN: (2, 1),
+      NEXT_OBSERVATION: (0, 2), OBSERVATION: (0, 0)}.items()))
+
+  def __init__(self, client: reverb.Client, keep_alive: int,
+               stacked_frames: int = 0,
+               stop_waiting: Optional[threading.Event] = None):
+    super().__init__(client, keep_alive, CHUNK_LENGTH, stop_waiting)
+    # With stacked frames F, an observation's frames are in its row and the
+    # F - 1 rows before it, and its item columns are not squeezed.
+    self._span = max(stacked_frames, 1)
+    self._squeeze = [not (stacked_frames and column == 0)
+                     for column, _ in self.ITEM]
+
+  def append(self, observation, scalars=(None, None, None)) -> int:
+    """Appends a row; returns its index. (The base's body, inlined: an
+    actor's every step calls it.)"""
+    self._refs.append(self._writer.Append([observation, *scalars]))
+    self.num_rows += 1
+    return self.num_rows - 1
+
+  def create_item(self, table: str, priority: float,  # pylint: disable=arguments-renamed
+                  observation_row: int,
+                  scalars_row: int, next_observation_row: int):
+    """An item of the transition whose observations (or newest frames) are
+    in the given rows."""
+    first = self.num_rows - len(self._refs)
+    span = self._span
+    rows = [range(observation_row - first - span + 1,
+                  observation_row - first + 1),
+            [scalars_row - first],
+            range(next_observation_row - first - span + 1,
+                  next_observation_row - first + 1)]
+    self._writer.CreateItem(
+        table, priority,
+        [[self._refs[row][column] for row in rows[which]]
+         for column, which in self.ITEM],
+        self._squeeze)
 
 
 @dataclasses.dataclass

@@ -54,13 +54,14 @@ def make_rate_limiter(config: ApeXConfig) -> reverb.rate_limiters.RateLimiter:
 
 
 def make_replay_table(config: ApeXConfig, spec: specs.EnvironmentSpec,
-                      name: str = TABLE,
-                      stacked_frames: int = 0) -> reverb.Table:
+                      name: str = TABLE, stacked_frames: int = 0,
+                      signature=None) -> reverb.Table:
   """Ape-X replay: proportional prioritised sampling; removal of the oldest
   items, of the lowest priorities, or (App. D) in rounds of victims sampled
   by inverse priority (`config.replay_remover`, `agents.replay.eviction`), for
   which the table may hold a backstop of items over its capacity between
-  rounds."""
+  rounds. Its items are n-step transitions (`transition_signature`), or
+  what `signature` says (sequences: `agents.replay.sequences`)."""
   max_size = config.replay_capacity
   if config.replay_remover == 'min_heap':
     remover = reverb.selectors.MinHeap()
@@ -74,7 +75,7 @@ def make_replay_table(config: ApeXConfig, spec: specs.EnvironmentSpec,
       remover=remover,
       max_size=max_size,
       rate_limiter=make_rate_limiter(config),
-      signature=transition_signature(spec, stacked_frames))
+      signature=signature or transition_signature(spec, stacked_frames))
 
 
 def make_eviction(config: ApeXConfig, seed: Optional[int] = None,

@@ -44,14 +44,17 @@ LEARNER_SAMPLES_PER_SECOND = 19 * 512
 SHARD_LOAD = 0.5
 
 
-def replay_memory_bytes(env_kind: str, capacity: int) -> int:
-  """The memory the replay's machine needs for `capacity` transitions of an
-  environment of the suite `env_kind`: its measured bytes per transition,
-  or the largest any suite measured."""
-  from agents.envs import suites  # pylint: disable=g-import-not-at-top
-  per_transition = (suites.get(env_kind).replay_bytes_per_transition or
-                    suites.largest_replay_bytes())
-  return int(capacity * per_transition * REPLAY_HEADROOM +
+def replay_memory_bytes(env_kind: str, capacity: int,
+                        item_bytes: Optional[int] = None) -> int:
+  """The memory the replay's machine needs for `capacity` items of
+  `item_bytes` each (the agent's config's `replay_item_bytes`); by default
+  transitions of an environment of the suite `env_kind`: its measured
+  bytes per transition, or the largest any suite measured."""
+  if item_bytes is None:
+    from agents.envs import suites  # pylint: disable=g-import-not-at-top
+    item_bytes = (suites.get(env_kind).replay_bytes_per_transition or
+                  suites.largest_replay_bytes())
+  return int(capacity * item_bytes * REPLAY_HEADROOM +
              REPLAY_BASE_GIB * GIB)
 
 

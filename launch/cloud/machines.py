@@ -108,9 +108,11 @@ def _bytes(value_gb: float) -> int:
 
 
 def requests(cloud: CloudOptions, env_kind: str,
-             replay_capacity: Optional[int]) -> Dict[str, Request]:
+             replay_capacity: Optional[int],
+             item_bytes: Optional[int] = None) -> Dict[str, Request]:
   """Every node group's request (no replay for a program without one, a
-  program of workers: `replay_capacity` None); raises ValueError for a plan no machine
+  program of workers: `replay_capacity` None; `item_bytes`: an item's, as
+  `capacity.replay_memory_bytes` takes it); raises ValueError for a plan no machine
   fits (a replay the machine asked for cannot hold, an unknown machine),
   naming the flags and the fix."""
   small = _request(cloud.small_node_cpus, _bytes(cloud.small_node_memory_gb),
@@ -128,20 +130,22 @@ def requests(cloud: CloudOptions, env_kind: str,
       'actor': actor,
   }
   if replay_capacity is not None:
-    machines['replay'] = _replay_request(cloud, env_kind, replay_capacity)
+    machines['replay'] = _replay_request(cloud, env_kind, replay_capacity,
+                                         item_bytes)
   return {group.name: machines[group.machine]
           for group in node_groups.GROUPS if group.machine in machines}
 
 
 def _replay_request(cloud: CloudOptions, env_kind: str,
-                    replay_capacity: int) -> Request:
-  needed = replay_memory_bytes(env_kind, replay_capacity)
+                    replay_capacity: int,
+                    item_bytes: Optional[int] = None) -> Request:
+  needed = replay_memory_bytes(env_kind, replay_capacity, item_bytes)
   replay_flags = ('replay_cpus', 'replay_memory_gb')
   if cloud.replay_memory_gb is not None and _bytes(
       cloud.replay_memory_gb) < needed:
     raise ValueError(
         f'--replay_memory_gb={cloud.replay_memory_gb:g} cannot hold '
-        f'--replay_capacity={replay_capacity} transitions of a {env_kind} '
+        f'--replay_capacity={replay_capacity} items of a {env_kind} '
         f'environment (about {needed / GIB:.1f} GiB with headroom); raise '
         '--replay_memory_gb, leave it unset (none) to have it computed, or '
         'lower --replay_capacity.')
