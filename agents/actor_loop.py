@@ -1,11 +1,17 @@
-"""Environment loops for an actor of K environments: an actor's, which
-plays on until told to stop (`VectorEnvironmentLoop`), and an evaluator's
-round, one episode in each (`play_episodes`).
+"""Acting in K environments, for every agent: an actor's loop, which plays
+on until told to stop (`VectorEnvironmentLoop`), an evaluator's round, one
+episode in each (`play_episodes`), and per-environment exploration
+(`per_environment`, `epsilon_greedy`).
+
+An actor here is any object with `num_environments`, `select_actions(
+observations)` (K in, K actions out), `observe_first_at(index, timestep)`,
+`observe_at(index, action, timestep)` and `update()` (the Ape-X agents'
+`agents.apex.actors.ApeXActor`, A3C's worker, a restored policy).
 
 Each iteration stacks the K current observations, asks the actor for K
 actions in one batched forward pass, then steps every environment and hands
-its transition to the actor, which keeps exploration, n-step windows and
-priorities per environment. An environment whose episode ends is reset on its
+its transition to the actor, which keeps exploration, its writes to replay
+and any recurrent state per environment. An environment whose episode ends is reset on its
 own; the others go on. With K = 1 this is `acme.EnvironmentLoop` with the
 failure handling of an actor's node (`launch.nodes.ActingNode`).
 
@@ -16,21 +22,41 @@ starts a new episode in it; `on_failure` returns None to stop the loop.
 """
 
 import time
-from typing import Callable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import dm_env
 import numpy as np
 from acme.utils import counting
 from acme.utils import loggers
 
-from agents import actors as actors_lib
 from agents.envs import resilience
 
 FailureHandler = Callable[[int, Exception], Optional[dm_env.Environment]]
 
 
+def per_environment(value: Union[float, Sequence[float]],
+                    name: str) -> np.ndarray:
+  """A float, or one float per environment, as a 1-D float array."""
+  values = np.atleast_1d(np.asarray(value, np.float64))
+  if values.ndim != 1 or not len(values):
+    raise ValueError(f'{name} must be a float or a non-empty sequence of '
+                     f'floats, one per environment; got {value!r}.')
+  return values
+
+
+def epsilon_greedy(rng: np.random.Generator, values: np.ndarray,
+                   epsilons: np.ndarray) -> np.ndarray:
+  """Row i's action: with probability `epsilons[i]` a uniformly random one,
+  else the argmax of `values[i]` (a batch of Q-values or logits)."""
+  count, num_actions = values.shape
+  explore = rng.random(count) < epsilons[:count]
+  return np.where(explore, rng.integers(num_actions, size=count),
+                  np.argmax(values, axis=-1)).astype(np.int32)
+
+
 class VectorEnvironmentLoop:
-  """Runs one `ApeXActor` over K environments until told to stop.
+  """Runs one actor (the module docstring) over K environments until told
+  to stop.
 
   Counts (`steps`, `episodes`) go to `counter` at the end of every episode,
   as `acme.EnvironmentLoop` does, and when the loop stops: the steps of the
@@ -45,7 +71,7 @@ class VectorEnvironmentLoop:
 
   def __init__(self,
                environments: Sequence[dm_env.Environment],
-               actor: actors_lib.ApeXActor,
+               actor,
                counter: Optional[counting.Counter] = None,
                logger: Optional[loggers.Logger] = None,
                log_every: float = 0.0,

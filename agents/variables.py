@@ -24,7 +24,7 @@ class NewestVariableClient(variable_utils.VariableClient):
 
   The source must have `get_variables_if_newer(names, version)`, returning
   (version, variables), with variables None when `version` is the source's
-  current one (`agents.learning.ApeXLearner` and the program's learner node
+  current one (`agents.apex.learning.ApeXLearner` and the program's learner node
   have it). A source without it is asked for its variables at every pull, as
   Acme's client does.
   """

@@ -95,7 +95,7 @@ def main(argv):
   if FLAGS.peaks_of:
     time_peaks()
     return
-  from agents import precision  # pylint: disable=g-import-not-at-top
+  from agents.networks import precision  # pylint: disable=g-import-not-at-top
   from agents import registry  # pylint: disable=g-import-not-at-top
   from agents.envs import environments  # pylint: disable=g-import-not-at-top
   from benchmarks import in_memory  # pylint: disable=g-import-not-at-top

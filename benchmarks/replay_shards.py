@@ -8,7 +8,7 @@ so a shard's capacity is what one server does on the core it has.
 What runs, for each shard count S of `--shards` (e.g. 1 and 2):
 
 * S replay servers, each the program's Ape-X DQN table for `--env` with
-  1/S of `--replay_capacity` (`agents.config.shard_config`), each in its own process
+  1/S of `--replay_capacity` (`agents.apex.config.shard_config`), each in its own process
   pinned to a core of its own (shard k on core k mod the machine's cores).
 * Inserts: `--writers` processes replay recorded Atari frames through the
   actors' adder (`benchmarks/replay_load.py`), writer i into shard i mod S.

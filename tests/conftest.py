@@ -11,7 +11,7 @@ import pytest
 import reverb
 
 from agents.replay import tables
-from agents.config import ApeXConfig
+from agents.apex.config import ApeXConfig
 import helpers
 
 

@@ -15,7 +15,7 @@ from agents.a3c import networks
 from agents.a3c import popart
 from agents.a3c.config import A3CConfig
 from agents.a3c.learning import A3CParameterServer
-from agents.torsos import MLPTorso
+from agents.networks.torsos import MLPTorso
 from launch.runs import checkpointing
 
 

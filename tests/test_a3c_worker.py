@@ -23,7 +23,7 @@ from agents.a3c.config import A3CConfig
 from agents.a3c.presets import PAPER
 from agents.a3c.learning import POLICY
 from agents.a3c.learning import A3CParameterServer
-from agents.torsos import MLPTorso
+from agents.networks.torsos import MLPTorso
 
 OBS_DIM, HIDDEN, NUM_ACTIONS = 3, 4, 2
 EPISODE_LENGTH = 7  # Rollouts of 5 (bootstrapped) and 2 (terminal) steps.

@@ -19,7 +19,7 @@ from acme import specs
 
 from agents.replay import adders
 from agents.replay import tables
-from agents.config import ApeXConfig
+from agents.apex.config import ApeXConfig
 from agents.apex_dqn.priorities import initial_priorities
 from replay_items import Item, Reference, check_item
 from replay_items import read_all_items, table_size

@@ -20,7 +20,7 @@ import sonnet as snt
 import tensorflow as tf
 from acme.utils import loggers
 
-from agents import torsos
+from agents.networks import torsos
 from agents.apex_c51 import networks
 from agents.apex_c51.builder import ApeXC51Builder
 from agents.apex_c51.config import ApeXC51Config

@@ -1,5 +1,5 @@
 """The categorical projection, its cross-entropy and KL priorities
-(agents/distributional.py), and D4PG's critic loss, against a slow numpy
+(agents/apex/distributional.py), and D4PG's critic loss, against a slow numpy
 reference and hand-worked cases.
 
 The reference projects as C51's Algorithm 1 does (Bellemare et al. 2017):
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from agents import distributional
+from agents.apex import distributional
 from agents.d4pg import losses
 
 

@@ -17,7 +17,7 @@ import tree
 from acme.agents import agent as agent_lib
 
 from agents.replay import adders
-from agents import learning
+from agents.apex import learning
 from agents.replay import tables
 from agents.apex_dpg import priorities
 from examples import single_process

@@ -20,7 +20,7 @@ from agents.replay import eviction
 from agents.replay import tables
 from agents.apex_dpg.builder import ApeXDPGBuilder
 from agents.apex_dpg.config import ApeXDPGConfig
-from agents.config import ApeXConfig
+from agents.apex.config import ApeXConfig
 from agents.envs.environments import resolve_continuous
 
 PRIORITIES = np.array([0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0])

@@ -21,7 +21,7 @@ from acme.utils import loggers as acme_loggers
 
 from agents.replay import adders
 from agents.replay import tables
-from agents import torsos
+from agents.networks import torsos
 from agents.apex_dqn import networks
 from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig

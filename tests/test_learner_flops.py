@@ -5,7 +5,7 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from agents import torsos
+from agents.networks import torsos
 from benchmarks import flops
 
 # 2 x kernel x channels in x channels out x output pixels, layer by layer:

@@ -1,4 +1,4 @@
-"""The learner's precision (agents/precision.py): which one a CPU gets, what
+"""The learner's precision (agents/networks/precision.py): which one a CPU gets, what
 computing in bfloat16 changes in a network, and how far a learner's new
 priorities in bfloat16 stay from float32's on the same batch.
 
@@ -16,7 +16,7 @@ import pytest
 import sonnet as snt
 import tensorflow as tf
 
-from agents import precision
+from agents.networks import precision
 from agents import registry
 from agents.apex_dqn.config import ApeXDQNConfig
 from benchmarks import in_memory

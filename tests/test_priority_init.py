@@ -15,7 +15,7 @@ import pytest
 import reverb
 
 from agents.envs import environments
-from agents import learning
+from agents.apex import learning
 from agents.replay import tables
 from agents.apex_dqn.builder import ApeXDQNBuilder
 from agents.apex_dqn.config import ApeXDQNConfig

@@ -19,7 +19,7 @@ import reverb
 import tensorflow as tf
 from scipy import stats
 
-from agents.config import shard_config
+from agents.apex.config import shard_config
 from agents.replay import adders
 from agents.replay import tables
 from agents.replay import shards as shards_lib

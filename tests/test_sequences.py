@@ -9,7 +9,7 @@ import reverb
 import tensorflow as tf
 from acme import specs
 
-from agents.config import ApeXConfig
+from agents.apex.config import ApeXConfig
 from agents.replay import sequences
 from agents.replay import tables
 

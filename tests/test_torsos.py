@@ -1,4 +1,4 @@
-"""The pixel torsos (agents/torsos.py) against the papers' layer shapes,
+"""The pixel torsos (agents/networks/torsos.py) against the papers' layer shapes,
 hand-computed outputs and a slow numpy reference.
 
 Layer shapes and flattened sizes are checked against the arithmetic of a
@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from agents.envs import environments
 from agents.envs import suites
-from agents import torsos
+from agents.networks import torsos
 from agents.a3c import networks as a3c_networks
 
 ATARI_SHAPE = (84, 84, 4)

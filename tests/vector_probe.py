@@ -21,7 +21,7 @@ import launchpad as lp
 from absl import app
 from absl import flags
 
-from agents import actors
+from agents.apex import actors
 from agents.replay import adders
 from agents.apex_dqn import actor as dqn_actor
 from programs import apex_dqn

@@ -14,7 +14,7 @@ import sonnet as snt
 import tensorflow as tf
 from acme.tf import variable_utils
 
-from agents import actors
+from agents import actor_loop
 from agents.a3c import losses
 from agents.a3c import reward_scale
 from agents.a3c.config import A3CConfig
@@ -47,7 +47,7 @@ class A3CActor(acme.Actor):
     self._config = config
     self._server = parameter_server
     self._variable_client = variable_client
-    self._epsilons = actors.per_environment(epsilon, 'epsilon')
+    self._epsilons = actor_loop.per_environment(epsilon, 'epsilon')
     if parameter_server is not None and len(self._epsilons) != 1:
       raise ValueError('An A3C worker acts in one environment: give one '
                        f'epsilon, not {len(self._epsilons)}.')
@@ -152,7 +152,7 @@ class A3CActor(acme.Actor):
     if not self._discrete:
       return np.clip(parameters[0], self._action_spec.minimum,
                      self._action_spec.maximum).astype(self._action_spec.dtype)
-    return actors.epsilon_greedy(self._rng, parameters[0], self._epsilons)
+    return actor_loop.epsilon_greedy(self._rng, parameters[0], self._epsilons)
 
   def observe_first_at(self, index: int, timestep: dm_env.TimeStep):
     del index  # A worker's is 0; an evaluator keeps nothing per environment.

@@ -1,7 +1,7 @@
 """A3C's networks (Supp. §8, §9): a policy and a value from one torso for
 discrete actions; a spherical Gaussian policy and a separate value network
 for continuous ones. The torsos are the agents' shared ones
-(agents/torsos.py)."""
+(agents/networks/torsos.py)."""
 
 import math
 from typing import NamedTuple, Optional, Sequence, Tuple, Union
@@ -11,8 +11,8 @@ import sonnet as snt
 import tensorflow as tf
 
 from agents.a3c import popart as popart_lib
-from agents.torsos import MLPTorso
-from agents.torsos import make_torso
+from agents.networks.torsos import MLPTorso
+from agents.networks.torsos import make_torso
 
 
 class Categorical(NamedTuple):

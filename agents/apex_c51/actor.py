@@ -4,8 +4,8 @@ acting on the means and keeping the distributions for the priorities."""
 import numpy as np
 import tensorflow as tf
 
-from agents import actors
-from agents import distributional
+from agents import actor_loop
+from agents.apex import distributional
 from agents.apex_dqn import actor as dqn_actor
 
 
@@ -29,7 +29,7 @@ class ApeXC51Actor(dqn_actor.ApeXDQNActor):
 
   def _act(self, observations: np.ndarray):
     logits, q_values = self._act_function(observations)
-    return (actors.epsilon_greedy(self._rng, q_values.numpy(),
+    return (actor_loop.epsilon_greedy(self._rng, q_values.numpy(),
                                   self._epsilons), logits.numpy())
 
   def _final_values(self, observation: np.ndarray) -> np.ndarray:

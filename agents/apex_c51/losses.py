@@ -5,7 +5,7 @@ distributional loss"; C51, Bellemare et al. 2017, Algorithm 1).
 The online network's mean, E[Z(s_{t+n}, a)], selects the bootstrap action
 a* (double Q-learning on the mean, van Hasselt et al. 2016); the target
 network's distribution of that action, shifted by R + Gamma, is projected
-onto the atoms (`agents.distributional`); the online distribution of the
+onto the atoms (`agents.apex.distributional`); the online distribution of the
 action taken, Z(s_t, a_t), learns by the cross-entropy to it, weighted by
 importance sampling. A transition's priority is the KL divergence to its
 projected target (Rainbow: "prioritize transitions by the KL loss"), the
@@ -16,7 +16,7 @@ from typing import Tuple
 
 import tensorflow as tf
 
-from agents import distributional
+from agents.apex import distributional
 
 
 def categorical_double_q(logits_tm1: tf.Tensor, actions: tf.Tensor,

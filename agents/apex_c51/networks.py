@@ -13,9 +13,9 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from agents import distributional
-from agents import precision
-from agents.torsos import make_torso
+from agents.apex import distributional
+from agents.networks import precision
+from agents.networks.torsos import make_torso
 
 
 class DuelingCategoricalNetwork(snt.Module):

@@ -3,8 +3,8 @@ batches (Ape-X §3), as the learner computes them (`losses.priorities`)."""
 
 import tensorflow as tf
 
-from agents import distributional
-from agents import priorities
+from agents.apex import distributional
+from agents.apex import priorities
 from agents.apex_c51 import losses
 
 

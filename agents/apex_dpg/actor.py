@@ -8,7 +8,8 @@ import sonnet as snt
 import tensorflow as tf
 from acme.tf import variable_utils
 
-from agents import actors
+from agents import actor_loop
+from agents.apex import actors
 from agents.replay import adders as adders_lib
 
 
@@ -38,7 +39,7 @@ class ApeXDPGActor(actors.ApeXActor):
     if adders and critic is None:
       raise ValueError('An actor that writes to replay needs the critic for '
                        'the initial priorities.')
-    sigmas = actors.per_environment(sigma, 'sigma')
+    sigmas = actor_loop.per_environment(sigma, 'sigma')
     super().__init__(len(sigmas), adders, variable_client)
     self._policy = policy
     self._critic = critic

@@ -11,7 +11,7 @@ from acme.tf import utils as tf2_utils
 from acme.utils import counting
 from acme.utils import loggers
 
-from agents import apex_builder
+from agents.apex import builder as apex_builder
 from agents import snapshots
 from agents import variables as variables_lib
 from agents.apex_dpg import actor as actor_lib

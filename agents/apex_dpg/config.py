@@ -3,7 +3,7 @@ where it gives them."""
 
 import dataclasses
 
-from agents.config import ApeXConfig
+from agents.apex.config import ApeXConfig
 from agents.config import check_flag
 from agents.config import check_layer_sizes
 

@@ -6,15 +6,15 @@ import sonnet as snt
 import tensorflow as tf
 
 from agents.replay import adders
-from agents import learning
-from agents import priorities
+from agents.apex import learning
+from agents.apex import priorities
 from agents.apex_dpg import losses
 
 
 class ApeXDPGLearner(learning.ApeXLearner):
   """Deterministic policy gradients on prioritised n-step transitions.
 
-  On top of the shared Ape-X loop (`agents.learning.ApeXLearner`), each update
+  On top of the shared Ape-X loop (`agents.apex.learning.ApeXLearner`), each update
   (i) moves the critic toward R + Gamma q'(s_{t+n}, pi'(s_{t+n})) with the
   importance-weighted squared TD error, and (ii) moves the policy along the
   critic's action gradient at a = pi(s_t), clipped element-wise. Both

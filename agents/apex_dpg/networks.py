@@ -13,7 +13,7 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from agents import precision
+from agents.networks import precision
 
 FINAL_INIT_SCALE = 3e-3
 

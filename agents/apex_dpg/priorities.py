@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from agents import priorities
+from agents.apex import priorities
 from agents.apex_dpg import losses
 
 # What an Ape-X DPG actor keeps of each acting step (the adder's `values`):

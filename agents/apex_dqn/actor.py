@@ -7,7 +7,8 @@ import sonnet as snt
 import tensorflow as tf
 from acme.tf import variable_utils
 
-from agents import actors
+from agents import actor_loop
+from agents.apex import actors
 from agents.replay import adders as adders_lib
 
 
@@ -42,7 +43,7 @@ class ApeXDQNActor(actors.ApeXActor):
                adders: Sequence[adders_lib.NStepPrioritizedAdder] = (),
                variable_client: Optional[variable_utils.VariableClient] = None,
                seed: Optional[int] = None):
-    self._epsilons = actors.per_environment(epsilon, 'epsilon')
+    self._epsilons = actor_loop.per_environment(epsilon, 'epsilon')
     super().__init__(len(self._epsilons), adders, variable_client)
     self._network = network
     self._rng = np.random.default_rng(seed)
@@ -59,7 +60,7 @@ class ApeXDQNActor(actors.ApeXActor):
 
   def _act(self, observations: np.ndarray):
     q_values = self._q_function(observations).numpy()
-    return actors.epsilon_greedy(self._rng, q_values, self._epsilons), q_values
+    return actor_loop.epsilon_greedy(self._rng, q_values, self._epsilons), q_values
 
   def _final_values(self, observation: np.ndarray) -> np.ndarray:
     return self.q_values(observation)

@@ -6,15 +6,15 @@ import sonnet as snt
 import tensorflow as tf
 
 from agents.replay import adders
-from agents import learning
-from agents import priorities
+from agents.apex import learning
+from agents.apex import priorities
 from agents.apex_dqn import losses
 
 
 class ApeXDQNLearner(learning.ApeXLearner):
   """Double Q-learning on prioritised n-step transitions.
 
-  On top of the shared Ape-X loop (`agents.learning.ApeXLearner`), each update
+  On top of the shared Ape-X loop (`agents.apex.learning.ApeXLearner`), each update
   clips the gradient's global norm and applies centered RMSProp (App. C).
   A learner of another loss (the distributional Ape-X DQN's) overrides
   `_loss`: the loss and the priorities it gives.

@@ -4,7 +4,7 @@ from typing import Tuple
 
 import tensorflow as tf
 
-from agents.learning import weighted_squared_loss
+from agents.apex.learning import weighted_squared_loss
 
 
 def n_step_double_q_td_error(q_tm1: tf.Tensor, actions: tf.Tensor,

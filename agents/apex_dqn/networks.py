@@ -1,14 +1,14 @@
 """Ape-X DQN networks: a dueling head on the torso of the environment's suite
 (a Nature CNN for Atari, Young & Tian's for MinAtar, an MLP for vectors:
-agents/torsos.py)."""
+agents/networks/torsos.py)."""
 
 from typing import Sequence
 
 import sonnet as snt
 import tensorflow as tf
 
-from agents import precision
-from agents.torsos import make_torso
+from agents.networks import precision
+from agents.networks.torsos import make_torso
 
 
 class DuelingQNetwork(snt.Module):

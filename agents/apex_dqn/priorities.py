@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from agents import priorities
+from agents.apex import priorities
 from agents.apex_dqn import losses
 
 

@@ -3,10 +3,10 @@ target of the target networks, R + Gamma Z'(s_{t+n}, pi'(s_{t+n})) (D4PG
 eq. 7), projected onto the critic's atoms, and the cross-entropy to it,
 weighted by importance sampling (D4PG Algorithm 1, line 7); the
 projection, the cross-entropy and the KL divergence are
-`agents.distributional`'s.
+`agents.apex.distributional`'s.
 
 A transition's priority is the KL divergence from its projected target to
-the critic's distribution (`agents.distributional`: Rainbow's choice for
+the critic's distribution (`agents.apex.distributional`: Rainbow's choice for
 its distributional agent). D4PG samples "with priority p_i" (Algorithm 1,
 line 5) without saying what p_i is; Acme's D4PG samples uniformly. Actors
 and learner both take it from `priorities`.
@@ -16,7 +16,7 @@ from typing import Tuple
 
 import tensorflow as tf
 
-from agents import distributional
+from agents.apex import distributional
 
 
 def priorities(logits_tm1, n_step_returns, discounts, logits_t,

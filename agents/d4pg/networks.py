@@ -12,8 +12,8 @@ import sonnet as snt
 import tensorflow as tf
 
 from agents.apex_dpg import networks as dpg_networks
-from agents import distributional
-from agents import precision
+from agents.apex import distributional
+from agents.networks import precision
 
 
 class CategoricalCritic(snt.Module):

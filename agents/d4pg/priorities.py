@@ -3,7 +3,7 @@ the learner computes them (`losses.priorities`)."""
 
 import tensorflow as tf
 
-from agents import priorities
+from agents.apex import priorities
 from agents.apex_dpg.priorities import Q_POLICY
 from agents.apex_dpg.priorities import Q_TAKEN
 from agents.d4pg import losses

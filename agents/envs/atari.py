@@ -188,8 +188,8 @@ def evaluation_note(options: Mapping[str, Any]) -> str:
 SUITE = suites.register(suites.Suite(
     name='atari', resolve=resolve,
     forms={'discrete': 'atari:<Game> (e.g. atari:Pong, atari:Breakout)'},
-    torsos={'features': 'agents.torsos:NatureCNN',
-            'dense': 'agents.torsos:SmallAtariCNN'},
+    torsos={'features': 'agents.networks.torsos:NatureCNN',
+            'dense': 'agents.networks.torsos:SmallAtariCNN'},
     # DQN (Mnih et al. 2015) clips Atari rewards to [-1, 1].
     reward_clip=1.0,
     # Replay's resident-memory growth per transition: Pong, 20,000

@@ -71,8 +71,8 @@ SUITE = suites.register(suites.Suite(
         'space_invaders; its minimal action set) or minatar:<game>:full '
         '(all 6 actions)')},
     # Young & Tian 2019's convolution; A3C's, with their 128-unit layer.
-    torsos={'features': 'agents.torsos:MinAtarCNN',
-            'dense': 'agents.torsos:minatar_dense'},
+    torsos={'features': 'agents.networks.torsos:MinAtarCNN',
+            'dense': 'agents.networks.torsos:minatar_dense'},
     # Breakout, 50,000 transitions (`benchmarks/replay_memory.py`):
     # small observations, dominated by Reverb's per-item cost.
     replay_bytes_per_transition=1_960))

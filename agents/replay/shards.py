@@ -1,7 +1,7 @@
 """Replay past one server: the learner's side of several replay shards.
 
 Each shard is a Reverb server with a prioritised table of its own (an equal
-part of the capacity: `agents.config.shard_config`); each actor writes to one
+part of the capacity: `agents.apex.config.shard_config`); each actor writes to one
 (`distributed.program`). The learner samples them as one table:
 `ShardedBatches` gives batches in which a transition's probability is
 p^alpha over the sum of p^alpha over every shard, with that probability in

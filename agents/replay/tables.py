@@ -14,7 +14,7 @@ from acme import specs
 
 from agents.replay import adders
 from agents.replay import eviction
-from agents.config import ApeXConfig
+from agents.apex.config import ApeXConfig
 
 TABLE = 'priority_table'
 

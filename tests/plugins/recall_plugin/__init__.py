@@ -21,7 +21,7 @@ import numpy as np
 from dm_env import specs
 
 from agents import registry
-from agents.config import ApeXConfig
+from agents.apex.config import ApeXConfig
 from agents.config import Preset
 from agents.config import check_flag
 from agents.envs import environments

@@ -15,9 +15,10 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from agents import actors
-from agents import apex_builder
-from agents import learning
+from agents import actor_loop
+from agents.apex import actors
+from agents.apex import builder as apex_builder
+from agents.apex import learning
 from agents import snapshots
 from agents import variables as variables_lib
 from agents.apex_dqn.actor import apex_epsilons
@@ -112,7 +113,7 @@ class RecallActor(actors.ApeXActor):
 
   def __init__(self, network, epsilons, adders=(), variable_client=None,
                seed: Optional[int] = None):
-    self._epsilons = actors.per_environment(epsilons, 'epsilon')
+    self._epsilons = actor_loop.per_environment(epsilons, 'epsilon')
     super().__init__(len(self._epsilons), adders, variable_client)
     self._rng = np.random.default_rng(seed)
     self._step = tf.function(network)
@@ -126,7 +127,7 @@ class RecallActor(actors.ApeXActor):
     q, state = self._step(observations, self._state)
     self._state = tf.nest.map_structure(np.array, state)
     q = q.numpy()
-    return actors.epsilon_greedy(self._rng, q, self._epsilons), q
+    return actor_loop.epsilon_greedy(self._rng, q, self._epsilons), q
 
   def _final_values(self, observation):
     raise NotImplementedError  # Needs the state: see `observe_at`.

@@ -2,7 +2,7 @@
 
 Each step samples a prioritised batch from the shared replay, weights the
 agent's loss by importance sampling, applies the agent's update, writes the
-batch's new priorities (its loss's: `agents.priorities`) back to Reverb
+batch's new priorities (its loss's: `agents.apex.priorities`) back to Reverb
 and, every `target_update_period` steps, copies the online networks into
 their targets. An agent supplies only `_update`: its loss, its optimiser
 step and the priorities.
@@ -21,7 +21,7 @@ from acme.tf import utils as tf2_utils
 from acme.utils import counting
 from acme.utils import loggers
 
-from agents import precision as precision_lib
+from agents.networks import precision as precision_lib
 from agents.replay import tables
 from agents.replay import shards
 from agents import variables as variables_lib
@@ -73,7 +73,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
         compiled with XLA; the rest of the step (sampling, priorities) is
         made of Reverb's operations, which XLA cannot compile.
       precision: what `_update`'s networks (those of `target_pairs`)
-        compute in, 'float32' or 'bfloat16' (`agents.precision.scope`:
+        compute in, 'float32' or 'bfloat16' (`agents.networks.precision.scope`:
         their weights, the optimiser's state, losses and priorities stay
         float32).
       (the rest as described in the class docstring)
@@ -94,7 +94,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
     self._target_update_period = target_update_period
     if precision not in ('float32', 'bfloat16'):
       raise ValueError(f'precision={precision!r}: float32 or bfloat16 '
-                       '(`agents.precision.resolve` decides between them).')
+                       '(`agents.networks.precision.resolve` decides between them).')
     self._precision = precision
     self._table = table
     self._counter = counter or counting.Counter()
@@ -118,7 +118,7 @@ class ApeXLearner(acme.Learner, abc.ABC):
       weights: importance-sampling weights, one per transition.
 
     Returns:
-      The batch's new priorities (`agents.priorities`: for an Ape-X agent
+      The batch's new priorities (`agents.apex.priorities`: for an Ape-X agent
       its |TD errors|) and scalar metrics to log, which must include
       'loss'.
     """

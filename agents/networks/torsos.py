@@ -9,7 +9,7 @@ from typing import Sequence
 import sonnet as snt
 import tensorflow as tf
 
-from agents import precision
+from agents.networks import precision
 from agents.config import MLP_ACTIVATIONS
 
 

@@ -30,13 +30,13 @@ import numpy as np
 import reverb
 
 from agents import builders
-from agents import precision
+from agents.networks import precision
 from agents.replay import adders
-from agents import learning
+from agents.apex import learning
 from agents.replay import tables
 from agents.replay import shards
-from agents.config import ApeXConfig
-from agents.config import shard_config
+from agents.apex.config import ApeXConfig
+from agents.apex.config import shard_config
 from agents.envs.environments import EnvironmentSpec
 
 
@@ -99,7 +99,7 @@ class ApeXBuilder(builders.ReplayBuilder):
                                counter=None, logger=None,
                                log_every: float = 0.0) -> Dict[str, Any]:
     """What every agent's learner takes to learn from replay (the arguments
-    of `agents.learning.ApeXLearner` that do not depend on the agent):
+    of `agents.apex.learning.ApeXLearner` that do not depend on the agent):
     `replay_client` is a client of the replay server, or a sequence of
     clients, one per shard (`agents.replay.shards`)."""
     computes_in, why = precision.resolve(self.config.learner_precision)

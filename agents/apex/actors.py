@@ -11,7 +11,7 @@ per environment.
 """
 
 import abc
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple
 
 import acme
 import dm_env
@@ -19,26 +19,6 @@ import numpy as np
 from acme.tf import variable_utils
 
 from agents.replay import adders as adders_lib
-
-
-def per_environment(value: Union[float, Sequence[float]],
-                    name: str) -> np.ndarray:
-  """A float, or one float per environment, as a 1-D float array."""
-  values = np.atleast_1d(np.asarray(value, np.float64))
-  if values.ndim != 1 or not len(values):
-    raise ValueError(f'{name} must be a float or a non-empty sequence of '
-                     f'floats, one per environment; got {value!r}.')
-  return values
-
-
-def epsilon_greedy(rng: np.random.Generator, values: np.ndarray,
-                   epsilons: np.ndarray) -> np.ndarray:
-  """Row i's action: with probability `epsilons[i]` a uniformly random one,
-  else the argmax of `values[i]` (a batch of Q-values or logits)."""
-  count, num_actions = values.shape
-  explore = rng.random(count) < epsilons[:count]
-  return np.where(explore, rng.integers(num_actions, size=count),
-                  np.argmax(values, axis=-1)).astype(np.int32)
 
 
 class ApeXActor(acme.Actor, abc.ABC):
