@@ -64,6 +64,8 @@ import numpy as np
 import psutil
 
 from launch import keeper
+
+from launch.runs import faults as fault_records
 from launch.runs import checkpointing
 from launch.runs import loggers
 from launch.runs import run_manifest
@@ -199,7 +201,7 @@ def _pid(workdir: str, label: str) -> Optional[int]:
 
 
 def _records(workdir: str) -> List[Dict[str, Any]]:
-  return keeper.this_launch(keeper.read_faults(workdir))
+  return fault_records.this_launch(fault_records.read_faults(workdir))
 
 
 class Schedule:

@@ -40,7 +40,7 @@ from absl import logging
 from launch.runs import run_manifest
 from launch.runs import storage
 from launch import heartbeat
-from launch import keeper
+from launch.runs import faults as fault_records
 from launch import node_groups
 from launch import program_stop
 
@@ -363,10 +363,10 @@ class Coordinator:
     """{node: times started again in this launch} (kept nodes only)."""
     if self._kept_nodes is None or not self._workdir:
       return {}
-    restarts = keeper.restarts_by_node(self._workdir)
+    restarts = fault_records.restarts_by_node(self._workdir)
     if restarts:
       logging.info('Nodes started again in this launch: %s (each fault: '
-                   '%s/).', json.dumps(restarts), keeper.FAULTS)
+                   '%s/).', json.dumps(restarts), fault_records.FAULTS)
     return restarts
 
   def _end(self, failed: bool, gone: Sequence[str] = ()):

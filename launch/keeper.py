@@ -53,8 +53,8 @@ launcher's (every process of the program hears it), and SIGTERM is the
 program's stop.
 
 Standard library only, and light: a keeper per node costs a few megabytes.
-The coordinator imports it for the records (`append_fault`,
-`read_faults`, `mark_fault`).
+The coordinator imports it to ask for a node's end (`mark_fault`); the
+fault records are `launch.runs.faults`'.
 """
 
 import base64
@@ -67,6 +67,8 @@ import threading
 import time
 from typing import Dict, List, Optional
 
+from launch.runs import faults as fault_records
+
 # The keeper's settings, in its environment (JSON, or in an image's
 # environment its URL-safe base64: `encode_settings`): {"workdir": ...,
 # "labels": [label of task 0, ...], "max_restarts": N, "window": seconds}.
@@ -74,9 +76,6 @@ SETTINGS = 'APEX_KEEPER'
 # How many times this node's process has been started again (its
 # environment; absent: 0).
 RESTARTS = 'APEX_NODE_RESTARTS'
-FAULTS = 'faults'  # <workdir>/faults/<writer>.jsonl
-# Where runs of before kept every writer's records (still read).
-ONE_FILE = 'faults.jsonl'
 NODES = 'nodes'  # <workdir>/nodes/<label>.{pid,fault,failed}
 # How often a keeper looks for the coordinator's request to end its node.
 MARK_POLL_SECONDS = 1.0
@@ -95,88 +94,6 @@ def restarts() -> int:
   """How many times this node's process has been started again (0 outside
   a keeper)."""
   return int(os.environ.get(RESTARTS, '0'))
-
-
-def append_fault(workdir: str, record: Dict, writer: str):
-  """Appends one line to `<workdir>/faults/<writer>.jsonl` (one write of a
-  whole line, appended: the lines of two processes of one writer never
-  interleave)."""
-  line = json.dumps({'time': round(time.time(), 6), **record}) + '\n'
-  directory = os.path.join(workdir, FAULTS)
-  os.makedirs(directory, exist_ok=True)
-  fd = os.open(os.path.join(directory, f'{writer}.jsonl'),
-               os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-  try:
-    os.write(fd, line.encode())
-  finally:
-    os.close(fd)
-
-
-def _records(path: str) -> List[Dict]:
-  try:
-    with open(path) as f:
-      lines = f.read().splitlines()
-  except (FileNotFoundError, NotADirectoryError):
-    return []
-  records = []
-  for line in lines:
-    try:
-      records.append(json.loads(line))
-    except ValueError:  # A last line cut short by a crash.
-      continue
-  return records
-
-
-def read_faults(workdir: str) -> List[Dict]:
-  """Every writer's records in `<workdir>/faults/` (and an earlier run's
-  `faults.jsonl`), oldest first ([] without)."""
-  records = _records(os.path.join(workdir, ONE_FILE))
-  directory = os.path.join(workdir, FAULTS)
-  try:
-    names = sorted(os.listdir(directory))
-  except (FileNotFoundError, NotADirectoryError):
-    names = []
-  for name in names:
-    if name.endswith('.jsonl'):
-      records.extend(_records(os.path.join(directory, name)))
-  return sorted(records, key=lambda record: record.get('time', 0))
-
-
-def this_launch(records: List[Dict]) -> List[Dict]:
-  """The records since the last launch's (`launched`)."""
-  starts = [index for index, record in enumerate(records)
-            if record.get('event') == 'launch']
-  return records[starts[-1] + 1:] if starts else records
-
-
-LAUNCHES = 'launch'  # <workdir>/faults/launch.jsonl
-
-
-def launched(workdir: str):
-  """Records a launch of the run under keepers (the faults' records hold
-  every launch's)."""
-  append_fault(workdir, {'event': 'launch'}, LAUNCHES)
-
-
-def restart_counts(records: List[Dict]) -> Dict[str, int]:
-  """{node: the times it was started again} in `records`: by its keeper
-  after a fault, and by the platform with a keeper of its own (a keeper's
-  start after the first: Vertex AI restarting the node's replica)."""
-  restarted, started = {}, set()
-  for record in records:
-    node = record.get('node')
-    if record.get('event') == 'start':
-      if node in started:
-        restarted[node] = restarted.get(node, 0) + 1
-      started.add(node)
-    elif record.get('event') == 'fault' and not record.get('gave_up'):
-      restarted[node] = restarted.get(node, 0) + 1
-  return restarted
-
-
-def restarts_by_node(workdir: str) -> Dict[str, int]:
-  """{node: the times it was started again} in this launch."""
-  return restart_counts(this_launch(read_faults(workdir)))
 
 
 def _node_file(workdir: str, label: str, kind: str) -> str:
@@ -311,7 +228,7 @@ class Keeper:
     # An earlier keeper's marks of this node (Vertex AI started its replica
     # again) are not this one's.
     clear(self._workdir, [self._label])
-    append_fault(self._workdir, {'node': self._label, 'event': 'start'},
+    fault_records.append_fault(self._workdir, {'node': self._label, 'event': 'start'},
                  self._label)
     restarts = 0
     while True:
@@ -332,14 +249,14 @@ class Keeper:
                   f'{self._window:.0f} s (--max_node_restarts='
                   f'{self._max_restarts}; its log, logs/{self._label}.log, '
                   'says why)')
-        append_fault(self._workdir, {**record, 'gave_up': True},
+        fault_records.append_fault(self._workdir, {**record, 'gave_up': True},
                      self._label)
         _write_node_file(self._workdir, self._label, 'failed', reason)
         print(f'Keeper: {reason}; not started again.', flush=True)
         return _exit_status(status)
       pause = min(MAX_PAUSE_SECONDS,
                   FIRST_PAUSE_SECONDS * 2 ** (len(self._faults) - 1))
-      append_fault(self._workdir, {**record, 'gave_up': False,
+      fault_records.append_fault(self._workdir, {**record, 'gave_up': False,
                                    'pause_seconds': pause}, self._label)
       print(f'Keeper: the {self._label} (pid {self._process.pid}) has died '
             f'({cause}); starting it again in {pause:.0f} s (restart '

@@ -39,6 +39,8 @@ import launchpad as lp
 from absl import logging
 
 from launch import keeper
+
+from launch.runs import faults as fault_records
 from launch import node_groups
 from launch import platforms
 from launch import stop_watchdog
@@ -368,7 +370,7 @@ def keeper_resources(program: lp.Program, labels: Dict[Tuple[str, int], str],
             f'{shlex.quote(_KEEPER)} "$@"\n')
   os.chmod(script, 0o700)
   keeper.clear(workdir, list(labels.values()))
-  keeper.launched(workdir)
+  fault_records.launched(workdir)
   resources = {}
   for group, nodes in program.groups.items():
     if not node_groups.BY_NAME[group].kept:
@@ -449,7 +451,7 @@ class SupervisedReplayServer:
                     'its newest checkpoint' if self._directory
                     else 'empty tables (replay checkpoints are off)')
       # Multiprocessing's exit code is Popen's: -N for a signal.
-      keeper.append_fault(self._workdir, {
+      fault_records.append_fault(self._workdir, {
           'node': self._label, 'event': 'fault', 'process': 'server',
           'cause': 'its server was ' + keeper.describe_end(
               self._process.exitcode or 0).replace('exit status',

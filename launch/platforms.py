@@ -27,6 +27,8 @@ import launchpad as lp
 from absl import logging
 
 from launch import keeper
+
+from launch.runs import faults as fault_records
 from launch import node_groups
 from launch import node_output
 from launch import placement
@@ -101,7 +103,7 @@ class KeptNodeRecords:
     counter's actor steps, a replay shard's items (their net fall: items
     written and sampled out between the two answers count too), the
     evaluator's episodes of its round."""
-    faults = [record for record in keeper.read_faults(self._workdir)
+    faults = [record for record in fault_records.read_faults(self._workdir)
               if record.get('node') == label and
               record.get('event') == 'fault']
     lost = {}
@@ -118,7 +120,7 @@ class KeptNodeRecords:
       record['seconds_since_fault'] = round(
           time.time() - faults[-1]['time'], 1)
       record['restarts_before'] = faults[-1].get('restarts_before', 0) + 1
-    keeper.append_fault(self._workdir, record, 'coordinator')
+    fault_records.append_fault(self._workdir, record, 'coordinator')
     logging.info('The %s answers again after its fault; lost: %s.', label,
                  lost or 'nothing it counts')
 
@@ -146,11 +148,11 @@ class ClusterKeptNodes(KeptNodeRecords):
 
   def process(self, label: str) -> Optional[int]:
     """Not a process id: how many times node `label` has been started
-    again in this launch (`keeper.restart_counts`: by its keeper, or with its
+    again in this launch (`fault_records.restart_counts`: by its keeper, or with its
     replica), which changes as it starts again."""
     if time.time() - self._read >= self.REFRESH_SECONDS:
-      self._restarts = keeper.restart_counts(keeper.this_launch(
-          keeper.read_faults(self._workdir)))
+      self._restarts = fault_records.restart_counts(fault_records.this_launch(
+          fault_records.read_faults(self._workdir)))
       self._read = time.time()
     return self._restarts.get(label, 0)
 

@@ -24,7 +24,7 @@ import os
 import time
 from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
-from launch import keeper
+from launch.runs import faults as fault_records
 from launch.runs.loggers import ROUND_STARTED
 from launch.runs.loggers import format_duration
 from launch.runs.loggers import split_rounds
@@ -267,7 +267,7 @@ class RunStatus:
       figures.append(f'ETA {format_duration(seconds)} ({limit})')
     elif self._max_actor_steps or self._max_seconds:
       figures.append('ETA -')
-    restarts = keeper.restarts_by_node(self._workdir)
+    restarts = fault_records.restarts_by_node(self._workdir)
     if restarts:
       figures.append(f'{sum(restarts.values())} restarts (' + ', '.join(
           f'{node} {count}' for node, count in sorted(restarts.items())) +

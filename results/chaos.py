@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional
 from absl import app
 from absl import flags
 
-from launch import keeper
+from launch.runs import faults as fault_records
 from results import bank
 from results import page_registry
 from results import spread
@@ -58,8 +58,8 @@ def bank_runs(runs: str) -> List[str]:
     run = os.path.join(runs, name)
     if not os.path.isfile(os.path.join(run, 'chaos.json')):
       continue
-    faults = os.path.join(run, keeper.FAULTS)
-    records = [os.path.join(keeper.FAULTS, name) for name in (
+    faults = os.path.join(run, fault_records.FAULTS)
+    records = [os.path.join(fault_records.FAULTS, name) for name in (
         sorted(os.listdir(faults)) if os.path.isdir(faults) else ())]
     bank.copy_missing(run, os.path.join(BANK, name), [*SMALL_FILES, *records])
     banked.append(name)
@@ -84,7 +84,7 @@ def _banked(name: str) -> Optional[Dict[str, Any]]:
 def _launches(name: str) -> List[float]:
   """When the run was launched, then when its relaunch check began (after
   the run's end): the launch records among the faults' records."""
-  return [record['time'] for record in keeper.read_faults(
+  return [record['time'] for record in fault_records.read_faults(
       os.path.join(BANK, name)) if record.get('event') == 'launch']
 
 

@@ -37,6 +37,8 @@ import psutil
 import pytest
 
 from launch import keeper
+
+from launch.runs import faults as fault_records
 from launch.runs import run_manifest
 from launch.runs import storage
 from launch.cloud import capacity
@@ -1355,7 +1357,7 @@ def _node_of(replica_pid: int) -> int:
 
 
 def _records(workdir, node: str, event: str) -> List[dict]:
-  return [record for record in keeper.this_launch(keeper.read_faults(
+  return [record for record in fault_records.this_launch(fault_records.read_faults(
       str(workdir))) if record.get('node') == node and
           record.get('event') == event]
 
@@ -1382,7 +1384,7 @@ def test_a_replicas_node_and_a_whole_replica_come_back_and_the_job_goes_on(
     actor = _replicas(package_dir, 'actor')[0]
     node = _node_of(actor['pid'])
     os.kill(node, signal.SIGKILL)
-    faults = lambda: [record for record in keeper.read_faults(str(workdir))
+    faults = lambda: [record for record in fault_records.read_faults(str(workdir))
                       if record.get('event') == 'fault']
     _wait_for(faults, 120, 'the keeper\'s record of the fault')
     (fault,) = faults()

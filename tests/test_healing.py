@@ -15,6 +15,8 @@ import sys
 import pytest
 
 from launch import keeper
+
+from launch.runs import faults as fault_records
 from launch.runs import checkpointing
 import helpers
 
@@ -61,7 +63,7 @@ def test_every_kind_of_node_killed_or_frozen_comes_back_in_place(tmp_path):
   # after: a learner goes back to its newest checkpoint, never before it;
   # the counter and a replay node come back from theirs, not from nothing.
   # Of the first launch (the relaunch below is the second).
-  every = keeper.read_faults(str(workdir))
+  every = fault_records.read_faults(str(workdir))
   launches = [index for index, record in enumerate(every)
               if record.get('event') == 'launch']
   assert len(launches) == 2, every

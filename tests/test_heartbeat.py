@@ -14,7 +14,7 @@ import pytest
 from courier.python import client as courier_client
 
 from launch import heartbeat
-from launch import keeper
+from launch.runs import faults as fault_records
 from launch import platforms
 from tests import helpers
 
@@ -236,7 +236,7 @@ def test_a_fault_is_measured_from_the_old_process_however_fast_the_new_starts(
     for restart in range(1, restarts + 1):
       following = helpers.held_heartbeat_server(port)
       helpers.wait_for(
-          lambda: len(keeper.read_faults(str(tmp_path))) == restart - 1 and
+          lambda: len(fault_records.read_faults(str(tmp_path))) == restart - 1 and
           _pings(address) >= 3, 120, 'answers of the current process')
       helpers.kill_group(process)
       kept.pid = None  # Gone: no process of the launch does its work.
@@ -246,12 +246,12 @@ def test_a_fault_is_measured_from_the_old_process_however_fast_the_new_starts(
       helpers.serve_held(process)
       pids.append(process.pid)
       helpers.wait_for(
-          lambda: len(keeper.read_faults(str(tmp_path))) == restart, 120,
+          lambda: len(fault_records.read_faults(str(tmp_path))) == restart, 120,
           'the restarted node to answer')
   finally:
     watch.close()
     helpers.kill_group(process)
-  records = keeper.read_faults(str(tmp_path))
+  records = fault_records.read_faults(str(tmp_path))
   assert [record['event'] for record in records] == ['recovered'] * restarts
   for record, old, new in zip(records, pids, pids[1:]):
     assert record['answered_before_fault']['pid'] == old, record

@@ -15,6 +15,8 @@ import psutil
 import pytest
 
 from launch import keeper
+
+from launch.runs import faults as fault_records
 from tests import helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -95,7 +97,7 @@ class _Kept:
       return f.read()
 
   def faults(self):
-    return [record for record in keeper.read_faults(self.directory)
+    return [record for record in fault_records.read_faults(self.directory)
             if record.get('event') == 'fault']
 
   def close(self):
@@ -234,28 +236,28 @@ def test_the_node_dies_with_its_keeper(kept):
 def test_faults_of_this_launch_count_as_restarts(tmp_path):
   workdir = str(tmp_path)
   # A run of before kept every record in one file.
-  with open(tmp_path / keeper.ONE_FILE, 'w') as f:
+  with open(tmp_path / fault_records.ONE_FILE, 'w') as f:
     f.write(json.dumps({'time': 1.0, 'node': 'actor_1', 'event': 'fault',
                         'gave_up': False}) + '\n')
-  keeper.append_fault(workdir, {'node': 'learner', 'event': 'fault',
+  fault_records.append_fault(workdir, {'node': 'learner', 'event': 'fault',
                                 'gave_up': False}, 'learner')
-  keeper.launched(workdir)
+  fault_records.launched(workdir)
   for node, gave_up in (('learner', False), ('actor_1', False),
                         ('learner', False), ('counter', True)):
-    keeper.append_fault(workdir, {'node': node, 'event': 'fault',
+    fault_records.append_fault(workdir, {'node': node, 'event': 'fault',
                                   'gave_up': gave_up}, node)
-  keeper.append_fault(workdir, {'node': 'learner', 'event': 'recovered'},
+  fault_records.append_fault(workdir, {'node': 'learner', 'event': 'recovered'},
                       'coordinator')
-  with open(tmp_path / keeper.FAULTS / 'learner.jsonl', 'a') as f:
+  with open(tmp_path / fault_records.FAULTS / 'learner.jsonl', 'a') as f:
     f.write('{"node": "cut sh')  # A line a crash cut short.
-  assert keeper.restarts_by_node(workdir) == {'learner': 2, 'actor_1': 1}
+  assert fault_records.restarts_by_node(workdir) == {'learner': 2, 'actor_1': 1}
   # Every writer's, in the order they were written.
-  records = keeper.read_faults(workdir)
+  records = fault_records.read_faults(workdir)
   assert [(record.get('node'), record['event']) for record in records] == [
       ('actor_1', 'fault'), ('learner', 'fault'), (None, 'launch'),
       ('learner', 'fault'), ('actor_1', 'fault'), ('learner', 'fault'),
       ('counter', 'fault'), ('learner', 'recovered')]
-  assert sorted(os.listdir(tmp_path / keeper.FAULTS)) == [
+  assert sorted(os.listdir(tmp_path / fault_records.FAULTS)) == [
       'actor_1.jsonl', 'coordinator.jsonl', 'counter.jsonl', 'launch.jsonl',
       'learner.jsonl']
 
@@ -284,7 +286,7 @@ def test_a_replicas_keeper_keeps_its_task_and_passes_the_replicas_end_on(
   second = node.new_pid(first)
   assert [(fault['node'], fault['cause']) for fault in node.faults()] == [
       ('actor_1', 'killed by SIGKILL')]
-  assert os.listdir(os.path.join(node.directory, keeper.FAULTS)) == [
+  assert os.listdir(os.path.join(node.directory, fault_records.FAULTS)) == [
       'actor_1.jsonl']
   # Vertex AI ends a replica with SIGTERM to its command, the keeper: the
   # keeper passes it on to the node, and does not start it again.

@@ -25,6 +25,7 @@ from absl import logging as absl_logging
 
 import helpers
 from launch import keeper
+from launch.runs import faults as fault_records
 from launch import node_output
 from launch import status as status_lib
 from launch import terminal as terminal_lib
@@ -236,12 +237,12 @@ def test_the_run_line_counts_this_launchs_restarts_by_node(tmp_path):
       {line.name: line.figures for line in status.lines()}['run'])
   # An earlier launch's fault, then this launch's: the keepers' records
   # (launch/keeper.py). A fault given up on is no restart.
-  keeper.append_fault(str(tmp_path), {'node': 'counter', 'event': 'fault'},
+  fault_records.append_fault(str(tmp_path), {'node': 'counter', 'event': 'fault'},
                       'counter')
-  keeper.launched(str(tmp_path))
+  fault_records.launched(str(tmp_path))
   for node, gave_up in (('learner', False), ('actor_1', False),
                         ('learner', False), ('evaluator', True)):
-    keeper.append_fault(str(tmp_path), {'node': node, 'event': 'fault',
+    fault_records.append_fault(str(tmp_path), {'node': node, 'event': 'fault',
                                         'gave_up': gave_up}, node)
   run = {line.name: line.figures for line in status.lines()}['run']
   assert run[-2:] == ['3 restarts (actor_1 1, learner 2)', str(tmp_path)]

@@ -1,1 +1,1 @@
-"""A run's records and files: storage (local or Cloud Storage), the run manifest, checkpoints, policy snapshots and loggers."""
+"""A run's records and files: storage (local or Cloud Storage), the run manifest, fault records, checkpoints, policy snapshots and loggers."""

@@ -24,7 +24,7 @@ import sys
 import time
 from typing import Any, Dict, NamedTuple, Optional, Sequence
 
-from launch import keeper
+from launch.runs import faults as fault_records
 from launch.runs import storage
 
 MANIFEST = 'run.json'
@@ -411,7 +411,7 @@ def write_job_record(workdir: str, job: str):
               {'job': job, 'submitted': round(time.time(), 3)})
   # The launch's own file of the faults' records: read and written whole
   # (Cloud Storage has no appending), by the launches only.
-  path = storage.join(workdir, keeper.FAULTS, f'{keeper.LAUNCHES}.jsonl')
+  path = storage.join(workdir, fault_records.FAULTS, f'{fault_records.LAUNCHES}.jsonl')
   line = json.dumps({'time': round(time.time(), 3), 'event': 'launch'})
   storage.write_text(path, (storage.read_text(path) or '') + line + '\n')
 
