@@ -13,7 +13,7 @@ its acting nodes are called. Its folder's
       builder='agents.apex_dqn.builder:ApeXDQNBuilder', presets=PRESETS,
       actions='discrete', default_env='atari:Pong'))
 
-The programs (`programs/<name>.py`), restoring a policy (`launch.restore`),
+The programs (`programs/<name>.py`), restoring a policy (`launch.offline.restore`),
 `programs/evaluate.py` and `examples/single_process.py` all read this
 registry, and nothing else lists the agents. An agent of your own code is
 registered the same way, from a module imported before a program reads its
@@ -69,7 +69,7 @@ class Agent:
   networks`; None: its builder's own."""
   small_machine_preset: Optional[str] = None
   """The preset sized for a machine of a few cores, which a launch without
-  `--preset` there names (`launch.command_line.small_machine_notice`)."""
+  `--preset` there names (`launch.console.command_line.small_machine_notice`)."""
 
   def __post_init__(self):
     if self.actions not in ACTIONS:

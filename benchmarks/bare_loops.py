@@ -79,7 +79,7 @@ def _run(step):
 def actor_loop():
   """Steps the environments with the batched forward pass."""
   from launch import nodes  # pylint: disable=g-import-not-at-top
-  from launch import placement  # pylint: disable=g-import-not-at-top
+  from launch.machine import placement  # pylint: disable=g-import-not-at-top
   # The same threads as the program's actor.
   placement.use_tf_threads(nodes.ActingNode.tf_threads_per_process)
   builder = _builder()

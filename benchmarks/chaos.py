@@ -14,7 +14,7 @@ would:
   a replay node, its own process or its Reverb server's,
   `<label>_server.pid`);
 * or SIGSTOP, held: the coordinator's heartbeats find it silent after
-  `--heartbeat_timeout` seconds and end it (`launch.keeper`).
+  `--heartbeat_timeout` seconds and end it (`launch.supervision.keeper`).
 
 The schedule is drawn from `--seed`: the kinds of node (`--kinds`: learner,
 counter, replay, actor, evaluator, and cacher in a program with variable
@@ -63,7 +63,7 @@ from absl import flags
 import numpy as np
 import psutil
 
-from launch import keeper
+from launch.supervision import keeper
 
 from launch.runs import faults as fault_records
 from launch.runs import checkpointing

@@ -21,7 +21,7 @@ own in this one process, all of them timed in turn within every repeat
 Not here: XLA (`benchmarks/learner_xla.py` times it, each setting in a
 process of its own: in this one, an XLA update beside the other learners
 failed to find its compiled function), and thread pools, which TensorFlow
-fixes as it starts (`launch.placement` sets the program's nodes' own). Prints each variant's
+fixes as it starts (`launch.machine.placement` sets the program's nodes' own). Prints each variant's
 median samples learned a second and its ratio to the baseline's; writes
 benchmarks/results/learner_options.json.
 

@@ -176,7 +176,7 @@ def _actor_rows(workdir: str) -> List[List[Dict[str, float]]]:
 def _cpu_seconds(pid: int) -> float:
   """User and system CPU seconds of process `pid` and its waited-for
   children (0 if it is gone)."""
-  from launch import local  # pylint: disable=g-import-not-at-top
+  from launch.supervision import local  # pylint: disable=g-import-not-at-top
   fields = local.proc_stat(pid)  # From the state on: utime is the 12th.
   if fields is None:
     return 0.0

@@ -2,41 +2,37 @@
 Launchpad program, launches it here or on Google Cloud, and keeps its run's
 records. It imports the agents; the agents import nothing of it.
 
-  program.py       the program graph: which nodes, wired how
-  node_groups.py   the node groups, each declared once (order, size, labels,
-                   watch, heartbeat, stop, keeper, machine)
-  nodes.py         what every program's nodes are made of (the stop, the
-                   learner's and the actors' loops), and the evaluator
-  replay_nodes.py  the nodes of a program with replay: replay, learner,
-                   actors
-  worker_nodes.py  the nodes of a program of workers: the shared
-                   parameters, the workers
+Its top level is the core, the counterpart of Acme's
+`make_distributed_experiment`: which nodes a program has and how they are
+wired, and what they are made of.
+
+  program.py        the program graph: which nodes, wired how
+  node_groups.py    the node groups, each declared once (order, size, labels,
+                    watch, heartbeat, stop, keeper, machine)
+  nodes.py          what every program's nodes are made of (the stop, the
+                    learner's and the actors' loops), and the evaluator
+  replay_nodes.py   the nodes of a program with replay: replay, learner,
+                    actors
+  worker_nodes.py   the nodes of a program of workers: the shared
+                    parameters, the workers
   variable_cache.py the variable cachers between the learner and the actors
-  coordinator.py   the stop policy: when the program stops, and in which order
-  program_stop.py  a node's loop under Launchpad's stop: ends by itself,
-                   interrupted only when stuck
-  heartbeat.py     liveness over the program's RPC: the coordinator's heartbeats
-  platforms.py     where the nodes run, and what their processes need there
-  local.py         this machine's processes (local_mp): pid files, node
-                   watching, the stop watchdog, the supervised replay server
-  stop_watchdog.py the watchdog process itself (standard library only)
-  keeper.py        each node's keeper (local_mp, and each Vertex AI
-                   replica), which starts it again in place when it dies,
-                   and the faults' records (standard library only)
-  options.py       the run options (`RunOptions`), one flag each
-  command_line.py  flags, presets and resuming; the program built before
-                   anything starts
-  launcher.py      launching, Ctrl-C, the exit status
-  node_output.py, status.py, terminal.py
-                   the nodes' output, the live status, the terminal
-  entry.py         what every program of programs/ is: an agent behind one main
-  private_network.py a local launch's own network namespace (loopback only),
-                   made before anything starts
-  restore.py       a trained policy read back from a run
-  runs/            a run's records and files: storage (local or Cloud
-                   Storage), the run manifest, checkpoints and loggers
-  cloud/           launching on Google Cloud (Vertex AI), one module per
-                   role (its __init__ says which)
+  options.py        the run options (`RunOptions`), one flag each
+  entry.py          what every program of programs/ is: an agent behind one
+                    main
+
+Its rooms, each a package whose docstring says what it holds and what it
+may import:
+
+  supervision/      keeping the program running, healing it, stopping it
+  console/          the command line, the live status, the terminal
+  machine/          what a local launch takes of this machine: its own
+                    network, its cores
+  offline/          a trained policy read back and evaluated
+  runs/             a run's records and files: storage (local or Cloud
+                    Storage), the run manifest, fault records, checkpoints
+                    and loggers
+  cloud/            launching on Google Cloud (Vertex AI), one module per
+                    role
 """
 
 import os

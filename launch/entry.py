@@ -18,7 +18,7 @@ is answered in a second. This module imports neither at its top.
 
 import sys
 
-from launch import private_network
+from launch.machine import private_network
 
 
 class ProgramEntry:
@@ -36,7 +36,7 @@ class ProgramEntry:
     import launchpad  # pylint: disable=unused-import  # Its --lp_* flags.
     from agents import plugins as plugins_lib
     from agents import registry
-    from launch import command_line
+    from launch.console import command_line
     from launch.cloud import options as cloud_options
     # pylint: enable=g-import-not-at-top
     cloud_options.define_xmanager_flags(sys.argv)
@@ -49,7 +49,7 @@ class ProgramEntry:
 
   def build(self):
     """Validates the flags: (program, run options, environment, plan)."""
-    from launch import command_line  # pylint: disable=g-import-not-at-top
+    from launch.console import command_line  # pylint: disable=g-import-not-at-top
     return command_line.build_program(
         self.name, self.agent.config_class, self.agent.make_builder,
         self.agent.resolve_environment, self.agent.presets,
@@ -58,7 +58,7 @@ class ProgramEntry:
   def _main(self, argv):
     del argv  # Unused: every argument is a flag.
     program, options, environment, plan = self.build()
-    from launch import launcher  # pylint: disable=g-import-not-at-top
+    from launch.supervision import launcher  # pylint: disable=g-import-not-at-top
     print(f'{self.agent.title} on {environment.name} with '
           f'{options.num_actors} {self.agent.members}; logs in '
           f'{options.workdir}')

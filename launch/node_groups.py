@@ -6,18 +6,18 @@ actors, ...). Everything the launch layer does by group reads `GROUPS`:
 * the Launchpad groups, in this order (`launch.program`): on Vertex AI the
   first group's is the job's primary replica, whose exit ends the job;
 * how many nodes each has (`count`), for the program and for the cloud plan
-  made before it (`launch.command_line`);
+  made before it (`launch.console.command_line`);
 * each node's label: its name in `<workdir>/nodes/`, `logs/`, the keepers'
   settings and the faults' records (`label`);
 * which nodes the program cannot go on without (`needed`): the process
-  watch (`launch.local.ProgramWatch`) and the heartbeats
-  (`launch.heartbeat`) stop the program once one of them is gone for good;
+  watch (`launch.supervision.local.ProgramWatch`) and the heartbeats
+  (`launch.supervision.heartbeat`) stop the program once one of them is gone for good;
 * the call each answers as its heartbeat (`heartbeat`);
 * the coordinator's ordered stop (`stop_step`, `stop_seconds`);
 * which nodes call no other (`server`): no stop watchdog
-  (`launch.local`), whose job is a node blocked in a call to one that has
+  (`launch.supervision.local`), whose job is a node blocked in a call to one that has
   stopped;
-* which run under a keeper (`kept`, `launch.keeper`);
+* which run under a keeper (`kept`, `launch.supervision.keeper`);
 * the machine each asks for on Vertex AI (`machine`,
   `launch.cloud.machines`).
 

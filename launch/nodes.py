@@ -12,8 +12,8 @@ program of workers in `launch.worker_nodes`.
 
 Each node is what runs in one node's process (or thread); the program graph
 (`launch.program`) wires them, the platform
-(`launch.platforms`) sets up their processes, and the
-coordinator (`launch.coordinator`) stops them in order: the
+(`launch.supervision.platforms`) sets up their processes, and the
+coordinator (`launch.supervision.coordinator`) stops them in order: the
 nodes that call others (actors, evaluator) first, then the learner, then the
 rest of the program. So `stop()` of a node ends its loop, does its last work
 (its counts sent, its final checkpoint written), answers, and leaves the node
@@ -38,8 +38,8 @@ from launch.runs import checkpointing
 from launch.runs import loggers as loggers_lib
 from agents.envs import resilience
 from agents import actor_loop
-from launch import keeper
-from launch import program_stop
+from launch.supervision import keeper
+from launch.supervision import program_stop
 from launch.options import RunOptions
 from launch.node_groups import actor_label
 
@@ -50,7 +50,7 @@ COUNTER_SYNC_SECONDS = 1.0
 def node_seed(options: RunOptions, offset: int) -> int:
   """The seed of a node's part number `offset` (an actor, an environment):
   one of the run's `--seed`, the same in every launch of it. A node's
-  process started again by its keeper (`launch.keeper`) draws from a stream
+  process started again by its keeper (`launch.supervision.keeper`) draws from a stream
   of its own (its environments do not replay the episodes its last process
   played)."""
   entropy = [options.seed, offset]
@@ -161,7 +161,7 @@ class LearningNode(acme.Learner, acme.VariableSource):
     return self._learner.variable_names
 
   def ping(self):
-    """The coordinator's heartbeat (`launch.heartbeat`): the learner's
+    """The coordinator's heartbeat (`launch.supervision.heartbeat`): the learner's
     updates, those of its newest checkpoint (a restart goes back to them)
     and those it started from."""
     return {'updates': int(self._learner.num_steps),
@@ -290,7 +290,7 @@ class ActingNode:
     return node_seed(options, 100_000 + actor_id)
 
   def ping(self):
-    """The coordinator's heartbeat (`launch.heartbeat`): this process's
+    """The coordinator's heartbeat (`launch.supervision.heartbeat`): this process's
     environment steps."""
     return {'steps': int(self._counter.own_counts['steps'])}
 
@@ -407,7 +407,7 @@ class EvaluatorNode:
     self._environments = [self._make_environment() for _ in range(count)]
 
   def ping(self):
-    """The coordinator's heartbeat (`launch.heartbeat`): the episodes of
+    """The coordinator's heartbeat (`launch.supervision.heartbeat`): the episodes of
     the round under way that have ended (a restart loses them)."""
     return {'round_episodes': int(
         self._evaluator_counter.own_counts['episodes'] -

@@ -1,7 +1,7 @@
 """What a run needs beyond the agent's hyper-parameters.
 
 Each field of `RunOptions` is a command-line flag of the same name, its
-docstring the flag's help (`launch.command_line`), as the
+docstring the flag's help (`launch.console.command_line`), as the
 agents' config fields are: one source for the default, the help and the
 check of every run option.
 """
@@ -121,7 +121,7 @@ class RunOptions:
   """local_mp: how many times a node that dies or freezes (its heartbeats
   silent for --heartbeat_timeout) is started again in place, from its own
   newest checkpoint, within --node_restart_window seconds, while the rest
-  of the program goes on (`launch.keeper`, docs/checkpoints.md). One fault
+  of the program goes on (`launch.supervision.keeper`, docs/checkpoints.md). One fault
   more and the program stops as failed, naming the node. 0: no node is
   started again; the program stops at the first such fault. Five, as
   Vertex AI restarts a failing replica five times before it fails the
@@ -140,7 +140,7 @@ class RunOptions:
   this one can then run code as this user. Given per launch, never resumed
   from run.json."""
   placement: str = 'sized'
-  """How the nodes' processes share the cores (launch/placement.py): sized
+  """How the nodes' processes share the cores (launch/machine/placement.py): sized
   (each node's TensorFlow thread pools sized for the cores it should use:
   the learner every core it may run on, every other node one; under
   local_mp the evaluator at nice 10, yielding to the learner and the
@@ -214,7 +214,7 @@ class RunOptions:
                self.workdir_access, ' or '.join(WORKDIR_UMASKS))
     check_flag('num_evaluators', self.num_evaluators in (0, 1),
                self.num_evaluators, '0 or 1')
-    from launch import placement  # pylint: disable=g-import-not-at-top
+    from launch.machine import placement  # pylint: disable=g-import-not-at-top
     placement.check(self.placement, self.pin_learner, self.pin_others,
                     self.launch_type)
     from agents.envs.atari import ATARI_EVALUATIONS  # pylint: disable=g-import-not-at-top

@@ -10,7 +10,7 @@ agent:
       └─────(network parameters)── learner ◀───┘  │
                                      └──(new priorities)──┘
     evaluator ◀─(parameters)─ learner;  every node ─(step counts)─▶ counter
-    coordinator: stops the program (launch/coordinator.py)
+    coordinator: stops the program (launch/supervision/coordinator.py)
 
 What an item is (an n-step transition, a sequence), how it is written and
 read, and what its priority is, are the builder's (`make_replay_tables`,
@@ -28,7 +28,7 @@ which holds the shared parameters, is in the learner's place and its
 workers in the actors' places (`launch.worker_nodes`); the evaluator and
 the coordinator take them for the learner and the actors.
 
-The platform (`launch/platforms.py`, `local.py`) sets up the
+The platform (`launch/supervision/platforms.py`, `local.py`) sets up the
 nodes' processes where they run.
 """
 
@@ -39,14 +39,14 @@ import launchpad as lp
 
 from launch.runs import checkpointing
 from agents import builders
-from launch import local
+from launch.supervision import local
 from launch import node_groups
-from launch import placement
-from launch import platforms
+from launch.machine import placement
+from launch.supervision import platforms
 from launch import replay_nodes as replay_nodes_lib
 from launch import variable_cache
 from launch import worker_nodes
-from launch.coordinator import Coordinator
+from launch.supervision.coordinator import Coordinator
 from launch.nodes import EvaluatorNode
 from launch.options import RunOptions
 from launch.node_groups import actor_label

@@ -31,7 +31,7 @@ from absl import logging
 from agents import variables as variables_lib
 from launch.runs import loggers as loggers_lib
 from launch import nodes
-from launch import program_stop
+from launch.supervision import program_stop
 from launch.options import RunOptions
 
 # How often a cacher asks the learner for newer parameters. An actor of the
@@ -110,7 +110,7 @@ class VariableCacherNode(acme.VariableSource):
     return current, values
 
   def ping(self) -> bool:
-    """The coordinator's heartbeat (`launch.heartbeat`)."""
+    """The coordinator's heartbeat (`launch.supervision.heartbeat`)."""
     return True
 
   def stop(self, timeout: float) -> bool:

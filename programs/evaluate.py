@@ -71,8 +71,8 @@ def _check_flags():
 def main(_):
   _check_flags()
   # pylint: disable=g-import-not-at-top
-  from launch import evaluation
-  from launch import restore
+  from launch.offline import evaluation
+  from launch.offline import restore
   # pylint: enable=g-import-not-at-top
   try:
     policy = restore.load(FLAGS.workdir, FLAGS.checkpoint)

@@ -23,7 +23,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from launch import evaluation
+from launch.offline import evaluation
 
 flags.DEFINE_string('workdir', None, 'The Pong run: its newest learner '
                     'checkpoint is played.')
@@ -64,7 +64,7 @@ def table(rows: List[Dict[str, object]]) -> str:
 
 def main(argv):
   del argv
-  from launch import restore  # pylint: disable=g-import-not-at-top
+  from launch.offline import restore  # pylint: disable=g-import-not-at-top
   policy = restore.load(FLAGS.workdir)
   rows = []
   for count in COUNTS:

@@ -8,7 +8,7 @@ tests/test_command_line.py checks that the page holds what this would write.
 
 import os
 
-from launch import command_line
+from launch.console import command_line
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -21,7 +21,7 @@ class Pinged:
     self.pings = 0
 
   def ping(self) -> dict:
-    """As a node's (launch.heartbeat): which process answers, and how many
+    """As a node's (launch.supervision.heartbeat): which process answers, and how many
     pings it has served."""
     self.pings += 1
     return {'pid': os.getpid(), 'pings': self.pings}

@@ -23,7 +23,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 import psutil
 import pytest
 
-from launch.node_output import LAUNCH_HEADER
+from launch.console.node_output import LAUNCH_HEADER
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -85,7 +85,7 @@ def module_command(module: str, *args: str) -> List[str]:
   return [sys.executable, '-m', f'tests.{module}', *args]
 
 
-# What a heartbeat watch (`launch.heartbeat`) logs once every
+# What a heartbeat watch (`launch.supervision.heartbeat`) logs once every
 # node it watches has answered; until then a node that dies counts as
 # starting, for up to 10 minutes. Fault tests wait for it before a kill.
 HEARD_FROM_ALL = 'Heartbeats: every watched node has answered'

@@ -23,7 +23,7 @@ import launchpad as lp
 from absl import app
 from absl import logging
 
-from launch import program_stop
+from launch.supervision import program_stop
 
 running = {name: threading.Event() for name in ('ends', 'stuck', 'failing')}
 stopped_at = []  # When the stopper stopped the program.

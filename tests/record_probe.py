@@ -1,5 +1,5 @@
 """A Launchpad program launched by the programs' own launcher
-(`launch.launcher.launch`, under local_mt) whose coordinator
+(`launch.supervision.launcher.launch`, under local_mt) whose coordinator
 only writes `--stop_record` as the run's stop.json and ends: what the
 launcher does with the stop record it finds at the end of a run, without
 training one. Its coordinator is a plain Python node (no server). Used by
@@ -17,7 +17,7 @@ from absl import app
 from absl import flags
 
 from launch.runs import run_manifest
-from launch import launcher
+from launch.supervision import launcher
 from launch.options import RunOptions
 
 flags.DEFINE_string('workdir', None, 'The run\'s directory.')

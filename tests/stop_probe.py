@@ -5,7 +5,7 @@ node never answers (`--block=courier`), or in a C call that holds the GIL
 (`--block=gil`, as a C++ extension that does not release it); the `stopper`
 node then stops the program. Used by
 test_stop.py as a subprocess under local_mp, with and without the stop
-watchdog of `launch.local.install_stop_watchdog`:
+watchdog of `launch.supervision.local.install_stop_watchdog`:
 
   python -m tests.stop_probe --watchdog=false --block=gil
 
@@ -20,8 +20,8 @@ import launchpad as lp
 from absl import app
 from absl import flags
 
-from launch import local
-from launch import program_stop
+from launch.supervision import local
+from launch.supervision import program_stop
 
 flags.DEFINE_bool('watchdog', True, 'Install the stop watchdog in each node.')
 flags.DEFINE_enum('block', 'courier', ['courier', 'gil'],

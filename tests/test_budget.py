@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from launch import coordinator
+from launch.supervision import coordinator
 import helpers
 
 BUDGET = 15

@@ -36,7 +36,7 @@ from typing import List, Optional
 import psutil
 import pytest
 
-from launch import keeper
+from launch.supervision import keeper
 
 from launch.runs import faults as fault_records
 from launch.runs import run_manifest
@@ -311,7 +311,7 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
   job = json.loads((package_dir / 'job.json').read_text())
   assert sum(pool['replicas'] for pool in job['pools']) == 256 + 5 + 32
   # Every replica but the primary runs its node under a keeper
-  # (launch/keeper.py), told which node each replica of its pool runs.
+  # (launch/supervision/keeper.py), told which node each replica of its pool runs.
   # Each command exec'd in the container's entrypoint.sh, so that Vertex
   # AI's SIGTERM reaches it, not the shell.
   launchpads = '-m process_entry --data_file=job.pkl'
@@ -320,7 +320,7 @@ def test_dry_run_plans_256_actors_and_a_gpu_learner(tmp_path):
       assert pool['command'] == 'exec python ' + launchpads
       assert keeper.SETTINGS not in pool['environment']
       continue
-    assert pool['command'] == 'exec python -m launch.keeper ' + launchpads
+    assert pool['command'] == 'exec python -m launch.supervision.keeper ' + launchpads
     # Base64 in the image's ENV line, which Docker would strip of JSON's
     # quotes.
     encoded = pool['environment'][keeper.SETTINGS]

@@ -218,7 +218,7 @@ def test_a_launch_without_a_preset_on_a_small_machine_names_the_one_that_fits():
   # description; on a machine of the paper's size, or for a cloud job,
   # nothing.
   from agents import registry
-  from launch import command_line
+  from launch.console import command_line
   for name, preset in (('apex_dqn', 'atari_small'),
                        ('apex_c51', 'atari_small'),
                        ('apex_dpg', 'control_small'), ('d4pg', 'dmc500k'),

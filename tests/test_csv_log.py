@@ -10,7 +10,7 @@ import os
 import numpy as np
 from acme.utils import loggers as acme_loggers
 
-from launch import status
+from launch.console import status
 from launch.runs import loggers
 from launch.runs import curves
 from tests import storage_mounts

@@ -187,7 +187,7 @@ print(json.dumps(out))
 @pytest.mark.slow  # Reads the two local_mp runs.
 @pytest.mark.parametrize('name', ['dqn', 'dpg'])
 def test_snapshot_loads_without_the_project(runs, tmp_path, name):
-  from launch import restore  # pylint: disable=g-import-not-at-top
+  from launch.offline import restore  # pylint: disable=g-import-not-at-top
   workdir, _ = runs[name]
   policy = restore.from_checkpoint(workdir)
   environment = policy.environment.make_environment(seed=3)

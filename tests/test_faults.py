@@ -26,10 +26,10 @@ import reverb
 import tensorflow as tf
 from acme.utils import counting
 
-from launch import coordinator
+from launch.supervision import coordinator
 from agents.replay import adders
 from launch.runs import checkpointing
-from launch import local
+from launch.supervision import local
 from launch import node_groups
 from launch import replay_nodes as nodes
 from launch.options import RunOptions

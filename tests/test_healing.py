@@ -1,4 +1,4 @@
-"""A run that heals itself (launch/keeper.py), with real faults, injected by
+"""A run that heals itself (launch/supervision/keeper.py), with real faults, injected by
 the chaos tool as a user runs it (`python -m benchmarks.chaos`): under
 local_mp the learner, the counter, a replay node, its Reverb server, an
 actor and the evaluator are SIGKILLed, and the learner and the replay
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from launch import keeper
+from launch.supervision import keeper
 
 from launch.runs import faults as fault_records
 from launch.runs import checkpointing

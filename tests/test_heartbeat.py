@@ -1,4 +1,4 @@
-"""The coordinator's heartbeats (`launch.heartbeat`) against
+"""The coordinator's heartbeats (`launch.supervision.heartbeat`) against
 real Courier servers in processes of their own, stopped, continued and
 killed with signals."""
 
@@ -13,9 +13,9 @@ import portpicker
 import pytest
 from courier.python import client as courier_client
 
-from launch import heartbeat
+from launch.supervision import heartbeat
 from launch.runs import faults as fault_records
-from launch import platforms
+from launch.supervision import platforms
 from tests import helpers
 
 

@@ -1,4 +1,4 @@
-"""The node keeper (launch/keeper.py) with real processes: a stand-in node
+"""The node keeper (launch/supervision/keeper.py) with real processes: a stand-in node
 (a small script that writes its pid, as a node does, and waits) is started
 under a keeper the way Launchpad starts one (`keeper.py <script> <its
 arguments> --lp_task_id N`), and killed, frozen out, stopped, or left to
@@ -14,13 +14,13 @@ import time
 import psutil
 import pytest
 
-from launch import keeper
+from launch.supervision import keeper
 
 from launch.runs import faults as fault_records
 from tests import helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KEEPER = os.path.join(ROOT, 'launch', 'keeper.py')
+KEEPER = os.path.join(ROOT, 'launch', 'supervision', 'keeper.py')
 WAIT_SECONDS = 60
 
 # The stand-in node: writes `<nodes>/<label>.pid` (as every node does as it
@@ -65,12 +65,12 @@ class _Kept:
                 'max_restarts': max_restarts, 'window': window}
     env = dict(os.environ, **{keeper.SETTINGS: json.dumps(settings)})
     if replica:
-      # A Vertex AI replica's: `python -m launch.keeper <its command>`, in
+      # A Vertex AI replica's: `python -m launch.supervision.keeper <its command>`, in
       # a directory that holds the code, the node its task in CLUSTER_SPEC.
       env['CLUSTER_SPEC'] = json.dumps({'task': {'type': 'workerpool1',
                                                  'index': 1}})
       self.process = subprocess.Popen(
-          [sys.executable, '-m', 'launch.keeper', script, self.directory,
+          [sys.executable, '-m', 'launch.supervision.keeper', script, self.directory,
            label], env=env, cwd=ROOT)
     else:
       self.process = subprocess.Popen(
@@ -277,7 +277,7 @@ def test_a_keeper_ends_its_node_when_the_coordinator_asks(kept):
 
 def test_a_replicas_keeper_keeps_its_task_and_passes_the_replicas_end_on(
     kept):
-  # A replica's keeper (launch.keeper as a module, in the container's
+  # A replica's keeper (launch.supervision.keeper as a module, in the container's
   # directory) keeps the node of its task in CLUSTER_SPEC (index 1:
   # actor_1), and its records go to that node's file.
   node = kept(replica=True)

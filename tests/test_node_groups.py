@@ -10,7 +10,7 @@ import types
 import pytest
 
 import helpers
-from launch import heartbeat
+from launch.supervision import heartbeat
 from launch import node_groups
 from launch.cloud import machines
 from launch.cloud.options import CloudOptions
@@ -25,7 +25,7 @@ name, argv = sys.argv[1], sys.argv[1:]
 program_module = importlib.import_module('programs.' + name)
 flags.FLAGS(argv)
 program, options, environment, plan = program_module.ENTRY.build()
-from launch import launcher
+from launch.supervision import launcher
 print('GROUPS ' + json.dumps({
     'groups': [[group, len(nodes)] for group, nodes in program.groups.items()],
     'labels': sorted(launcher.node_labels(program).values())}))

@@ -1,4 +1,4 @@
-"""Placement of the nodes on the cores (`launch.placement`, --placement,
+"""Placement of the nodes on the cores (`launch.machine.placement`, --placement,
 --pin_learner, --pin_others): a real local_mp program's processes, read
 from the kernel (/proc: every thread's allowed CPUs and nice) and from
 each node's log of TensorFlow's pool sizes; and a placement that cannot run
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import helpers
-from launch import placement
+from launch.machine import placement
 
 SMOKE = ['--preset=cartpole_smoke', '--max_actor_steps=100000000']
 NUM_ACTORS = 2  # cartpole_smoke's.
@@ -52,7 +52,7 @@ def test_pools_are_sized_as_tensorflow_is_imported_and_not_before():
   # does) sizes its pools to 1 where its default is a thread per core.
   script = (
       'import sys\n'
-      'from launch import placement\n'
+      'from launch.machine import placement\n'
       'placement.apply(placement.NodePlacement(None, 1, 0))\n'
       'print("before", "tensorflow" in sys.modules)\n'
       'import reverb\n'

@@ -2,7 +2,7 @@
 
 A program launched as users launch it (`python programs/apex_dqn.py
 --lp_launch_type=local_mp|local_mt`) runs in a network of its own
-(`launch/private_network.py`). While it trains, a second host,
+(`launch/machine/private_network.py`). While it trains, a second host,
 a network namespace of the test's linked to this machine by a veth pair
 (`tests/second_host.py`), tries every port that the program's processes
 listen on, at this machine's addresses on that link, and sends each a

@@ -11,7 +11,7 @@ import re
 import pytest
 
 import helpers
-from launch import program_stop
+from launch.supervision import program_stop
 
 
 def _reports(output: str):

@@ -1,5 +1,5 @@
 """A policy that carries a state: a recurrent core saved as a policy snapshot
-(`agents.snapshots`), read back as a `launch.restore.Policy` and played by
+(`agents.snapshots`), read back as a `launch.offline.restore.Policy` and played by
 the evaluation's actor, which begins each environment's state again as its
 episode begins. The actions are checked against the core run by hand, one
 environment at a time, from the first step of each episode."""
@@ -10,9 +10,9 @@ import sonnet as snt
 import tensorflow as tf
 
 from agents import snapshots
-from launch import evaluation
+from launch.offline import evaluation
 from agents import registry
-from launch import restore
+from launch.offline import restore
 
 ENVIRONMENTS = 3
 # Any environment will do: the policy's program is only a name here.

@@ -250,7 +250,7 @@ def test_stop_moves_a_bad_request_aside_and_asks_again(tmp_path):
 def _coordinator(workdir):
   """The program's coordinator, as it polls `workdir` for stop requests
   (its nodes are not called before a stop)."""
-  from launch import coordinator  # pylint: disable=g-import-not-at-top
+  from launch.supervision import coordinator  # pylint: disable=g-import-not-at-top
   return coordinator.Coordinator({'actor': [None]}, workdir=str(workdir))
 
 

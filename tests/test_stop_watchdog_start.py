@@ -17,7 +17,7 @@ import helpers
 
 _NODE = textwrap.dedent('''
     import os, signal, sys
-    from launch import local
+    from launch.supervision import local
     from tests import stop_probe
     signal.signal(signal.SIGTERM, lambda *_: None)
     sys.executable = sys.argv[1]

@@ -24,11 +24,11 @@ import pytest
 from absl import logging as absl_logging
 
 import helpers
-from launch import keeper
+from launch.supervision import keeper
 from launch.runs import faults as fault_records
-from launch import node_output
-from launch import status as status_lib
-from launch import terminal as terminal_lib
+from launch.console import node_output
+from launch.console import status as status_lib
+from launch.console import terminal as terminal_lib
 
 # A NaN observation every 97 steps, a crash every 1,000.
 FAULTY_ENV = 'gym:tests.faulty_envs:FaultyCartPole-v0'
@@ -236,7 +236,7 @@ def test_the_run_line_counts_this_launchs_restarts_by_node(tmp_path):
   assert 'restarts' not in ' '.join(
       {line.name: line.figures for line in status.lines()}['run'])
   # An earlier launch's fault, then this launch's: the keepers' records
-  # (launch/keeper.py). A fault given up on is no restart.
+  # (launch/supervision/keeper.py). A fault given up on is no restart.
   fault_records.append_fault(str(tmp_path), {'node': 'counter', 'event': 'fault'},
                       'counter')
   fault_records.launched(str(tmp_path))

@@ -75,7 +75,7 @@ class A3CParameterServer(acme.VariableSource):
   @property
   def state(self) -> Dict[str, tf.Module]:
     """What a checkpoint holds: `num_steps` are the updates (the learner
-    steps of the other agents' checkpoints, which `launch.restore` reads),
+    steps of the other agents' checkpoints, which `launch.offline.restore` reads),
     `environment_steps` is T."""
     return {'network': self._network, 'optimizer': self._optimizer,
             'num_steps': self._num_updates,

@@ -18,7 +18,7 @@ import re
 from typing import Any, Dict, Optional, Sequence
 
 from agents.config import check_flag
-from launch import private_network
+from launch.machine import private_network
 
 # Accelerators Vertex AI offers that xmanager 0.3.0 can ask for
 # (`xm.GpuType`); the A100 picks its own a2 machine.

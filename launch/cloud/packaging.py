@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import agents
 from agents import plugins
 from launch import ONEDNN
-from launch import keeper
+from launch.supervision import keeper
 from launch import node_groups
 from launch import onednn_setting
 from launch.cloud.machines import job_requirements
@@ -103,10 +103,10 @@ def _docker_steps(spec) -> List[str]:
           *kept[1:]]
 
 
-# A replica's command under a keeper (`launch.keeper`), which runs
+# A replica's command under a keeper (`launch.supervision.keeper`), which runs
 # Launchpad's own (`python -m process_entry --data_file=job.pkl`) and starts
 # it again when it dies; the primary replica (the coordinator) has none.
-KEEPER_MODULE = 'launch.keeper'
+KEEPER_MODULE = 'launch.supervision.keeper'
 
 
 def bound_pools(program, labels: Optional[Dict[Tuple[str, int], str]] = None

@@ -135,7 +135,7 @@ class CheckpointedCounter(counting.Counter):
       return {'counts': dict(self._counts), 'cache': dict(self._cache)}
 
   def ping(self):
-    """The coordinator's heartbeat (`launch.heartbeat`): the actors' steps
+    """The coordinator's heartbeat (`launch.supervision.heartbeat`): the actors' steps
     counted, those it started from, and those of its newest checkpoint (a
     restart goes back to them)."""
     return {'actor_steps': int(self._counts.get('actor_steps', 0)),

@@ -3,7 +3,7 @@ writer (a node's keeper, the coordinator, the launches), one JSON object a
 line. Cloud Storage replaces an object whole, so two replicas appending to
 one file would lose lines.
 
-Written by the keepers (`launch.keeper`) and the coordinator; read by the
+Written by the keepers (`launch.supervision.keeper`) and the coordinator; read by the
 coordinator, the terminal's status, the run's manifest and the results'
 chaos page. Standard library only: a keeper imports it.
 """

@@ -1,7 +1,7 @@
 """Loggers for every node: its output, CSV and TensorBoard.
 
 A node's output is its log: `<workdir>/logs/<label>.log` under a local
-launch (`launch.node_output`), its replica's log on Vertex AI.
+launch (`launch.console.node_output`), its replica's log on Vertex AI.
 
 Layout under a run's workdir:
   <workdir>/logs/<label>/logs.csv      (every row with its `walltime`)

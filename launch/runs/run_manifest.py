@@ -366,7 +366,7 @@ def write_stop_record(workdir: str, reason: str, failed: bool,
                       restarts: Optional[Dict[str, int]] = None,
                       outside: bool = False):
   """`restarts`: {node: times started again in this launch}, if any were
-  (`launch.keeper`; each fault is in `<workdir>/faults/`); `outside`: the
+  (`launch.supervision.keeper`; each fault is in `<workdir>/faults/`); `outside`: the
   program was ended from outside (a cloud job's end), not stopped by its
   coordinator."""
   record = {'reason': reason, 'failed': failed, 'counts': counts}
@@ -405,7 +405,7 @@ def remove_earlier_launch_records(workdir: str):
 
 def write_job_record(workdir: str, job: str):
   """Records the cloud job just submitted for the run (its name), and the
-  launch in the nodes' faults' records (`launch.keeper`), whose counts
+  launch in the nodes' faults' records (`launch.supervision.keeper`), whose counts
   start again with each launch."""
   _write_json(storage.join(workdir, JOB_RECORD),
               {'job': job, 'submitted': round(time.time(), 3)})

@@ -36,7 +36,7 @@ from launch.cloud import capacity
 from launch.cloud import machines
 from launch.cloud import packaging
 from launch import node_groups
-from launch import private_network
+from launch.machine import private_network
 from launch.cloud.options import CloudOptions
 from launch.options import RunOptions
 from launch.options import WORKDIR_UMASKS

@@ -247,7 +247,7 @@ def check_launch(launch_type: str, allow_exposure: bool) -> Optional[str]:
     raise ValueError(
         f'this launch is not in a network of its own (interfaces: '
         f'{", ".join(interfaces())}): call '
-        'launch.private_network.isolate_launch(sys.argv) before '
+        'launch.machine.private_network.isolate_launch(sys.argv) before '
         f'anything imports NumPy, or pass --{ALLOW_FLAG}.')
   return (f'warning: --{ALLOW_FLAG}: every node listens on every interface '
           f'({", ".join(interfaces())}) without authentication; any host that '

@@ -1,8 +1,8 @@
 """The terminal of a local run: a live status, and the lines that matter.
 
-On a terminal, the run's status (`launch.status`) is redrawn in
+On a terminal, the run's status (`launch.console.status`) is redrawn in
 place, a line per group of nodes, with Rich's `Live`; the nodes' warnings
-and errors (`launch.node_output`) and the launcher's own
+and errors (`launch.console.node_output`) and the launcher's own
 messages appear above it as they come. Where standard output is not a
 terminal (a pipe, a file, CI, nohup), the same status is printed as one
 plain line every `PLAIN_SECONDS` instead.
@@ -16,7 +16,7 @@ import rich.live
 import rich.table
 import rich.text
 
-from launch import status as status_lib
+from launch.console import status as status_lib
 
 # Seconds between two redraws on a terminal, and between two plain lines.
 LIVE_SECONDS = 1.0

@@ -1,6 +1,6 @@
 """Ends a node's process that is still running a grace period after a stop.
 
-Run by `launch.local.install_stop_watchdog` as a small child process of
+Run by `launch.supervision.local.install_stop_watchdog` as a small child process of
 each local_mp node (plain Python, no imports beyond the standard library):
 
     python -S stop_watchdog.py <read fd> <node pid> <grace seconds> <ready fd>

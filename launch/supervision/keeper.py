@@ -9,7 +9,7 @@ local_mp Launchpad starts it in the node's place (as its "interpreter",
 and on Vertex AI it is the command of each replica but the primary
 (`cloud.packaging`), in the container's working directory:
 
-    python -m launch.keeper -m process_entry --data_file=job.pkl
+    python -m launch.supervision.keeper -m process_entry --data_file=job.pkl
 
 The keeper starts the node's process with this machine's Python and the
 same arguments, environment, working directory and network namespace as

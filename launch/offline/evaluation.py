@@ -1,4 +1,4 @@
-"""Evaluating a trained policy (`launch.restore.Policy`): N episodes
+"""Evaluating a trained policy (`launch.offline.restore.Policy`): N episodes
 played by the one evaluation loop of this project,
 `agents.actor_loop.play_episodes`, as the evaluator node plays its rounds,
 in rounds of up to `ROUND_ENVIRONMENTS` environments side by side, one

@@ -11,7 +11,7 @@ when one node dies. On this platform:
   learner, counter, a cacher or last actor has died;
 * a stop watchdog (`stop_watchdog.py`) ends a node that calls other nodes
   and still runs a grace period after the program's stop, which only a
-  genuinely stuck node does (`launch.coordinator` stops the
+  genuinely stuck node does (`launch.supervision.coordinator` stops the
   nodes in an order in which none waits on one that has gone);
 * the terminal's Ctrl-C, which reaches every process of the program, is
   left to the launcher, which has the coordinator stop the nodes in order;
@@ -38,12 +38,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import launchpad as lp
 from absl import logging
 
-from launch import keeper
+from launch.supervision import keeper
 
 from launch.runs import faults as fault_records
 from launch import node_groups
-from launch import platforms
-from launch import stop_watchdog
+from launch.supervision import platforms
+from launch.supervision import stop_watchdog
 
 NODES = 'nodes'  # <workdir>/nodes/<label>.pid
 
@@ -248,7 +248,7 @@ class ProgramWatch:
   act on ever older parameters) and the actors (all of them). `labels`:
   {group: its nodes' labels}.
 
-  With keepers (`kept`, `launch.keeper`) a node whose process dies is
+  With keepers (`kept`, `launch.supervision.keeper`) a node whose process dies is
   started again: it counts as dead only once its keeper has given up on
   it."""
 
@@ -357,7 +357,7 @@ def keeper_resources(program: lp.Program, labels: Dict[Tuple[str, int], str],
                      workdir: str, max_restarts: int,
                      window: float) -> Dict[str, Any]:
   """Launchpad's `local_resources` that run every node of `program` but the
-  coordinator under a keeper (`launch.keeper`); `labels`: each node's label
+  coordinator under a keeper (`launch.supervision.keeper`); `labels`: each node's label
   by (group, index). The keeper stands in Launchpad's command where the
   interpreter would: a script of this launch that runs it with this
   Python."""
@@ -484,9 +484,9 @@ class LocalProcesses(platforms.ProcessPerNode):
   def __init__(self, workdir: str, max_node_restarts: int = 0,
                placements: Optional[Dict[str, Any]] = None):
     self._workdir = workdir
-    # Under keepers (`launch.keeper`) unless no node is to be started again.
+    # Under keepers (`launch.supervision.keeper`) unless no node is to be started again.
     self.keeps_nodes = max_node_restarts > 0
-    self.placements = placements  # `launch.placement.plan`'s.
+    self.placements = placements  # `launch.machine.placement.plan`'s.
 
   def process_setup(self, label: str,
                     constructor=None) -> Callable[[], None]:

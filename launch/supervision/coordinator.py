@@ -39,10 +39,10 @@ from absl import logging
 
 from launch.runs import run_manifest
 from launch.runs import storage
-from launch import heartbeat
+from launch.supervision import heartbeat
 from launch.runs import faults as fault_records
 from launch import node_groups
-from launch import program_stop
+from launch.supervision import program_stop
 
 # Counter key: actors that stopped after repeated environment failures.
 ACTORS_GIVEN_UP = 'actor_stopped_on_failures'
@@ -77,7 +77,7 @@ class Coordinator:
     node_watch: None, or a factory of a watch whose `dead()` names a node
       the program cannot go on without once it has died, and whose
       `dead_actors()` are the ids of the actors that have (the platform's,
-      `launch.platforms`).
+      `launch.supervision.platforms`).
     record_outside_stop: whether a stop from outside (SIGTERM) writes the
       stop record (see the module docstring).
     kept_nodes: None, or a factory of the platform's hands on nodes that

@@ -10,7 +10,7 @@ launch type inside the nodes:
   ClusterProcesses every node a replica on a machine of its own (vertex_ai):
                   the coordinator is the job's primary replica, and its exit,
                   once everything is saved, ends the job
-  LocalProcesses  (launch/local.py) the processes of one machine
+  LocalProcesses  (launch/supervision/local.py) the processes of one machine
                   (local_mp): pid files, node watching, a stop watchdog, a
                   supervised replay server
 """
@@ -26,12 +26,12 @@ from typing import Any, Callable, Dict, Optional, Sequence
 import launchpad as lp
 from absl import logging
 
-from launch import keeper
+from launch.supervision import keeper
 
 from launch.runs import faults as fault_records
 from launch import node_groups
-from launch import node_output
-from launch import placement
+from launch.console import node_output
+from launch.machine import placement
 from launch.runs import storage
 
 
@@ -88,7 +88,7 @@ LOST = ('updates', 'actor_steps', 'items', 'round_episodes')
 
 class KeptNodeRecords:
   """What the coordinator writes of the nodes that keepers keep
-  (`launch.keeper`) in `workdir` (as this process reaches it): a node's
+  (`launch.supervision.keeper`) in `workdir` (as this process reaches it): a node's
   return after its fault."""
 
   def __init__(self, workdir: str):
@@ -98,7 +98,7 @@ class KeptNodeRecords:
                 after: Dict[str, Any]):
     """Records that node `label` answers again after a fault: how long after
     its keeper saw the fault, and what it lost, from its last heartbeat's
-    answer before the fault and its first after (`launch.heartbeat`), or
+    answer before the fault and its first after (`launch.supervision.heartbeat`), or
     what its new process says it started from: the learner's updates, the
     counter's actor steps, a replay shard's items (their net fall: items
     written and sampled out between the two answers count too), the
@@ -208,14 +208,14 @@ class SharedProcess:
     return InProcessReplayServer
 
   # Whether its nodes run under keepers, which start them again
-  # (`launch.keeper`).
+  # (`launch.supervision.keeper`).
   keeps_nodes = False
 
   def node_watch(self, labels: Dict[str, Sequence[str]]):
     """None, or a factory (called in the coordinator's process) of a watch
     over the processes of the nodes `labels` ({group: its nodes' labels})
     that the program cannot go on without (see
-    `launch.coordinator.Coordinator`)."""
+    `launch.supervision.coordinator.Coordinator`)."""
     del labels
     return None
 
@@ -227,7 +227,7 @@ class SharedProcess:
 
 class ProcessPerNode(SharedProcess):
   """Every node a process of its own, placed by `placements` ({group: its
-  nodes' `launch.placement.NodePlacement`}: its CPUs, TensorFlow threads
+  nodes' `launch.machine.placement.NodePlacement`}: its CPUs, TensorFlow threads
   and nice); without them, a node class may set its process's TensorFlow
   threads (`tf_threads_per_process`; the actors: one, as Ape-X gives each
   actor one core)."""
@@ -342,7 +342,7 @@ class ClusterProcesses(ProcessPerNode):
   def __init__(self, workdir: str = '', max_node_restarts: int = 0,
                placements: Optional[Dict[str, Any]] = None):
     self._workdir = workdir
-    # Each replica's node under a keeper (`launch.keeper`), unless no node
+    # Each replica's node under a keeper (`launch.supervision.keeper`), unless no node
     # is to be started again.
     self.keeps_nodes = max_node_restarts > 0 and bool(workdir)
     self.placements = placements

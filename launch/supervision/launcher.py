@@ -15,8 +15,8 @@ as failed and stops every node at once.
 
 Under local_mp, local_mt (and test_mt) the launcher takes the nodes' output
 off the terminal, into a log per node under `<workdir>/logs/`
-(`launch.node_output`), and shows the run's status instead
-(`launch.terminal`), with the nodes' warnings and errors, and
+(`launch.console.node_output`), and shows the run's status instead
+(`launch.console.terminal`), with the nodes' warnings and errors, and
 its own messages, above it.
 
 Under vertex_ai the launcher plans (`--dry_run`) or submits the job, and
@@ -34,13 +34,13 @@ import launchpad as lp
 
 from launch import use_onednn
 from launch.runs import run_manifest
-from launch import heartbeat
-from launch import keeper
-from launch import local
+from launch.supervision import heartbeat
+from launch.supervision import keeper
+from launch.supervision import local
 from launch import node_groups
-from launch import node_output
-from launch import status as status_lib
-from launch import terminal as terminal_lib
+from launch.console import node_output
+from launch.console import status as status_lib
+from launch.console import terminal as terminal_lib
 from launch.options import RunOptions
 
 STOP_COMMAND = 'python programs/stop.py --workdir={workdir}'
