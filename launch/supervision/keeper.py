@@ -52,7 +52,8 @@ The node's process is told how many times it has been started again
 launcher's (every process of the program hears it), and SIGTERM is the
 program's stop.
 
-Standard library only, and light: a keeper per node costs a few megabytes.
+Standard library only (with `launch.runs.faults`, which is too), and light: a
+keeper per node costs a few megabytes.
 The coordinator imports it to ask for a node's end (`mark_fault`); the
 fault records are `launch.runs.faults`'.
 """
@@ -67,7 +68,13 @@ import threading
 import time
 from typing import Dict, List, Optional
 
-from launch.runs import faults as fault_records
+if not __package__:
+  # Run as a file without site-packages (local_mp: `python -S keeper.py`),
+  # light: the fault records' module, standard library only too, from this
+  # checkout.
+  sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__)))))
+from launch.runs import faults as fault_records  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 # The keeper's settings, in its environment (JSON, or in an image's
 # environment its URL-safe base64: `encode_settings`): {"workdir": ...,
