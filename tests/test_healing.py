@@ -67,8 +67,12 @@ def test_every_kind_of_node_killed_or_frozen_comes_back_in_place(tmp_path):
   launches = [index for index, record in enumerate(every)
               if record.get('event') == 'launch']
   assert len(launches) == 2, every
+  # A fault's recovery (a node answering again after a silence with no
+  # fault of its own before it, as a slow start on a busy machine makes,
+  # is not one: its record has no fault to time).
   records = [record for record in every[launches[0]:launches[1]]
-             if record.get('event') == 'recovered']
+             if record.get('event') == 'recovered' and
+             'seconds_since_fault' in record]
   assert len(records) == len(SCHEDULE), records
   for record in records:
     before, after = record['answered_before_fault'], record['answered_after']
