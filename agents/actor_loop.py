@@ -1,7 +1,8 @@
 """Acting in K environments, for every agent: an actor's loop, which plays
 on until told to stop (`VectorEnvironmentLoop`), an evaluator's round, one
-episode in each (`play_episodes`), and per-environment exploration
-(`per_environment`, `epsilon_greedy`).
+episode in each (`play_episodes`), per-environment exploration
+(`per_environment`, `epsilon_greedy`) and a recurrent state's rows
+(`begin_again`).
 
 An actor here is any object with `num_environments`, `select_actions(
 observations)` (K in, K actions out), `observe_first_at(index, timestep)`,
@@ -26,6 +27,7 @@ from typing import Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import dm_env
 import numpy as np
+import tree
 from acme.utils import counting
 from acme.utils import loggers
 
@@ -52,6 +54,15 @@ def epsilon_greedy(rng: np.random.Generator, values: np.ndarray,
   explore = rng.random(count) < epsilons[:count]
   return np.where(explore, rng.integers(num_actions, size=count),
                   np.argmax(values, axis=-1)).astype(np.int32)
+
+
+def begin_again(state, first, index: int):
+  """Row `index` of `state`, a recurrent state of K environments (a nest of
+  arrays with a leading axis of K), becomes `first`'s only row (the state
+  of one environment at an episode's start), in place: environment
+  `index`'s episode begins."""
+  for rows, row in zip(tree.flatten(state), tree.flatten(first)):
+    rows[index] = row[0]
 
 
 class VectorEnvironmentLoop:

@@ -80,18 +80,6 @@ def sequence_signature(observation_spec, action_spec, state_spec,
   }
 
 
-def mixed_priorities(td_errors: np.ndarray, masks: np.ndarray,
-                     eta: float = 0.9) -> np.ndarray:
-  """R2D2 §2.3: a sequence's priority, eta max_t |delta_t| + (1 - eta)
-  mean_t |delta_t| over its steps with a TD error (mask 1); 0 for one
-  with none. Numpy, [B, L] in, [B] out (the learner's own is its
-  TensorFlow twin)."""
-  errors = np.abs(np.asarray(td_errors, np.float64)) * masks
-  counts = masks.sum(axis=-1)
-  mean = errors.sum(axis=-1) / np.maximum(counts, 1)
-  return eta * errors.max(axis=-1, initial=0.0) + (1 - eta) * mean
-
-
 @dataclasses.dataclass
 class _Sequence:
   first_row: int  # In the stream.
@@ -250,12 +238,11 @@ class SequenceAdder:
     state (columns in the order of the signature's flattening)."""
     stream = self._stream
     rows = range(sequence.first_row, sequence.first_row + self._length)
-    by_name = {name: [[stream.reference(row, column) for row in rows]]
-               for column, name in enumerate(STEP_COLUMNS)}
+    # Sorted keys: action, discount, mask, observation, reward, start_state.
+    steps = [[stream.reference(row, STEP_COLUMNS.index(name)) for row in rows]
+             for name in sorted(STEP_COLUMNS)]
     state = [[stream.reference(sequence.first_row, len(STEP_COLUMNS) + leaf)]
              for leaf in range(self._state_leaves)]
-    steps = [by_name[name][0] for name in sorted(by_name)]
-    # Sorted keys: action, discount, mask, observation, reward, start_state.
     stream.create_item(self._table, priority, steps + state,
                        [False] * len(steps) + [True] * len(state))
 

@@ -87,6 +87,7 @@ class PolicyActor:
                rng: np.random.Generator, recorder=None):
     self._policy = policy
     self._state = policy.start(len(environments))
+    self._first = policy.start(1)  # An episode's first state.
     self._environments = environments
     self._num_actions = getattr(policy.environment.spec.actions,
                                 'num_values', None)
@@ -111,7 +112,8 @@ class PolicyActor:
 
   def observe_first_at(self, index: int, timestep):
     del timestep
-    self._policy.start_at(self._state, index)
+    if self._state is not None:
+      actor_loop.begin_again(self._state, self._first, index)
     episode_start = self._policy.environment.suite.episode_start
     if episode_start is not None:
       self.starts[index] = episode_start(self._environments[index])

@@ -6,9 +6,10 @@ Every way gives a `Policy`: its actions for a batch of observations, the
 environment it was trained on (resolved as the programs resolve `--env`),
 and what is known of where it came from. A policy may carry a state from
 step to step (a recurrent one: `agents.snapshots`), begun at each episode's
-start: `start(batch_size)` gives the first (None for a policy without one)
-and `actions(observations, state)` the actions and the next state, for
-either kind.
+start: `start(batch_size)` gives the first (None for a policy without one;
+`agents.actor_loop.begin_again` begins one row of it again) and
+`actions(observations, state)` the actions and the next state, for either
+kind.
 """
 
 import dataclasses
@@ -51,15 +52,6 @@ class Policy:
       return None
     return tf.nest.map_structure(
         np.array, self.initial_state(tf.constant(batch_size, tf.int32)))
-
-  def start_at(self, state, index: int):
-    """Begins row `index` of `state` (of `start`) again, in place: its
-    environment's episode begins."""
-    if state is None:
-      return
-    for rows, first in zip(tf.nest.flatten(state),
-                           tf.nest.flatten(self.start(1))):
-      rows[index] = first[0]
 
   def actions(self, observations, state):
     """(the actions for a batch of observations, the next state)."""

@@ -38,10 +38,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import launchpad as lp
 from absl import logging
 
-from launch.supervision import keeper
-
-from launch.runs import faults as fault_records
 from launch import node_groups
+from launch.runs import faults as fault_records
+from launch.supervision import keeper
 from launch.supervision import platforms
 from launch.supervision import stop_watchdog
 

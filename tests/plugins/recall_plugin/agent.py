@@ -133,9 +133,7 @@ class RecallActor(actors.ApeXActor):
     raise NotImplementedError  # Needs the state: see `observe_at`.
 
   def observe_first_at(self, index: int, timestep):
-    for rows, first in zip(tf.nest.flatten(self._state),
-                           tf.nest.flatten(self._first)):
-      rows[index] = first[0]
+    actor_loop.begin_again(self._state, self._first, index)
     super().observe_first_at(index, timestep)
 
   def observe_at(self, index: int, action, next_timestep):
