@@ -132,16 +132,19 @@ class LearningNode(acme.Learner, acme.VariableSource):
             max_actor_steps=options.max_actor_steps),
                                        self._served.columns),
         log_every=options.log_every)
-    self._checkpointer = checkpointing.make_checkpointer(
-        self._learner.state, options.node_workdir, 'learner',
-        options.checkpoint_every)
-    # Next to each checkpoint: the policy as a SavedModel (launch/runs/snapshots).
-    self._snapshot = builder.policy_snapshot(self._learner.state)
+    # Written by a thread of their own from a copy of the learner's state,
+    # each followed by the policy as a SavedModel (agents/snapshots.py) made
+    # from the same copy.
+    self._checkpoints = checkpointing.LearnerCheckpoints(
+        self._learner.state, lambda: self._learner.num_steps,
+        options.node_workdir, 'learner', options.checkpoint_every,
+        after_write=self._export_snapshot)
+    self._snapshot = (builder.policy_snapshot(self._checkpoints.shadow)
+                      if self._checkpoints.enabled else None)
     self._options = options
     self._stop = Stop()
-    # The updates its newest checkpoint holds, and those it started from.
-    self._checkpointed_steps = self._started_at = int(
-        self._learner.num_steps)
+    # The updates it started from.
+    self._started_at = int(self._learner.num_steps)
 
   def step(self):
     self._learner.step()
@@ -165,7 +168,7 @@ class LearningNode(acme.Learner, acme.VariableSource):
     updates, those of its newest checkpoint (a restart goes back to them)
     and those it started from."""
     return {'updates': int(self._learner.num_steps),
-            'updates_checkpointed': self._checkpointed_steps,
+            'updates_checkpointed': self._checkpoints.saved_steps,
             'updates_at_start': self._started_at}
 
   def stop(self, timeout: float) -> bool:
@@ -174,17 +177,24 @@ class LearningNode(acme.Learner, acme.VariableSource):
     return self._stop.stop(timeout)
 
   def _align_counter(self):
-    """After a restore, the counts claim the checkpoint's learner steps."""
-    counted = self._counter.get_counts().get('learner_steps', 0)
-    if self._learner.num_steps > counted:
+    """The counter's learner steps made the learner's own: after a restore
+    (the counter, which saves on its own, may have counted updates this
+    checkpoint lacks, or lost some in a fault of its own), and at each
+    checkpoint."""
+    counted = self._learner_counter.flush().get('learner_steps', 0)
+    if self._learner.num_steps != counted:
       self._learner_counter.increment(steps=self._learner.num_steps - counted)
 
+  def _export_snapshot(self, shadow, learner_steps: int):
+    del shadow  # The snapshot was made from it.
+    self._snapshot.export(self._options.node_workdir, learner_steps)
+
   def _save(self, force: bool = False) -> bool:
-    """A checkpoint (and policy snapshot) if one is due or `force`d."""
-    if self._checkpointer is None or not self._checkpointer.save(force):
+    """Begins a checkpoint (and policy snapshot) if one is due or `force`d
+    (which waits until it is written)."""
+    if not self._checkpoints.save(force):
       return False
-    self._checkpointed_steps = int(self._learner.num_steps)
-    self._snapshot.export(self._options.node_workdir, self._learner.num_steps)
+    self._align_counter()
     return True
 
   def run(self):
@@ -199,9 +209,8 @@ class LearningNode(acme.Learner, acme.VariableSource):
     # the actors have stopped).
     with program_stop.interrupt_if_stuck('The learner'):
       while not self._stop.requested.is_set():
-        if self._learner.try_step() and self._save():
-          self._learner_counter.flush()
-          self._counter.save_checkpoint()
+        if self._learner.try_step():
+          self._save()
     if self._stop.by_program:
       # Not an ordered stop: the nodes it would save to may have gone, and
       # Launchpad ends this one shortly. The last checkpoint stands.

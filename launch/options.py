@@ -91,9 +91,11 @@ class RunOptions:
   episode's first, so without no-ops it trains at one phase of its action
   repeat only, and may play badly at the others (results/pong.md). A run
   can change it when resumed."""
-  checkpoint_every: float = 600.0
-  """Seconds between two checkpoints of the learner (and of the counter,
-  saved right after it), under <workdir>/checkpoints/; 0: none."""
+  checkpoint_every: float = 30.0
+  """Seconds between two checkpoints of the learner (each begun after the
+  last, written beside its updates: launch/runs/checkpointing.py) and
+  between two of the counter's, under <workdir>/checkpoints/; 0: none. A
+  fault of either loses at most this and one write of their work."""
   replay_checkpoint_every: float = 3600.0
   """Seconds between two checkpoints of the replay table (Reverb's own);
   0: none."""

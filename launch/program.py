@@ -91,7 +91,7 @@ def _counter_node(platform: platforms.SharedProcess, options: RunOptions):
   """The counter's node and a handle to it."""
   counter_node = platform.courier_node(
       'counter', checkpointing.CheckpointedCounter, options.workdir,
-      options.checkpoint_every > 0)
+      options.checkpoint_every)
   return counter_node, counter_node.create_handle()
 
 

@@ -65,6 +65,16 @@ flags.DEFINE_float('scale', 1.0, 'Multiplies every budget (steps, seconds): '
 FLAGS = flags.FLAGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def program_environment() -> Dict[str, str]:
+  """The environment of a program this runs (a run, an evaluation): this
+  checkout's packages first, so that a clone sharing another checkout's
+  virtual environment (whose editable install names that checkout) runs
+  its own code."""
+  paths = [ROOT] + [path for path in os.environ.get(
+      'PYTHONPATH', '').split(os.pathsep) if path]
+  return {**os.environ, 'PYTHONPATH': os.pathsep.join(paths)}
 RESULTS = os.path.join(ROOT, 'results')
 FINAL_EPISODES = 10  # "Final return": the mean of a run's last episodes.
 
@@ -513,7 +523,7 @@ def evaluation(workdir: str, file: str, argv: List[str],
     raise ValueError(missing)
   if not os.path.isfile(path):
     print(' '.join(argv), flush=True)
-    subprocess.check_call(argv, cwd=ROOT)
+    subprocess.check_call(argv, cwd=ROOT, env=program_environment())
   with open(path) as f:
     return json.load(f)
 
@@ -588,7 +598,8 @@ def run(analysis: str, setting: str, seed: int, resume: bool = False) -> str:
   begin = time.time()
   # Appended to, so that a resumed run's output keeps its earlier launches'.
   with open(os.path.join(workdir, 'output.txt'), 'a') as output:
-    status = subprocess.call(argv, cwd=ROOT, stdout=output,
+    status = subprocess.call(argv, cwd=ROOT, env=program_environment(),
+                             stdout=output,
                              stderr=subprocess.STDOUT)
   launches_path = os.path.join(workdir, 'launches.json')
   launches = []

@@ -18,7 +18,7 @@ def _counter_file(workdir) -> str:
 
 
 def test_counts_saved_are_the_counts_of_the_next_launch(tmp_path):
-  counter = checkpointing.CheckpointedCounter(str(tmp_path), True)
+  counter = checkpointing.CheckpointedCounter(str(tmp_path), 600.0)
   assert counter.get_counts() == {}
   counter.increment(actor_steps=np.int64(1_000), learner_steps=7)
   counter.increment(actor_steps=np.int64(24))
@@ -27,23 +27,23 @@ def test_counts_saved_are_the_counts_of_the_next_launch(tmp_path):
     assert json.load(f)['counts'] == {'actor_steps': 1_024, 'learner_steps': 7}
   counter.increment(learner_steps=1)  # After the save: not in it.
 
-  relaunched = checkpointing.CheckpointedCounter(str(tmp_path), True)
+  relaunched = checkpointing.CheckpointedCounter(str(tmp_path), 600.0)
   assert relaunched.get_counts() == {'actor_steps': 1_024, 'learner_steps': 7}
 
 
 def test_a_save_cut_short_leaves_the_last_whole_one(tmp_path):
-  counter = checkpointing.CheckpointedCounter(str(tmp_path), True)
+  counter = checkpointing.CheckpointedCounter(str(tmp_path), 600.0)
   counter.increment(actor_steps=5)
   counter.save_checkpoint()
   # What a process killed while writing its next save leaves behind.
   with open(_counter_file(tmp_path) + '.partial', 'w') as f:
     f.write('{"counts": {"actor_st')
-  relaunched = checkpointing.CheckpointedCounter(str(tmp_path), True)
+  relaunched = checkpointing.CheckpointedCounter(str(tmp_path), 600.0)
   assert relaunched.get_counts() == {'actor_steps': 5}
   relaunched.increment(actor_steps=1)
   assert relaunched.save_checkpoint()
   assert checkpointing.CheckpointedCounter(
-      str(tmp_path), True).get_counts() == {'actor_steps': 6}
+      str(tmp_path), 600.0).get_counts() == {'actor_steps': 6}
 
 
 def test_a_run_with_tensorflow_counter_checkpoints_resumes_their_counts(
@@ -56,18 +56,18 @@ def test_a_run_with_tensorflow_counter_checkpoints_resumes_their_counts(
   checkpointer.save(force=True)
   old.increment(actor_steps=1)  # After the newest save: not in it.
 
-  counter = checkpointing.CheckpointedCounter(str(tmp_path), True)
+  counter = checkpointing.CheckpointedCounter(str(tmp_path), 600.0)
   assert counter.get_counts() == {'actor_steps': 300, 'learner_steps': 40}
   counter.increment(learner_steps=2)
   counter.save_checkpoint()
   # From then on the JSON counts are the ones read.
   assert checkpointing.CheckpointedCounter(
-      str(tmp_path), True).get_counts() == {'actor_steps': 300,
+      str(tmp_path), 600.0).get_counts() == {'actor_steps': 300,
                                             'learner_steps': 42}
 
 
 def test_checkpoints_off_saves_nothing(tmp_path):
-  counter = checkpointing.CheckpointedCounter(str(tmp_path), False)
+  counter = checkpointing.CheckpointedCounter(str(tmp_path), 0.0)
   counter.increment(actor_steps=3)
   assert not counter.save_checkpoint()
   assert not os.path.exists(checkpointing.checkpoint_directory(

@@ -107,7 +107,7 @@ def test_a_counter_checkpoint_of_no_actor_steps_is_not_one_to_fault_after(
   --after_checkpoints waits for a save that holds actor steps."""
   workdir = str(tmp_path)
   assert not checkpointing.holds_work(workdir, 'counter')
-  counter = checkpointing.CheckpointedCounter(workdir, enabled=True)
+  counter = checkpointing.CheckpointedCounter(workdir, period_seconds=600.0)
   counter.increment(learner_steps=3)
   assert counter.save_checkpoint()
   assert not checkpointing.holds_work(workdir, 'counter')
