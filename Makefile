@@ -6,7 +6,7 @@
 #                  and the long program runs (its time: the same file)
 #   make cloud-deps  what launching on Google Cloud needs (xmanager; see
 #                  docs/google_cloud.md); the tests need it too
-#   make bench     throughput benchmarks (about 90 minutes on 2 cores: 30
+#   make bench     throughput benchmarks (about 100 minutes on 2 cores: 30
 #                  of them the variable cachers' 6 program runs, 17 and 19
 #                  program_limit.py's Pong and MinAtar; results in
 #                  benchmarks/results/)
@@ -50,6 +50,7 @@ bench: venv
 	$(PYTHON) benchmarks/replay_shards.py
 	$(PYTHON) benchmarks/learner_xla.py
 	$(PYTHON) benchmarks/learner_flops.py
+	$(PYTHON) benchmarks/checkpoint_cost.py
 	$(PYTHON) benchmarks/variable_cachers.py
 	$(PYTHON) benchmarks/program_limit.py --preset=atari_small
 	$(PYTHON) benchmarks/program_limit.py --preset=minatar
