@@ -42,7 +42,7 @@ def _savers(builder, learner, workdir: str):
   beside = checkpointing.LearnerCheckpoints(
       learner.state, lambda: learner.num_steps, f'{workdir}/beside',
       'learner', FLAGS.period,
-      after_write=lambda shadow, steps: beside_snapshot.export(
+      after_write=lambda steps: beside_snapshot.export(
           f'{workdir}/beside', steps))
   beside_snapshot = builder.policy_snapshot(beside.shadow)
   between = checkpointing.make_checkpointer(

@@ -185,8 +185,7 @@ class LearningNode(acme.Learner, acme.VariableSource):
     if self._learner.num_steps != counted:
       self._learner_counter.increment(steps=self._learner.num_steps - counted)
 
-  def _export_snapshot(self, shadow, learner_steps: int):
-    del shadow  # The snapshot was made from it.
+  def _export_snapshot(self, learner_steps: int):
     self._snapshot.export(self._options.node_workdir, learner_steps)
 
   def _save(self, force: bool = False) -> bool:

@@ -65,6 +65,8 @@ flags.DEFINE_float('scale', 1.0, 'Multiplies every budget (steps, seconds): '
 FLAGS = flags.FLAGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, 'results')
+FINAL_EPISODES = 10  # "Final return": the mean of a run's last episodes.
 
 
 def program_environment() -> Dict[str, str]:
@@ -75,8 +77,6 @@ def program_environment() -> Dict[str, str]:
   paths = [ROOT] + [path for path in os.environ.get(
       'PYTHONPATH', '').split(os.pathsep) if path]
   return {**os.environ, 'PYTHONPATH': os.pathsep.join(paths)}
-RESULTS = os.path.join(ROOT, 'results')
-FINAL_EPISODES = 10  # "Final return": the mean of a run's last episodes.
 
 # The programs' `cartpole` presets (agents/apex_*/presets.py) learn within
 # minutes on 2 cores. They tie learner updates to actor steps

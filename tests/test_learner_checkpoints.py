@@ -63,8 +63,8 @@ def test_a_checkpoint_holds_the_state_its_save_began_with(tmp_path, make):
   checkpoints = checkpointing.LearnerCheckpoints(
       learner.state, lambda: learner.num_steps, workdir, 'learner',
       period_seconds=1e-4,
-      after_write=lambda shadow, steps: written.append(
-          (steps, _values(shadow))))
+      after_write=lambda steps: written.append(
+          (steps, _values(checkpoints.shadow))))
   assert checkpoints.save() and checkpoints.wait()
   assert checkpoints.saved_steps == 2
 

@@ -18,6 +18,7 @@ counts only once its DONE marker is written. A process killed while saving
 leaves the previous checkpoint as the newest usable one.
 """
 
+import collections
 import copy
 import hashlib
 import json
@@ -96,18 +97,17 @@ def make_checkpointer(objects: Mapping[str, Any], workdir: str, name: str,
 
 class LearnerCheckpoints:
   """A learner's checkpoints, written beside its updates instead of between
-  them, so that they can be frequent (issue: a fault costs at most a
-  minute of work).
+  them, so that they can be frequent.
 
   The learner's state (`state`, what `make_checkpointer` takes) is restored
   from the newest checkpoint as `make_checkpointer` does. Then a copy of it is
   made (`copy.deepcopy`: the same objects, so the same checkpoint), the
   *shadow*. A save copies the learner's variables into the shadow, in the
-  learner's thread and between two of its updates (a memory copy: about
-  10 ms for MinAtar's network and optimiser, 50 ms for Atari's), and a
-  thread of its own writes the shadow as a TensorFlow checkpoint, then
-  calls `after_write(shadow, learner_steps)` (the policy snapshot's export),
-  while the learner goes on. A save is due `period_seconds` after the last
+  learner's thread and between two of its updates (a memory copy; its cost:
+  benchmarks/checkpoint_cost.py), and a thread of its own writes the shadow
+  as a TensorFlow checkpoint, then calls `after_write(learner_steps)` (the
+  export of a policy snapshot made from the shadow), while the learner
+  goes on. A save is due `period_seconds` after the last
   began (the first at the first call), and waits while one is being
   written, so the newest finished checkpoint is at most a period and a
   write old.
@@ -118,10 +118,8 @@ class LearnerCheckpoints:
 
   def __init__(self, state: Mapping[str, Any], steps: Callable[[], int],
                workdir: str, name: str, period_seconds: float,
-               after_write: Optional[Callable[[Mapping[str, Any], int],
-                                              Any]] = None):
+               after_write: Optional[Callable[[int], Any]] = None):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    self._tf = tf
     self._period = period_seconds
     self._after_write = after_write
     self._restorer = make_checkpointer(state, workdir, name, period_seconds)
@@ -145,9 +143,10 @@ class LearnerCheckpoints:
         1, thread_name_prefix=f'{name}_checkpoints')
     self._writing: Optional[futures.Future] = None
     self._began = -float('inf')  # The first update's save is due.
-    # Each save's copy (the learner's own cost), and its write with what
-    # follows it (its writer thread's).
-    self.copy_seconds, self.write_seconds = [], []
+    # The seconds of the latest saves' copies (the learner's own cost), and
+    # of their writes with what follows them (the writer thread's).
+    self.copy_seconds = collections.deque(maxlen=100)
+    self.write_seconds = collections.deque(maxlen=100)
 
   @property
   def writing(self) -> bool:
@@ -193,16 +192,12 @@ class LearnerCheckpoints:
     self.saved_steps = steps
     if self._after_write is not None:
       try:
-        self._after_write(self.shadow, steps)
+        self._after_write(steps)
       except Exception:  # pylint: disable=broad-except
         logging.exception('The checkpoint of step %d is written, but what '
                           'follows it failed.', steps)
     self.write_seconds.append(time.perf_counter() - began)
     return True
-
-  def close(self):
-    if self.enabled:
-      self._writer.shutdown(wait=True)
 
 
 # How long the counter keeps serving after a stop request, for the last
