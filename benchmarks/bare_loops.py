@@ -40,6 +40,11 @@ flags.DEFINE_integer('batch_size', None,
                      'learner: the batch size (default: the config\'s).')
 flags.DEFINE_bool('jit_compile', False, 'learner: its update compiled with '
                   'XLA (the config\'s --jit_compile).')
+flags.DEFINE_enum('learner_precision', 'float32',
+                  ['auto', 'float32', 'bfloat16'],
+                  'learner: what its update computes in (the config\'s '
+                  '--learner_precision; resolved by the CPU as the program '
+                  'does).')
 flags.DEFINE_string('preset', None, 'An Ape-X DQN preset whose values of the '
                     'agent\'s config (network, batch) the loop takes.')
 FLAGS = flags.FLAGS
@@ -49,7 +54,8 @@ def _builder():
   from agents.envs import environments  # pylint: disable=g-import-not-at-top
   from agents.apex_dqn.builder import ApeXDQNBuilder  # pylint: disable=g-import-not-at-top
   from agents.apex_dqn.config import ApeXDQNConfig  # pylint: disable=g-import-not-at-top
-  config = ApeXDQNConfig(jit_compile=FLAGS.jit_compile)
+  config = ApeXDQNConfig(jit_compile=FLAGS.jit_compile,
+                         learner_precision=FLAGS.learner_precision)
   if FLAGS.preset is not None:
     from agents.apex_dqn.presets import PRESETS  # pylint: disable=g-import-not-at-top
     fields = {field.name for field in dataclasses.fields(ApeXDQNConfig)}
@@ -143,10 +149,14 @@ def learner_loop():
   sample = _batch_in_memory(builder)
   dataset = tf.data.Dataset.from_tensors(sample).repeat()
   # The builder's own learner, with the in-memory batches in place of replay.
+  from agents.networks import precision  # pylint: disable=g-import-not-at-top
+  computes_in, why = precision.resolve(builder.config.learner_precision)
+  print(why, flush=True)
   builder.replay_learner_arguments = lambda *unused: dict(
       iterator=iter(dataset), replay_client=None,
       importance_sampling_exponent=(
-          builder.config.importance_sampling_exponent))
+          builder.config.importance_sampling_exponent),
+      jit_compile=builder.config.jit_compile, precision=computes_in)
   learner = builder.make_learner(None)
   learner.step()  # Traces the update.
 

@@ -25,7 +25,9 @@ DPG's and D4PG's MLPs on cheetah_run):
     in bfloat16: the best of a large square matrix product and the update's
     own largest dense product and first convolution, each a `tf.function`
     timed over repeats;
-  * the learner's fraction of each peak.
+  * the learner's fraction of each peak; where the CPU has bfloat16
+    arithmetic, the same update computing in bfloat16 (`--learner_precision`)
+    too, its rate against the bfloat16 peak and its speed-up over float32.
 
 Every case runs in this one process, the cases and the peak kernels
 alternating within each repeat, so that the machine's drift hits all of
@@ -120,7 +122,11 @@ def main(argv):
         agent=name, preset=preset, env=env, batch=config.batch_size,
         first_stride=(int(np.ravel(first[0].stride)[0]) if first else None),
         **flops.count(name, learner, sample, config.batch_size))
-    learners[label] = learner
+    learners[label] = {'float32': learner}
+    if native:  # The same update computing in bfloat16, from the same start.
+      learners[label]['bfloat16'] = in_memory.learner(
+          agent, config, environment, sample, precision='bfloat16')
+      learners[label]['bfloat16'].step()
     print(f'{label}: {cases[label]["update_flops_per_sample"] / 1e6:.1f} '
           'MFLOP a sample\'s update by hand ('
           f'{cases[label]["update_flops_per_sample_profiled"] / 1e6:.1f} '
@@ -129,23 +135,29 @@ def main(argv):
           'MFLOP by hand, '
           f'{cases[label]["forward_flops_per_sample_profiled"] / 1e6:.2f} '
           'by the profiler', flush=True)
-  rates = {label: [] for label in cases}
+  rates = {label: {dtype: [] for dtype in by_dtype}
+           for label, by_dtype in learners.items()}
   kernel_rates = {dtype: {} for dtype in dtypes}
-  for label, learner in learners.items():
-    in_memory.time_updates(learner, 2.0)  # Warm-up.
+  for by_dtype in learners.values():
+    for learner in by_dtype.values():
+      in_memory.time_updates(learner, 2.0)  # Warm-up.
   shapes = json.dumps({label: dict(batch=case['batch'], layers=case['layers'],
                                    first_stride=case['first_stride'])
                        for label, case in cases.items()})
   for repeat in range(FLAGS.repeats):
-    for label, learner in learners.items():
-      rates[label].append(in_memory.time_updates(learner, FLAGS.seconds))
+    for label, by_dtype in learners.items():
+      for dtype, learner in by_dtype.items():
+        rates[label][dtype].append(
+            in_memory.time_updates(learner, FLAGS.seconds))
     # The kernels in a process of their own, from the cases' shapes.
     for dtype, measured in peak_rates(shapes, dtypes).items():
       for name, gflops in measured.items():
         kernel_rates[dtype].setdefault(name, []).append(gflops)
     print(f'repeat {repeat}: ' + ', '.join(
-        f'{label.split(" (")[0]} {rates[label][-1]:.1f} updates/s'
-        for label in cases), flush=True)
+        f'{label.split(" (")[0]} ' + ' / '.join(
+            f'{values[-1]:.1f}' for values in rates[label].values()) +
+        ' updates/s' for label in cases) + f' ({" / ".join(dtypes)})',
+          flush=True)
   peaks = {}
   for dtype, measured in kernel_rates.items():
     medians = {name: common.median(values)
@@ -157,26 +169,44 @@ def main(argv):
                                  for name in measured})
   rows = []
   for label, case in cases.items():
-    updates = common.median(rates[label])
-    achieved = updates * case['batch'] * case['update_flops_per_sample'] / 1e9
-    case.update(updates_per_second=rates[label],
+    flop = case['batch'] * case['update_flops_per_sample'] / 1e9
+    updates = common.median(rates[label]['float32'])
+    achieved = updates * flop
+    case.update(updates_per_second=rates[label]['float32'],
                 median_updates_per_second=updates,
                 samples_per_second=updates * case['batch'],
                 achieved_gflops=achieved,
                 fraction_of_peak={dtype: achieved / peak['gflops']
                                   for dtype, peak in peaks.items()})
+    if 'bfloat16' in rates[label]:
+      # The learner computing in bfloat16 against the bfloat16 peak; its
+      # speed-up is the ratio of the two learners' medians.
+      in_bf16 = common.median(rates[label]['bfloat16'])
+      case['bfloat16_learner'] = dict(
+          updates_per_second=rates[label]['bfloat16'],
+          median_updates_per_second=in_bf16,
+          samples_per_second=in_bf16 * case['batch'],
+          achieved_gflops=in_bf16 * flop,
+          fraction_of_bfloat16_peak=in_bf16 * flop / peaks['bfloat16'][
+              'gflops'],
+          speedup_over_float32=in_bf16 / updates)
     del case['layers']
+    bf16 = case.get('bfloat16_learner')
     rows.append([label, f'{case["update_flops_per_sample"] / 1e6:.1f}',
                  f'{case["forward_profiled_over_hand"]:.3f}',
                  f'{updates:.1f}', f'{achieved:.1f}',
-                 f'{case["fraction_of_peak"]["float32"]:.2f}',
-                 (f'{case["fraction_of_peak"]["bfloat16"]:.2f}' if native
-                  else 'no bf16')])
+                 f'{case["fraction_of_peak"]["float32"]:.2f}'] +
+                ([f'{bf16["median_updates_per_second"]:.1f}',
+                  f'{bf16["achieved_gflops"]:.1f}',
+                  f'{bf16["fraction_of_bfloat16_peak"]:.2f}',
+                  f'{bf16["speedup_over_float32"]:.2f}x'] if bf16 else
+                 ['no bf16'] * 4))
   common.print_table(
       'The learner against the cores\' peak (medians of '
-      f'{FLAGS.repeats} windows)',
+      f'{FLAGS.repeats} windows; float32, then the learner in bfloat16)',
       ['case', 'MFLOP/sample', 'forward: profiler/hand', 'updates/s',
-       'GFLOP/s', 'of f32 peak', 'of bf16 peak'], rows)
+       'GFLOP/s', 'of f32 peak', 'bf16 updates/s', 'bf16 GFLOP/s',
+       'of bf16 peak', 'bf16 speed-up'], rows)
   for dtype, peak in peaks.items():
     print(f'{dtype} peak: {peak["gflops"]:.1f} GFLOP/s ({peak["kernel"]})')
   if not native:

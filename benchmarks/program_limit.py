@@ -196,17 +196,19 @@ def _node_pids(workdir: str) -> Dict[str, int]:
   return pids
 
 
-def program_rates(values: Dict[str, object],
-                  placement: str) -> Dict[str, object]:
+def program_rates(values: Dict[str, object], placement: str,
+                  extra: Sequence[str] = ()) -> Dict[str, object]:
   """The program's agent steps/s and updates/s in its windows, and each
-  node's share of a core over them, launched with `--placement`."""
+  node's share of a core over them, launched with `--placement` and the
+  flags `extra`."""
   workdir = tempfile.mkdtemp(prefix='program_limit_')
   # From the repository's root (cwd): the command it records names no
   # path of this machine's.
   command = [common.PYTHON, os.path.join('programs', 'apex_dqn.py'),
              '--lp_launch_type=local_mp', f'--workdir={workdir}',
              f'--preset={FLAGS.preset}', f'--env={values["env"]}',
-             f'--log_every={LOG_EVERY:g}', f'--placement={placement}']
+             f'--log_every={LOG_EVERY:g}', f'--placement={placement}',
+             *extra]
   process = subprocess.Popen(  # pylint: disable=consider-using-with
       command, cwd=common.ROOT, stdout=subprocess.DEVNULL,
       stderr=subprocess.DEVNULL, start_new_session=True)
