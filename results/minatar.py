@@ -41,7 +41,7 @@ not compared with it.
 
 import json
 import os
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from absl import app
 from absl import flags
@@ -265,6 +265,31 @@ def iqm_over_games(records: Dict[str, List[Dict[str, object]]],
 # What the page calls Young & Tian's DQN in its verdicts.
 THEIRS = 'Young & Tian\'s DQN'
 OURS = 'Ape-X DQN'
+
+
+def beside(records, other_records, reference
+           ) -> Optional[Dict[str, object]]:
+  """The IQM of `records` less that of `other_records` (another agent's or
+  setting's runs), each run's matched return over Young & Tian's, over the
+  games and seeds both have, with the stratified-bootstrap interval of the
+  difference; None with fewer than 2 such seeds."""
+  games = [game for game in records if game in other_records]
+  seeds = sorted(set.intersection(*(
+      {row['seed'] for row in records[game]} &
+      {row['seed'] for row in other_records[game]} for game in games))) if (
+          games) else []
+  if len(seeds) < 2:
+    return None
+
+  def matrix(table):
+    return [[next(row['matched_mean'] for row in table[game]
+                  if row['seed'] == seed) / reference[game][0]
+             for game in games] for seed in seeds]
+
+  value, low, high = spread.difference_interval(matrix(records),
+                                                matrix(other_records))
+  return {'games': games, 'seeds': seeds, 'difference': value, 'low': low,
+          'high': high}
 
 
 def against_one(low: float, high: float, seeds: int) -> str:

@@ -17,7 +17,7 @@ beside Ape-X DQN, the difference of the two IQMs over the seeds both have,
 with its stratified-bootstrap interval.
 """
 
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from absl import app
 
@@ -33,30 +33,6 @@ OURS = 'Ape-X C51'
 GOAL = 1.3
 
 
-def beside_apex_dqn(records, apex_records, reference
-                    ) -> Optional[Dict[str, object]]:
-  """Ape-X C51's IQM less Ape-X DQN's, each run's matched return over
-  Young & Tian's, over the games and seeds both have; None with fewer than
-  2 such seeds."""
-  games = [game for game in records if game in apex_records]
-  seeds = sorted(set.intersection(*(
-      {row['seed'] for row in records[game]} &
-      {row['seed'] for row in apex_records[game]} for game in games))) if (
-          games) else []
-  if len(seeds) < 2:
-    return None
-
-  def matrix(table):
-    return [[next(row['matched_mean'] for row in table[game]
-                  if row['seed'] == seed) / reference[game][0]
-             for game in games] for seed in seeds]
-
-  value, low, high = spread.difference_interval(matrix(records),
-                                                matrix(apex_records))
-  return {'games': games, 'seeds': seeds, 'difference': value, 'low': low,
-          'high': high}
-
-
 def collect(seeds: List[int]) -> Dict[str, object]:
   """Writes results/minatar_c51.png and .json from the finished runs, with
   Ape-X DQN's banked runs beside them, and returns that JSON's content."""
@@ -67,8 +43,8 @@ def collect(seeds: List[int]) -> Dict[str, object]:
                              for row in rows] for game, rows in apex.items()}
   iqm = minatar.iqm_over_games(apex, data['reference'], 'matched_mean')
   data['apex_dqn_iqm'] = None if iqm is None else list(iqm[:3])
-  data['beside_apex_dqn'] = beside_apex_dqn(data['games'], apex,
-                                            data['reference'])
+  data['beside_apex_dqn'] = minatar.beside(data['games'], apex,
+                                           data['reference'])
   data['goal'] = GOAL
   run.write_json(ANALYSIS, data)
   return data

@@ -173,6 +173,20 @@ ANALYSES['minatar_c51'] = dict(
     page='results.minatar_c51',
     settings=dict(ANALYSES['minatar']['settings']))
 
+# Ape-X DQN's learner computing in bfloat16 (`--learner_precision=
+# bfloat16`) on the same games, protocol and budget as `minatar`, to show
+# that learning by steps does not change beyond the seeds' noise. Its page,
+# beside the float32 runs of `minatar`, is written by
+# results/minatar_bf16.py, which runs it on a CPU with bfloat16 arithmetic
+# only.
+ANALYSES['minatar_bf16'] = dict(
+    title='Ape-X DQN, its learner in bfloat16, on MinAtar, 1M frames each',
+    program='apex_dqn',
+    flags=['--preset=minatar', '--learner_precision=bfloat16'],
+    budget=('steps', MINATAR_FRAMES), threshold=None,
+    page='results.minatar_bf16',
+    settings=dict(ANALYSES['minatar']['settings']))
+
 # Ape-X DPG on the paper's own domains (§4.2, App. D: Fig. 3's tasks) at a
 # budget that fits 2 cores, with the `control_small` preset. Its page is
 # written by results/dpg_control.py, which runs it.

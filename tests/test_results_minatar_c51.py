@@ -7,6 +7,7 @@ runs."""
 import numpy as np
 from scipy import stats
 
+from results import minatar
 from results import minatar_c51
 from test_results_minatar import REFERENCE
 from test_results_minatar import _data
@@ -24,7 +25,7 @@ def _page_data(matched):
                  for seed in range(3)] for game in REFERENCE}
   data.update(apex_dqn=apex, goal=minatar_c51.GOAL,
               apex_dqn_iqm=[1.0, 1.0, 1.0],
-              beside_apex_dqn=minatar_c51.beside_apex_dqn(
+              beside_apex_dqn=minatar.beside(
                   data['games'], apex, REFERENCE))
   return data
 
