@@ -50,7 +50,9 @@ bench: venv
 	$(PYTHON) benchmarks/replay_shards.py
 	$(PYTHON) benchmarks/learner_xla.py
 	$(PYTHON) benchmarks/learner_flops.py
+	$(PYTHON) benchmarks/learner_profile.py
 	$(PYTHON) benchmarks/checkpoint_cost.py
 	$(PYTHON) benchmarks/variable_cachers.py
 	$(PYTHON) benchmarks/program_limit.py --preset=atari_small
 	$(PYTHON) benchmarks/program_limit.py --preset=minatar
+	$(PYTHON) benchmarks/program_precision.py --preset=atari_small

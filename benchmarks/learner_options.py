@@ -17,6 +17,13 @@ own in this one process, all of them timed in turn within every repeat
                      that pass costs, not a change to make
   float frames       the frames fed as float32, so the torso's uint8 cast
                      is not made: what the conversion costs
+  optimizer step unfused  the clipping and RMSProp step as separate
+                     operations, not compiled by XLA (the learner's
+                     `fuse_optimizer_step=False`): what fusing them gives
+
+Where the CPU has bfloat16 arithmetic, every variant runs twice, its
+learner computing in float32 and in bfloat16 (`--learner_precision`), each
+against the baseline of its own precision.
 
 Not here: XLA (`benchmarks/learner_xla.py` times it, each setting in a
 process of its own: in this one, an XLA update beside the other learners
@@ -25,7 +32,7 @@ fixes as it starts (`launch.machine.placement` sets the program's nodes' own). P
 median samples learned a second and its ratio to the baseline's; writes
 benchmarks/results/learner_options.json.
 
-  .venv/bin/python benchmarks/learner_options.py   # about 6 minutes
+  .venv/bin/python benchmarks/learner_options.py   # about 12 minutes
 """
 
 import dataclasses
@@ -68,6 +75,12 @@ def variants():
       q_t = self._network(transitions[adders.NEXT_OBSERVATION])
       return self._network(transitions[adders.OBSERVATION]), q_t, q_t
 
+  class Unfused(ApeXDQNLearner):
+    """The optimiser's step as separate operations."""
+
+    def __init__(self, **kwargs):
+      super().__init__(fuse_optimizer_step=False, **kwargs)
+
   return {
       'baseline': ({}, None, False),
       'batch 32': ({'batch_size': 32}, None, False),
@@ -75,7 +88,14 @@ def variants():
       'online passes as one': ({}, OnePass, False),
       'no target pass': ({}, NoTargetPass, False),
       'float frames': ({}, None, True),
+      'optimizer step unfused': ({}, Unfused, False),
   }
+
+
+def label(name: str, dtype: str) -> str:
+  """A variant's name in the results: its own in float32, with its
+  precision after a comma otherwise."""
+  return name if dtype == 'float32' else f'{name}, {dtype}'
 
 
 def main(argv):
@@ -84,13 +104,20 @@ def main(argv):
   import numpy as np
   from agents import registry
   from agents.envs import environments
+  from agents.networks import precision
   from agents.replay import adders
   from benchmarks import in_memory
   # pylint: enable=g-import-not-at-top
   agent = registry.get('apex_dqn')
   environment = environments.resolve_discrete(ENV)
-  learners, batches = {}, {}
-  for name, (changes, learner_class, float_frames) in variants().items():
+  native = precision.bfloat16_flags()
+  dtypes = ['float32'] + (['bfloat16'] if native else [])
+  learners, batches, baselines = {}, {}, {}
+  for (name, (changes, learner_class, float_frames)), dtype in (
+      (variant, dtype) for dtype in dtypes
+      for variant in variants().items()):
+    baselines[label(name, dtype)] = label('baseline', dtype)
+    name = label(name, dtype)
     config = in_memory.config_of(agent, PRESET, **changes)
     sample = in_memory.batch(environment, config.batch_size)
     if float_frames:
@@ -99,6 +126,7 @@ def main(argv):
         data[key] = data[key].astype(np.float32)
       sample = sample._replace(data=data)
     learners[name] = in_memory.learner(agent, config, environment, sample,
+                                       precision=dtype,
                                        learner_class=learner_class)
     batches[name] = config.batch_size
     learners[name].step()  # Traces the update.
@@ -111,9 +139,9 @@ def main(argv):
     print(f'repeat {repeat}: ' + ', '.join(
         f'{name} {values[-1]:.0f}' for name, values in samples.items()) +
           ' samples/s', flush=True)
-  baseline = common.median(samples['baseline'])
   result, rows = {}, []
   for name, values in samples.items():
+    baseline = common.median(samples[baselines[name]])
     median = common.median(values)
     result[name] = dict(batch=batches[name], samples_per_second=values,
                         median_samples_per_second=median,
@@ -126,7 +154,7 @@ def main(argv):
       ['variant', 'batch', 'samples/s', 'of the baseline'], rows)
   path = common.write_result('learner_options', dict(
       env=ENV, preset=PRESET, repeats=FLAGS.repeats, seconds=FLAGS.seconds,
-      variants=result))
+      cpu_bfloat16_flags=native, variants=result))
   print(f'wrote {path}')
 
 

@@ -512,8 +512,12 @@ def test_optimizer_state_is_made_before_the_first_update_and_changes_nothing():
                                   epsilon=1e-6, centered=True)
 
   eager_optimizer, lazy_optimizer = rmsprop(), rmsprop()
-  eager, eager_online, _ = make_learner(samples, optimizer=eager_optimizer)
-  lazy, lazy_online, _ = make_learner(samples, optimizer=lazy_optimizer)
+  # Both unfused: XLA (the fused step's) cannot create variables, and the
+  # fused step is compared with the separate operations below.
+  eager, eager_online, _ = make_learner(samples, optimizer=eager_optimizer,
+                                        fuse_optimizer_step=False)
+  lazy, lazy_online, _ = make_learner(samples, optimizer=lazy_optimizer,
+                                      fuse_optimizer_step=False)
   lazy._optimizer_state_made = True  # pylint: disable=protected-access
   assert not eager_optimizer.ms and not lazy_optimizer.ms
 
@@ -532,3 +536,32 @@ def test_optimizer_state_is_made_before_the_first_update_and_changes_nothing():
                              flat(params_of(lazy_online)), rtol=1e-6)
   for a, b in zip(eager_optimizer.ms, lazy_optimizer.ms):
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize('jit_compile', [False, True])
+def test_fused_optimizer_step_matches_the_separate_operations(jit_compile):
+  # The clipping and centered RMSProp step compiled by XLA (the default)
+  # against the same step as separate operations: the same weights, moments
+  # and gradient norms after 4 updates, the norm clipped in some of them.
+  samples = [make_sample(seed=500 + i) for i in range(4)]
+  runs = {}
+  for fused in (True, False):
+    optimizer = snt.optimizers.RMSProp(learning_rate=0.01, decay=0.95,
+                                       epsilon=1e-6, centered=True)
+    learner, online, _ = make_learner(
+        samples, optimizer=optimizer, max_gradient_norm=0.5,
+        jit_compile=jit_compile, fuse_optimizer_step=fused)
+    norms = []
+    for _ in samples:
+      learner.step()
+      norms.append(float(learner.last_update['gradient_norm']))
+    runs[fused] = (flat(params_of(online)), norms,
+                   [v.numpy() for v in optimizer.ms + optimizer.mg])
+  (fused_params, fused_norms, fused_moments), (params, norms, moments) = (
+      runs[True], runs[False])
+  assert max(norms) > 0.5  # Clipping took part.
+  np.testing.assert_allclose(fused_norms, norms, rtol=1e-5)
+  np.testing.assert_allclose(fused_params, params, rtol=1e-5, atol=1e-7)
+  for a, b in zip(fused_moments, moments):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-9)
+  assert not np.allclose(params, flat(params_of(make_network(1))))

@@ -1,6 +1,6 @@
 """The Ape-X DQN learner (Ape-X §3.1, App. C)."""
 
-from typing import Dict, Tuple
+from typing import Dict, List, Tuple
 
 import sonnet as snt
 import tensorflow as tf
@@ -16,6 +16,13 @@ class ApeXDQNLearner(learning.ApeXLearner):
 
   On top of the shared Ape-X loop (`agents.apex.learning.ApeXLearner`), each update
   clips the gradient's global norm and applies centered RMSProp (App. C).
+  That step (`_clip_and_apply`) is compiled by XLA, nested in the update,
+  unless `fuse_optimizer_step` is False: its element-wise work over every
+  weight (the norm, the scaling, RMSProp's moments and step) becomes a few
+  fused loops instead of a dozen passes over memory, which on a CPU is
+  about a twentieth of an Atari update (benchmarks/learner_options.py). XLA
+  cannot create variables, so the optimiser's state must exist before the
+  first update (`ApeXLearner._make_optimizer_state` makes it).
   A learner of another loss (the distributional Ape-X DQN's) overrides
   `_loss`: the loss and the priorities it gives.
   """
@@ -25,6 +32,7 @@ class ApeXDQNLearner(learning.ApeXLearner):
                target_network: snt.Module,
                optimizer: snt.Optimizer,
                max_gradient_norm: float,
+               fuse_optimizer_step: bool = True,
                **replay_learning):
     """`replay_learning`: `ApeXLearner`'s arguments (the iterator, the
     replay client, the importance-sampling exponent, the target period,
@@ -36,6 +44,9 @@ class ApeXDQNLearner(learning.ApeXLearner):
     self._target_network = target_network
     self._optimizer = optimizer
     self._max_gradient_norm = max_gradient_norm
+    self._apply_gradients = (
+        tf.function(self._clip_and_apply, jit_compile=True)
+        if fuse_optimizer_step else self._clip_and_apply)
 
   def _q_values(self, transitions: Dict[str, tf.Tensor]
                 ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -64,11 +75,17 @@ class ApeXDQNLearner(learning.ApeXLearner):
     with tf.GradientTape() as tape:
       loss, new_priorities = self._loss(transitions, weights)
     variables = self._network.trainable_variables
-    gradients = tape.gradient(loss, variables)
+    gradient_norm = self._apply_gradients(tape.gradient(loss, variables))
+    return new_priorities, {'loss': loss, 'gradient_norm': gradient_norm}
+
+  def _clip_and_apply(self, gradients: List[tf.Tensor]) -> tf.Tensor:
+    """Clips the gradients' global norm to `max_gradient_norm` and applies
+    the optimiser's step to the network's weights; the norm before
+    clipping."""
     gradients, gradient_norm = tf.clip_by_global_norm(gradients,
                                                       self._max_gradient_norm)
-    self._optimizer.apply(gradients, variables)
-    return new_priorities, {'loss': loss, 'gradient_norm': gradient_norm}
+    self._optimizer.apply(gradients, self._network.trainable_variables)
+    return gradient_norm
 
   def _optimizers(self):
     return [(self._optimizer, self._network.trainable_variables)]
