@@ -16,7 +16,8 @@ wired, and what they are made of.
   worker_nodes.py   the nodes of a program of workers: the shared
                     parameters, the workers
   variable_cache.py the variable cachers between the learner and the actors
-  options.py        the run options (`RunOptions`), one flag each
+  options.py        the run options (`RunOptions`, and the values of the
+                    environment suites' own), one flag each
   entry.py          what every program of programs/ is: an agent behind one
                     main
 

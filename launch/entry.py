@@ -9,16 +9,32 @@ behind one main. A program file names its agent:
 
 Making the entry (as the program file is imported) first moves a launch on
 this machine into a network of its own (`private_network.isolate_launch`),
-while the process still has one thread; only then does it read the agent
-from the registry, which imports its config and presets (NumPy, not
-TensorFlow), and define the flags. The builder, and with it TensorFlow, is
-loaded once every flag is checked (`command_line.build_program`): a bad flag
-is answered in a second. This module imports neither at its top.
+while the process still has one thread; only then does it import the
+plug-ins (`--plugins`, read ahead of absl's parse), read the agent from the
+registry, which imports its config and presets (NumPy, not TensorFlow),
+and define the flags, the registered suites' own run options among them.
+The builder, and with it TensorFlow, is loaded once every flag is checked
+(`command_line.build_program`): a bad flag is answered in a second. This
+module imports neither at its top.
 """
 
 import sys
 
 from launch.machine import private_network
+
+
+def _plugins_given(argv) -> str:
+  """--plugins as the program will read it from `argv` (--flagfile too);
+  '' where it gives none or cannot be read (the program's parse says
+  why)."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  values = flags.FlagValues()
+  flags.DEFINE_string('plugins', '', '', flag_values=values)
+  try:
+    values(list(argv), known_only=True)
+  except flags.Error:
+    return ''
+  return values.plugins
 
 
 class ProgramEntry:
@@ -41,6 +57,13 @@ class ProgramEntry:
     # pylint: enable=g-import-not-at-top
     cloud_options.define_xmanager_flags(sys.argv)
     plugins_lib.import_plugins(plugins)
+    # The command line's --plugins too, so that the run options of their
+    # suites are flags when absl parses it; a module that cannot be
+    # imported is refused with the other bad flags (`build`).
+    try:
+      plugins_lib.import_plugins(_plugins_given(sys.argv))
+    except ValueError:
+      pass
     self.agent = registry.get(name)
     self.name = self.agent.name
     command_line.define_flags(self.agent.config_class, self.agent.presets,

@@ -3,13 +3,16 @@
 Each field of `RunOptions` is a command-line flag of the same name, its
 docstring the flag's help (`launch.console.command_line`), as the
 agents' config fields are: one source for the default, the help and the
-check of every run option.
+check of every run option. An environment suite declares the run options
+particular to it (`agents.envs.suites.RunOption`), each a flag too, whose
+values `RunOptions.suite_options` holds.
 """
 
 import dataclasses
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from agents.builders import ProgramShape
+from agents.envs import suites
 from launch.runs import storage
 from agents.config import check_flag
 
@@ -74,23 +77,6 @@ class RunOptions:
   """Episodes per round of evaluation, played side by side in as many
   environments with one batched forward pass a step, all with the
   parameters pulled as the round began."""
-  atari_evaluation: str = 'sticky'
-  """Atari only: what makes the evaluator's episodes differ from one
-  another (a greedy policy on the deterministic emulator replays one
-  episode): sticky (sticky actions, p = 0.25, Machado et al. 2018) or noops
-  (up to 30 random no-op starts, the Ape-X paper's protocol)."""
-  atari_training: str = 'deterministic'
-  """Atari only: the actors' emulators: deterministic (the Ape-X paper's)
-  or sticky (sticky actions, p = 0.25, as Machado et al. 2018 propose for
-  training too: a greedy policy that learned to replay one action sequence
-  loses to sticky evaluation episodes). A run can change it when resumed."""
-  atari_noop_starts: int = 0
-  """Atari only: each of the actors' episodes begins with a random number of
-  no-ops, from 1 to this; 0: none (the Ape-X paper names no-op starts for
-  evaluation only, §4.1). The agent sees every 4th frame from the
-  episode's first, so without no-ops it trains at one phase of its action
-  repeat only, and may play badly at the others (results/pong.md). A run
-  can change it when resumed."""
   checkpoint_every: float = 30.0
   """Seconds between two checkpoints of the learner (each begun after the
   last, written beside its updates: launch/runs/checkpointing.py) and
@@ -160,6 +146,11 @@ class RunOptions:
                                        metadata={'flag': False})
   """Launchpad's launch type (--lp_launch_type); under local_mp every node
   is a process of this machine."""
+  suite_options: Mapping[str, Any] = dataclasses.field(
+      default_factory=dict, metadata={'flag': False})
+  """The values of the environment suites' own run options
+  (`agents.envs.suites.RunOption`, each a flag), by name; one not given
+  has its default."""
 
   # Options that say how this launch runs, not what the run is: a relaunch
   # of a run may change them freely (see `command_line`).
@@ -178,11 +169,15 @@ class RunOptions:
 
   def environment_options(self) -> Dict[str, Any]:
     """Every run option by name but the seed and the environment's name,
-    for the environment's suite to take those its environments take
-    (`agents.envs.suites.Suite.options`: an Atari game's `atari_*`)."""
-    return {field.name: getattr(self, field.name)
-            for field in dataclasses.fields(self)
-            if field.name not in ('seed', 'env')}
+    the suites' own among them, for the environment's suite to take those
+    its environments take (`agents.envs.suites.Suite.options`)."""
+    options = {field.name: getattr(self, field.name)
+               for field in dataclasses.fields(self)
+               if field.name not in ('seed', 'env', 'suite_options')}
+    options.update((option.name, option.default)
+                   for option in suites.run_options())
+    options.update(self.suite_options)
+    return options
 
   @property
   def node_workdir(self) -> str:
@@ -191,7 +186,8 @@ class RunOptions:
     return storage.node_path(self.workdir)
 
   def validate(self):
-    """Raises ValueError naming the first flag whose value is out of range."""
+    """Raises ValueError naming the first flag whose value is out of range
+    (the suites' own run options too: those of the suites registered)."""
     at_least_one = ('num_actors', 'envs_per_actor', 'evaluation_episodes',
                     'actor_max_failures')
     for name in at_least_one:
@@ -219,14 +215,12 @@ class RunOptions:
     from launch.machine import placement  # pylint: disable=g-import-not-at-top
     placement.check(self.placement, self.pin_learner, self.pin_others,
                     self.launch_type)
-    from agents.envs.atari import ATARI_EVALUATIONS  # pylint: disable=g-import-not-at-top
-    from agents.envs.atari import ATARI_TRAININGS  # pylint: disable=g-import-not-at-top
-    check_flag('atari_evaluation', self.atari_evaluation in ATARI_EVALUATIONS,
-               self.atari_evaluation, ' or '.join(ATARI_EVALUATIONS))
-    check_flag('atari_training', self.atari_training in ATARI_TRAININGS,
-               self.atari_training, ' or '.join(ATARI_TRAININGS))
-    check_flag('atari_noop_starts', self.atari_noop_starts >= 0,
-               self.atari_noop_starts, '>= 0 (0: none)')
+    declared = {option.name: option for option in suites.run_options()}
+    for name, value in self.suite_options.items():
+      if name not in declared:
+        raise ValueError(f'--{name}: no environment suite has such a run '
+                         'option (is the suite\'s module in --plugins?).')
+      declared[name].validate(value)
     check_flag('max_actor_steps',
                self.max_actor_steps is None or self.max_actor_steps >= 1,
                self.max_actor_steps, '>= 1 (or none to run until stopped)')

@@ -24,8 +24,8 @@ def test_every_environment_an_actor_builds_is_as_the_options_say(
   spec = environments.resolve_discrete('atari:Pong')
   builder = ApeXDQNBuilder(ApeXDQNConfig(), spec)
   options = RunOptions(workdir=str(tmp_path), envs_per_actor=2,
-                       atari_training=training,
-                       atari_noop_starts=noop_starts)
+                       suite_options={'atari_training': training,
+                                      'atari_noop_starts': noop_starts})
   options.validate()
   actor = builder.make_actor(FixedVariableSource(builder.make_network()),
                              exploration=[0.4, 0.1], seed=0)

@@ -22,6 +22,7 @@ from agents.apex_dqn.config import ApeXDQNConfig
 from agents.apex_dqn.presets import PRESETS as DQN_PRESETS
 from agents.d4pg.config import D4PGConfig
 from agents.d4pg.presets import PRESETS as D4PG_PRESETS
+from agents.envs import suites
 from launch.options import RunOptions
 
 PROGRAMS = {'apex_dqn': (ApeXDQNConfig, DQN_PRESETS, 'atari:Pong'),
@@ -44,13 +45,15 @@ def _config(name, *flags):
 
 def _defaults(name):
   """Every recorded flag's default (not the per-launch ones), from the
-  dataclasses (not from the program)."""
+  dataclasses and the suites' run options (not from the program)."""
   config_class, _, default_env = PROGRAMS[name]
   values = {field.name: field.default
             for dataclass in (RunOptions, config_class)
             for field in dataclasses.fields(dataclass)
             if field.metadata.get('flag', True)
             and field.name not in RunOptions.PER_LAUNCH}
+  values.update((option.name, option.default)
+                for option in suites.run_options())
   values['env'] = default_env
   return values
 

@@ -11,10 +11,12 @@ from gymnasium import wrappers
 
 from agents.envs import atari
 from agents.envs import environments
+from agents.envs import suites
 from agents.apex_dqn.config import ApeXDQNConfig
 from agents.envs.environments import GymnasiumToDmEnv
 from agents.envs.environments import UnknownEnvironmentError
 from agents.envs.environments import resolve_discrete
+from launch.options import RunOptions
 
 # --------------------------------------------------------------------------
 # GymnasiumToDmEnv
@@ -394,6 +396,45 @@ def test_non_atari_environments_take_no_atari_evaluation():
   env.close()
   with pytest.raises(ValueError, match='gym:CartPole-v1 is not an Atari game'):
     spec.make_environment(seed=0, evaluation=True, noops=3)
+
+
+def test_a_suites_run_options_are_named_after_it_and_checked():
+  steps = suites.RunOption('toy_steps', int, 10, 'Steps.',
+                           check=lambda value: value >= 1, must='>= 1')
+  mode = suites.RunOption('toy_mode', str, 'a', 'Mode.', choices=('a', 'b'))
+  toy = suites.Suite(name='toy', resolve=None, forms={'discrete': 'toy:<n>'},
+                     options=(steps, mode, 'noops'))
+  assert toy.option_names == ('toy_steps', 'toy_mode', 'noops')
+  assert toy.run_options == (steps, mode)
+  assert toy.take_options({'toy_mode': 'b', 'noops': 2, 'seed': 1}) == {
+      'toy_mode': 'b', 'noops': 2}
+  steps.validate(1)
+  with pytest.raises(ValueError, match=re.escape(
+      '--toy_steps=0 is out of range: it must be >= 1.')):
+    steps.validate(0)
+  with pytest.raises(ValueError, match=re.escape(
+      '--toy_mode=c is out of range: it must be a or b.')):
+    mode.validate('c')
+  with pytest.raises(ValueError, match=re.escape(
+      "Suite 'toy': its run option 'steps' must be named toy_<...>.")):
+    suites.Suite(name='toy', resolve=None, forms={'discrete': 'toy:<n>'},
+                 options=(dataclasses.replace(steps, name='steps'),))
+  with pytest.raises(ValueError, match='a check needs `must`'):
+    suites.RunOption('toy_steps', int, 10, 'Steps.', check=bool)
+  # The run's options as its environments get them: Atari's own, given or
+  # at their defaults.
+  given = RunOptions(suite_options={'atari_training': 'sticky'})
+  given.validate()
+  taken = atari.SUITE.take_options(given.environment_options())
+  assert taken == {'atari_evaluation': 'sticky', 'atari_training': 'sticky',
+                   'atari_noop_starts': 0}
+  with pytest.raises(ValueError, match=re.escape(
+      '--atari_noop_starts=-2 is out of range: it must be >= 0 (0: none).')):
+    RunOptions(suite_options={'atari_noop_starts': -2}).validate()
+  # An option that no registered suite declares.
+  with pytest.raises(ValueError, match=re.escape(
+      '--toy_steps: no environment suite has such a run option')):
+    RunOptions(suite_options={'toy_steps': 3}).validate()
 
 
 def test_resolve_minatar_breakout():

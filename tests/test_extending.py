@@ -9,6 +9,11 @@ says); the programs are this repository's, named by their path.
 * The suite's refusals come before anything starts: a bad name of the
   suite, with every accepted form (the plug-in's among them); an unknown
   plug-in module; the suite's name without the plug-in.
+* The suite's run option, `--signal_steps`: a flag of the program that
+  imports the suite, its bad value refused before anything starts, its
+  value recorded (and read back from the record of a run resumed with
+  `--workdir` alone), and passed to the suite's environments, as a node
+  that unpickles the spec makes them.
 * The suite and its network, under `local_mp`, through
   `programs/apex_dqn.py --plugins=signal_suite`: every node's process
   takes the suite, and the agent learns the task (a mean return of 9 of
@@ -90,6 +95,61 @@ def test_a_plugged_suites_refusals_come_before_anything_starts(
     for form in ('signal:<n> (n lights, 2 or more)', 'atari:<Game>',
                  'minatar:<game>', 'gym:<id>'):
       assert form in result.stdout, form
+
+
+def test_a_plugged_suites_run_option_is_a_flag_checked_and_passed_on(
+    user, tmp_path):
+  workdir = tmp_path / 'run'
+  flags = ['--plugins=signal_suite', '--env=signal:4']
+  refused = _run_in(user, helpers.program_command(
+      'apex_dqn', f'--workdir={workdir}', *flags, '--signal_steps=0'),
+                    timeout=120)
+  assert refused.returncode == 2, refused.stdout[-3000:]
+  assert ('error: --signal_steps=0 is out of range: it must be >= 1.'
+          in refused.stdout), refused.stdout[-3000:]
+  assert 'Traceback' not in refused.stdout
+  assert not workdir.exists()
+
+  def config(*given):
+    result = _run_in(user, helpers.program_command(
+        'apex_dqn', '--print_config', *given), timeout=120)
+    assert result.returncode == 0, result.stdout[-3000:]
+    return json.loads(result.stdout[result.stdout.index('{'):])
+
+  assert config(*flags)['signal_steps'] == 10
+  assert config(*flags, '--signal_steps=5')['signal_steps'] == 5
+  # A run's record naming the plug-in and the option's value: a relaunch
+  # naming only its workdir takes both.
+  workdir.mkdir()
+  (workdir / 'run.json').write_text(json.dumps({
+      'program': 'apex_dqn', 'env': 'signal:4', 'config': {},
+      'flags': {'plugins': 'signal_suite', 'env': 'signal:4',
+                'signal_steps': 7}}))
+  resumed = config(f'--workdir={workdir}')
+  assert (resumed['plugins'], resumed['signal_steps']) == ('signal_suite', 7)
+
+  # The environments a node makes from the unpickled spec, given the run
+  # options: 5 steps an episode.
+  code = (
+      'import cloudpickle\n'
+      'from agents import plugins\n'
+      'from agents.envs import suites\n'
+      'from launch.options import RunOptions\n'
+      "plugins.import_plugins('signal_suite')\n"
+      "options = RunOptions(env='signal:4', plugins='signal_suite',\n"
+      "                     suite_options={'signal_steps': 5})\n"
+      'options.validate()\n'
+      "spec = cloudpickle.loads(cloudpickle.dumps(suites.resolve(\n"
+      "    options.env, 'discrete')))\n"
+      'environment = spec.make_environment(\n'
+      '    seed=0, **options.environment_options())\n'
+      'timestep, steps = environment.reset(), 0\n'
+      'while not timestep.last():\n'
+      '  timestep, steps = environment.step(0), steps + 1\n'
+      'print(spec.suite.take_options(options.environment_options()), steps)\n')
+  result = _run_in(user, [sys.executable, '-c', code], timeout=120)
+  assert result.returncode == 0, result.stdout[-3000:]
+  assert result.stdout.strip().splitlines()[-1] == "{'signal_steps': 5} 5"
 
 
 @pytest.mark.slow  # A program under local_mp, learning.

@@ -15,6 +15,7 @@ start, so without either, "10 episodes" would be a few outcomes, repeated.
 
 import dataclasses
 import functools
+import operator
 from typing import Any, Mapping, Optional
 
 import dm_env
@@ -179,6 +180,35 @@ def resolve(env_name: str, actions: str):
                   pixels=True, stacked_frames=ATARI_FRAME_STACK)
 
 
+# The suite's run options, each a flag of every program.
+RUN_OPTIONS = (
+    suites.RunOption(
+        'atari_evaluation', str, DEFAULT_ATARI_EVALUATION,
+        'Atari only: what makes the evaluator\'s episodes differ from one '
+        'another (a greedy policy on the deterministic emulator replays one '
+        'episode): sticky (sticky actions, p = 0.25, Machado et al. 2018) or '
+        'noops (up to 30 random no-op starts, the Ape-X paper\'s protocol).',
+        choices=tuple(ATARI_EVALUATIONS)),
+    suites.RunOption(
+        'atari_training', str, DEFAULT_ATARI_TRAINING,
+        'Atari only: the actors\' emulators: deterministic (the Ape-X '
+        'paper\'s) or sticky (sticky actions, p = 0.25, as Machado et al. '
+        '2018 propose for training too: a greedy policy that learned to '
+        'replay one action sequence loses to sticky evaluation episodes). A '
+        'run can change it when resumed.',
+        choices=tuple(ATARI_TRAININGS)),
+    suites.RunOption(
+        'atari_noop_starts', int, 0,
+        'Atari only: each of the actors\' episodes begins with a random '
+        'number of no-ops, from 1 to this; 0: none (the Ape-X paper names '
+        'no-op starts for evaluation only, §4.1). The agent sees every 4th '
+        'frame from the episode\'s first, so without no-ops it trains at one '
+        'phase of its action repeat only, and may play badly at the others '
+        '(results/pong.md). A run can change it when resumed.',
+        check=functools.partial(operator.le, 0), must='>= 0 (0: none)'),
+)
+
+
 def evaluation_note(options: Mapping[str, Any]) -> str:
   """What made the evaluation episodes differ."""
   return ATARI_EVALUATIONS[options.get(
@@ -201,6 +231,5 @@ SUITE = suites.register(suites.Suite(
     frames_per_step=ATARI_FRAME_SKIP,
     frames_per_second=60.0,  # The ALE's emulator: 60 frames/s.
     episode_start=noops_played,
-    options=('atari_evaluation', 'atari_training', 'atari_noop_starts',
-             'noops'),
+    options=(*RUN_OPTIONS, 'noops'),
     evaluation_note=evaluation_note))

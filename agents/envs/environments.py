@@ -175,7 +175,7 @@ class EnvironmentSpec:
     begins with exactly that many NOOP frames, where the suite takes it."""
     options = self.suite.take_options(options)
     if noops is not None:
-      if 'noops' not in self.suite.options:
+      if 'noops' not in self.suite.option_names:
         raise ValueError(f'{self.name} is not an Atari game: it has no no-op '
                          'start to fix.')
       options['noops'] = noops

@@ -15,8 +15,10 @@ kind string:
   frames per agent step             `frames_per_step`, for runs recorded
                                     before `run.json` held it
   a video's frames per second       `frames_per_second` of the emulator
-  the run options its environments  `options`: passed to its `make` by name
-  take                              (Atari's `atari_evaluation`, ...)
+  the run options its environments  `options`: each a flag of every program
+  take                              (`RunOption`: Atari's
+                                    `atari_evaluation`, ...), passed to
+                                    its `make` by name
   what made evaluation episodes     `evaluation_note(options)`
   differ
   how an episode started            `episode_start(environment)`: an Atari
@@ -48,9 +50,10 @@ called with no arguments, and imported by the agent that builds it.
 
 import dataclasses
 import importlib
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from agents import plugins
+from agents.config import check_flag
 
 # The suites of this package; each registers itself when imported.
 _BUILT_IN = ('agents.envs.atari', 'agents.envs.minatar',
@@ -68,6 +71,52 @@ TORSO_KINDS = ('features', 'dense')
 # registered agent).
 BUILT_IN_AGENTS = {'discrete': 'apex_dqn or a3c',
                    'continuous': 'apex_dpg or a3c'}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOption:
+  """A run option of a suite's own. Like the run options every program
+  takes (`launch.options.RunOptions`), it is a flag of every program, its
+  help in docs/running.md's table, checked before anything starts and
+  recorded in the run's `run.json`; its value is passed by name to the
+  suite's environments' `make`."""
+
+  name: str
+  """The flag's name and `make`'s keyword: the suite's name, `_` and more
+  (`atari_training`), so that no two suites' options share one."""
+  kind: Any
+  """Its type, as the flag parses it: int, float, str or bool, or
+  `Optional` of one (the flag then takes `none`)."""
+  default: Any
+  """Its value where no flag, preset or run record gives one."""
+  help: str
+  """The flag's help."""
+  choices: Tuple[Any, ...] = ()
+  """The values it takes, if only these; empty: `check` says."""
+  check: Optional[Callable[[Any], bool]] = None
+  """Whether a value is in range, where `choices` do not say; None: any
+  value of its kind is."""
+  must: str = ''
+  """What a value in range is, as the refusal of another says it
+  (`--<name>=<value> is out of range: it must be <must>.`); by default its
+  choices, `a or b`."""
+
+  def __post_init__(self):
+    if not self.name.isidentifier():
+      raise ValueError(f'Run option {self.name!r}: a name is a flag\'s, '
+                       'one word of letters, digits and _.')
+    if self.check is not None and not self.must:
+      raise ValueError(f'Run option {self.name!r}: a check needs `must`, '
+                       'what a value in range is.')
+
+  def validate(self, value):
+    """Raises ValueError naming the flag, `value` and what the flag's value
+    must be, unless `value` is in range."""
+    if self.choices:
+      check_flag(self.name, value in self.choices, value,
+                 self.must or ' or '.join(str(c) for c in self.choices))
+    elif self.check is not None:
+      check_flag(self.name, self.check(value), value, self.must)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,9 +154,12 @@ class Suite:
   frames_per_second: Optional[float] = None
   """The emulator's frames per second of real time (videos); None: the
   environment's `control_timestep`, else 10 agent steps/s."""
-  options: Tuple[str, ...] = ()
-  """The keyword options its environments' `make` takes, each a run option
-  (`launch.options.RunOptions`) of that name; the others are not passed."""
+  options: Tuple[Union[RunOption, str], ...] = ()
+  """The keyword options its environments' `make` takes: each a run option
+  of its own (`RunOption`), or the name of one given otherwise (a run
+  option of every program, `launch.options.RunOptions`; `noops`, which
+  `EnvironmentSpec.make_environment` passes for analyses). The other run
+  options are not passed."""
   evaluation_note: Optional[Callable[[Mapping[str, Any]], str]] = None
   """What makes its evaluation episodes differ, given the options: said by
   `programs/evaluate.py`."""
@@ -128,6 +180,15 @@ class Suite:
     if unknown:
       raise ValueError(f'Suite {self.name!r}: torsos are keyed by '
                        f'{", ".join(TORSO_KINDS)}, not {sorted(unknown)}.')
+    if not all(isinstance(option, (RunOption, str)) for option in
+               self.options) or len(set(self.option_names)) < len(
+                   self.options):
+      raise ValueError(f'Suite {self.name!r}: its options are each a '
+                       'RunOption or a name, each name once.')
+    for option in self.run_options:
+      if not option.name.startswith(f'{self.name}_'):
+        raise ValueError(f'Suite {self.name!r}: its run option '
+                         f'{option.name!r} must be named {self.name}_<...>.')
 
   @property
   def actions(self) -> Tuple[str, ...]:
@@ -142,10 +203,21 @@ class Suite:
     name = self.torsos.get(kind)
     return None if name is None else plugins.load(name)
 
+  @property
+  def option_names(self) -> Tuple[str, ...]:
+    """The names of the keyword options its environments take."""
+    return tuple(getattr(option, 'name', option) for option in self.options)
+
+  @property
+  def run_options(self) -> Tuple[RunOption, ...]:
+    """The run options of its own, each a flag."""
+    return tuple(option for option in self.options
+                 if isinstance(option, RunOption))
+
   def take_options(self, options: Mapping[str, Any]) -> Dict[str, Any]:
     """The options of `options` its environments take."""
     return {name: value for name, value in options.items()
-            if name in self.options}
+            if name in self.option_names}
 
 
 _SUITES: Dict[str, Suite] = {}
@@ -181,6 +253,13 @@ def get(name: str) -> Suite:
                      f'{", ".join(_SUITES)}); a suite of your own is '
                      'registered by a module named with --plugins.')
   return _SUITES[name]
+
+
+def run_options(built_in_only: bool = False) -> List[RunOption]:
+  """Every registered suite's run options of its own, the built-in suites'
+  first (with `built_in_only`, only theirs)."""
+  wanted = _load_built_in() if built_in_only else names()
+  return [option for name in wanted for option in get(name).run_options]
 
 
 def accepted_forms(actions: str) -> str:

@@ -2,8 +2,9 @@
 program before anything starts.
 
 Every field of the agent's config dataclass and of `RunOptions` is a flag of
-the same name, with the field's docstring as help. A value of a flag comes,
-from the strongest to the weakest, from:
+the same name, with the field's docstring as help, and so is every run
+option of a registered environment suite's own (`suites.RunOption`), with
+its help. A value of a flag comes, from the strongest to the weakest, from:
 
   1. the flag given on the command line;
   2. the preset named by `--preset` (the agent's `presets.py`);
@@ -23,7 +24,7 @@ import json
 import os
 import sys
 import typing
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from absl import flags
 
@@ -32,6 +33,7 @@ from launch.runs import storage
 from agents import builders
 from agents import plugins
 from agents.config import Preset
+from agents.envs import suites
 from launch.cloud import capacity
 from launch.cloud import machines
 from launch.cloud import packaging
@@ -97,21 +99,68 @@ def _flag_names(dataclass):
   return [field.name for field in _flag_fields(dataclass)]
 
 
+def _define_flag(name: str, annotation, default, help_text: str):
+  """Defines the flag `--name` of the type `annotation` (int, float, str or
+  bool, or `Optional` of one: the flag then takes `none`)."""
+  kind, optional = _base_type(annotation)
+  if kind is bool and not optional:  # --name and --noname, as absl's.
+    flags.DEFINE_bool(name, default, help_text)
+    return
+  parser = _PARSERS[kind]()
+  if optional:
+    parser = _OptionalParser(parser)
+  serializer = None if kind is bool else flags.ArgumentSerializer()
+  flags.DEFINE(parser, name, default, help_text, serializer=serializer)
+
+
 def _define_flags(dataclass, defaults: Mapping[str, Any]):
   docs = _field_docstrings(dataclass)
   hints = typing.get_type_hints(dataclass)
   for field in _flag_fields(dataclass):
-    kind, optional = _base_type(hints[field.name])
-    if kind is bool and not optional:  # --name and --noname, as absl's.
-      flags.DEFINE_bool(field.name, defaults.get(field.name, field.default),
-                        docs.get(field.name, field.name))
+    _define_flag(field.name, hints[field.name],
+                 defaults.get(field.name, field.default),
+                 docs.get(field.name, field.name))
+
+
+# The suites' own run options this module has made flags, in order.
+_SUITE_FLAGS: List[str] = []
+
+
+def define_suite_flags() -> List[str]:
+  """Makes a flag of each run option of the registered suites' own
+  (`suites.RunOption`) that is none yet; returns their names. A suite a
+  program's `--plugins` registers gets its flags before the command line
+  is parsed (`launch.entry`); one a resumed run's record names, as its
+  plug-in is imported (`build_program`), with the record's values.
+
+  Raises:
+    ValueError: a suite's run option has the name of another flag.
+  """
+  defined = []
+  for option in suites.run_options():
+    if option.name in _SUITE_FLAGS:
       continue
-    parser = _PARSERS[kind]()
-    if optional:
-      parser = _OptionalParser(parser)
-    serializer = None if kind is bool else flags.ArgumentSerializer()
-    flags.DEFINE(parser, field.name, defaults.get(field.name, field.default),
-                 docs.get(field.name, field.name), serializer=serializer)
+    if option.name in FLAGS:
+      raise ValueError(f'The run option {option.name!r} of a suite has the '
+                       'name of another flag; give it another name.')
+    _define_flag(option.name, option.kind, option.default,
+                 ' '.join(option.help.split()))
+    _SUITE_FLAGS.append(option.name)
+    defined.append(option.name)
+  return defined
+
+
+def _run_flag_names() -> List[str]:
+  """The flags of the run options: `RunOptions`' and the suites' own."""
+  return _flag_names(RunOptions) + _SUITE_FLAGS
+
+
+def _run_options(values: Mapping[str, Any], **given) -> RunOptions:
+  """The `RunOptions` of the flags' `values` (by name), with `given`."""
+  return RunOptions(**{
+      **{name: values[name] for name in _flag_names(RunOptions)},
+      'suite_options': {name: values[name] for name in _SUITE_FLAGS},
+      **given})
 
 
 def define_flags(config_class, presets: Mapping[str, Preset],
@@ -131,6 +180,7 @@ def define_flags(config_class, presets: Mapping[str, Preset],
                     'with (after --preset and a resumed run\'s record), as '
                     'JSON, and exit without creating anything.')
   _define_flags(RunOptions, {'env': default_env, 'plugins': default_plugins})
+  define_suite_flags()
   _define_flags(config_class, {})
   _define_flags(CloudOptions, {})
 
@@ -159,7 +209,6 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[machines.Plan]:
   env_kind = options.env.split(':')[0]  # Its suite's name.
   item_bytes = None
   if replay_capacity is not None:
-    from agents.envs import suites  # pylint: disable=g-import-not-at-top
     item_bytes = config.replay_item_bytes(suites.get(env_kind))
   requests = machines.requests(cloud_flags, env_kind, replay_capacity,
                                item_bytes)
@@ -175,7 +224,7 @@ def _check_cloud_plan(options: RunOptions, config) -> Optional[machines.Plan]:
 
 def _check_field_names(config_class, presets: Mapping[str, Preset]):
   """A preset naming no flag is a mistake in its module: said at once."""
-  known = set(_flag_names(RunOptions) + _flag_names(config_class))
+  known = set(_run_flag_names() + _flag_names(config_class))
   for name, preset in presets.items():
     unknown = sorted(set(preset.values) - known)
     if unknown:
@@ -207,15 +256,18 @@ def presets_table() -> str:
 
 def run_options_table() -> str:
   """docs/running.md's table of the run options, made from `RunOptions` (its
-  fields' defaults and docstrings), so that the page cannot drift from
-  the flags."""
+  fields' defaults and docstrings) and then from the built-in suites' own
+  (`suites.RunOption`), so that the page cannot drift from the flags."""
   docs = _field_docstrings(RunOptions)
+  options = [(field.name, field.default, docs[field.name])
+             for field in _flag_fields(RunOptions)]
+  options += [(option.name, option.default, ' '.join(option.help.split()))
+              for option in suites.run_options(built_in_only=True)]
   rows = ['| flag | default | meaning |', '|---|---|---|']
-  for field in _flag_fields(RunOptions):
-    default = ('(the program\'s)' if field.name == 'env' else
-               _flag_text(field.default))
-    meaning = docs[field.name].replace('<', '&lt;').replace('>', '&gt;')
-    rows.append(f'| `--{field.name}` | {default} | {meaning} |')
+  for name, default, meaning in options:
+    default = '(the program\'s)' if name == 'env' else _flag_text(default)
+    meaning = meaning.replace('<', '&lt;').replace('>', '&gt;')
+    rows.append(f'| `--{name}` | {default} | {meaning} |')
   return '\n'.join(rows)
 
 
@@ -293,7 +345,7 @@ def resolve_flags(program_name: str, config_class,
                   presets: Mapping[str, Preset]) -> Dict[str, Any]:
   """Every flag's value after presets and the workdir's record (see the
   module docstring). Raises ValueError for an unknown preset."""
-  names = _flag_names(RunOptions) + _flag_names(config_class)
+  names = _run_flag_names() + _flag_names(config_class)
   values = {name: FLAGS[name].value for name in names}
   layers = [_recorded_values(FLAGS.workdir, program_name, names)]
   if FLAGS.preset is not None:
@@ -360,17 +412,18 @@ def build_program(program_name: str, config_class,
           'nodes of a Vertex AI job reach as files: give a local directory, '
           'or --lp_launch_type=vertex_ai.')
     values = resolve_flags(program_name, config_class, presets)
+    # Suites and agents of the user's own code, registered before anything
+    # asks for them. A suite named only by a resumed run's record gets its
+    # run options' flags now, and their values from the record.
+    plugins.import_plugins(values['plugins'])
+    if define_suite_flags():
+      values = resolve_flags(program_name, config_class, presets)
     config = config_class(**{name: values[name]
                              for name in _flag_names(config_class)})
     config.validate()
-    option_values = {name: values[name] for name in _flag_names(RunOptions)}
-    options = RunOptions(**{**option_values,
-                            'workdir': None,
-                            'launch_type': FLAGS.lp_launch_type})
+    options = _run_options(values, workdir=None,
+                           launch_type=FLAGS.lp_launch_type)
     options.validate()
-    # Suites and agents of the user's own code, registered before anything
-    # asks for them.
-    plugins.import_plugins(options.plugins)
     # What an agent cannot run with (for one, a replay shard that no
     # environment writes to).
     config.check_program(options.program_shape)

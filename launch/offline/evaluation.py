@@ -130,20 +130,22 @@ class PolicyActor:
 
 
 def evaluate(policy, episodes: int, epsilon: float = 0.0, seed: int = 0,
-             video: Optional[str] = None, atari_evaluation: str = 'sticky',
-             noops: Optional[int] = None):
-  """Plays `episodes` evaluation episodes of `policy` (an Atari game's made
-  independent as `atari_evaluation` names; with `noops`, each begun by
-  exactly that many NOOP frames, results/pong_phase.py), writing the first
-  one's frames to the mp4 file `video` if given; returns (returns,
-  lengths, video info or None, each episode's no-op start or None where the
-  game has none), the episodes in the order in which they ended (the
-  video's `episode`: its place among them)."""
+             video: Optional[str] = None, noops: Optional[int] = None,
+             **options):
+  """Plays `episodes` evaluation episodes of `policy`, in environments
+  made with those of the run options `options` their suite takes (what
+  makes its evaluation episodes differ; its defaults where not given);
+  with `noops`, each begun by exactly that many NOOP frames
+  (results/pong_phase.py). Writes the first one's frames to the mp4 file
+  `video` if given; returns (returns, lengths, video info or None, each
+  episode's no-op start or None where the game has none), the episodes in
+  the order in which they ended (the video's `episode`: its place among
+  them)."""
   spec = policy.environment
   count = min(episodes, ROUND_ENVIRONMENTS)
   environments = [
       spec.make_environment(seed=seed * SEED_STRIDE + index, evaluation=True,
-                            atari_evaluation=atari_evaluation, noops=noops)
+                            noops=noops, **options)
       for index in range(count)]
   recorder = (VideoWriter(video, frames_per_second(environments[0], spec))
               if video else None)
