@@ -133,7 +133,8 @@ def render(data: Dict[str, object]) -> str:
       f'run\'s final policy at epsilon {epsilon:g} over '
       f'{data["matched_episodes"]} episodes{spread.how_stated(count)}. '
       'Beside them, the float32 runs of results/minatar.md (their seeds '
-      '0-2), and bfloat16 less float32 by game.', '',
+      '0-2, made before this page\'s with the same preset and protocol), '
+      'and bfloat16 less float32 by game.', '',
       *spread.seed_table(
           'game', f'bfloat16, epsilon {epsilon:g}', matched,
           extra={
