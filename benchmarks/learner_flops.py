@@ -222,4 +222,5 @@ def main(argv):
 
 if __name__ == '__main__':
   launch.use_onednn()  # Before TensorFlow starts: the nodes' setting.
+  import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
   app.run(main)

@@ -512,12 +512,8 @@ def test_optimizer_state_is_made_before_the_first_update_and_changes_nothing():
                                   epsilon=1e-6, centered=True)
 
   eager_optimizer, lazy_optimizer = rmsprop(), rmsprop()
-  # Both unfused: XLA (the fused step's) cannot create variables, and the
-  # fused step is compared with the separate operations below.
-  eager, eager_online, _ = make_learner(samples, optimizer=eager_optimizer,
-                                        fuse_optimizer_step=False)
-  lazy, lazy_online, _ = make_learner(samples, optimizer=lazy_optimizer,
-                                      fuse_optimizer_step=False)
+  eager, eager_online, _ = make_learner(samples, optimizer=eager_optimizer)
+  lazy, lazy_online, _ = make_learner(samples, optimizer=lazy_optimizer)
   lazy._optimizer_state_made = True  # pylint: disable=protected-access
   assert not eager_optimizer.ms and not lazy_optimizer.ms
 
@@ -540,8 +536,8 @@ def test_optimizer_state_is_made_before_the_first_update_and_changes_nothing():
 
 @pytest.mark.parametrize('jit_compile', [False, True])
 def test_fused_optimizer_step_matches_the_separate_operations(jit_compile):
-  # The clipping and centered RMSProp step compiled by XLA (the default)
-  # against the same step as separate operations: the same weights, moments
+  # The clipping and centered RMSProp step compiled by XLA
+  # (fuse_optimizer_step) against the same step as separate operations: the same weights, moments
   # and gradient norms after 4 updates, the norm clipped in some of them.
   samples = [make_sample(seed=500 + i) for i in range(4)]
   runs = {}

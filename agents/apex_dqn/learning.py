@@ -16,15 +16,16 @@ class ApeXDQNLearner(learning.ApeXLearner):
 
   On top of the shared Ape-X loop (`agents.apex.learning.ApeXLearner`), each update
   clips the gradient's global norm and applies centered RMSProp (App. C).
-  That step (`_clip_and_apply`) is compiled by XLA, nested in the update,
-  unless `fuse_optimizer_step` is False: its element-wise work over every
-  weight (the norm, the scaling, RMSProp's moments and step) becomes a few
-  fused loops instead of a dozen passes over memory, which on a CPU is
-  about a twentieth of an Atari update (benchmarks/learner_options.py). XLA
-  cannot create variables, so the optimiser's state must exist before the
-  first update (`ApeXLearner._make_optimizer_state` makes it).
-  A learner of another loss (the distributional Ape-X DQN's) overrides
-  `_loss`: the loss and the priorities it gives.
+  With `fuse_optimizer_step`, that step (`_clip_and_apply`) is compiled by
+  XLA, nested in the update: its element-wise work over every weight (the
+  norm, the scaling, RMSProp's moments and step) becomes a few fused loops
+  instead of a dozen passes over memory (what it gives:
+  benchmarks/learner_options.py). Off by default: under TensorFlow 2.8 a
+  nested XLA function fails ("Can't find a function") in a process that
+  first imported TensorFlow inside absl's `app.run`, as a Vertex AI job's
+  nodes may. XLA cannot create variables either, so the optimiser's state
+  must exist before the first update (`ApeXLearner._make_optimizer_state`
+  makes it).
   """
 
   def __init__(self,
@@ -32,7 +33,7 @@ class ApeXDQNLearner(learning.ApeXLearner):
                target_network: snt.Module,
                optimizer: snt.Optimizer,
                max_gradient_norm: float,
-               fuse_optimizer_step: bool = True,
+               fuse_optimizer_step: bool = False,
                **replay_learning):
     """`replay_learning`: `ApeXLearner`'s arguments (the iterator, the
     replay client, the importance-sampling exponent, the target period,
