@@ -419,14 +419,33 @@ OUR_LEARNING = (
     'README says may change Seaquest\'s returns from the published ones.')
 
 
-def _made_by(data, made_by: str, evaluation_lines: List[str]) -> List[str]:
+def run_commands(data, module: str, evaluation_lines: List[str],
+                 games: Optional[List[str]] = None) -> List[str]:
+  """The lines of a MinAtar page (results/<module>.py's) that say how its
+  runs were made: its command (with `--games`, where given), one run's
+  program command, then `evaluation_lines`."""
+  games_flag = f' --games={",".join(games)}' if games else ''
   return [
-      made_by, '', '```sh',
-      '.venv/bin/python -m results.minatar '
+      '```sh',
+      f'.venv/bin/python -m results.{module}{games_flag} '
       f'--seeds={",".join(map(str, data["seeds"]))}'
       ' --runs=<a directory outside the repository>', '```', '',
       'which runs, for each game and seed, e.g.:', '', '```sh',
       data['command'], '```', '', *evaluation_lines]
+
+
+def evaluation_text(data) -> str:
+  """How each run's final policy was evaluated, twice (`evaluations`)."""
+  return (f'then `programs/evaluate.py --workdir=<workdir> '
+          f'--episodes={data["matched_episodes"]} '
+          f'--epsilon={data["matched_epsilon"]:g} --seed=<seed>` and '
+          f'`--episodes={data["final_episodes"]} '
+          f'--epsilon={data["final_epsilon"]:g} --seed=<seed>` on its final '
+          'checkpoint.')
+
+
+def _made_by(data, made_by: str, evaluation_lines: List[str]) -> List[str]:
+  return [made_by, '', *run_commands(data, ANALYSIS, evaluation_lines)]
 
 
 def render_earlier(data: Dict[str, object]) -> str:
@@ -590,12 +609,8 @@ def render_matched(data: Dict[str, object]) -> str:
           'drawing from the run\'s seed'), '',
       READING + ' ' + OUR_LEARNING, '',
       *_made_by(data, 'Made by:', [
-          'then `programs/evaluate.py --workdir=<workdir> '
-          f'--episodes={matched_episodes} --epsilon={matched_epsilon:g} '
-          f'--seed=<seed>` and `--episodes={episodes} --epsilon={epsilon:g} '
-          '--seed=<seed>` on its final checkpoint. The same command again '
-          'resumes what is unfinished; `--dry_run` lists what it would '
-          'do.', ''])]
+          evaluation_text(data) + ' The same command again resumes what is '
+          'unfinished; `--dry_run` lists what it would do.', ''])]
   return '\n'.join(lines)
 
 

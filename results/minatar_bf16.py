@@ -160,13 +160,9 @@ def render(data: Dict[str, object]) -> str:
       'page refuses a run whose do not).' +
       (f' {data["notes"]}' if data['notes'] else ''), '',
       *minatar._runs_table(records, data['reference'], matched=True), '',  # pylint: disable=protected-access
-      '```sh',
-      f'.venv/bin/python -m results.{ANALYSIS} --games={",".join(games)} '
-      f'--seeds={",".join(map(str, data["seeds"]))} '
-      '--runs=<a directory outside the repository>', '```', '',
-      'which runs, for each game and seed, e.g.:', '', '```sh',
-      data['command'], '```', '',
-      'then evaluates its final checkpoint as results/minatar.md says.', '']
+      *minatar.run_commands(data, ANALYSIS,
+                            [minatar.evaluation_text(data), ''], games),
+  ]
   return '\n'.join(lines)
 
 

@@ -127,17 +127,9 @@ def render(data: Dict[str, object]) -> str:
       'on 2 CPU cores.' + (f' {data["notes"]}' if data['notes'] else ''),
       '',
       *minatar._runs_table(records, reference, matched=True), '',  # pylint: disable=protected-access
-      '```sh',
-      f'.venv/bin/python -m results.{ANALYSIS} '
-      f'--seeds={",".join(map(str, data["seeds"]))} '
-      '--runs=<a directory outside the repository>', '```', '',
-      'which runs, for each game and seed, e.g.:', '', '```sh',
-      data['command'], '```', '',
-      f'then `programs/evaluate.py --workdir=<workdir> '
-      f'--episodes={data["matched_episodes"]} --epsilon={matched_epsilon:g} '
-      f'--seed=<seed>` and `--episodes={data["final_episodes"]} '
-      f'--epsilon={data["final_epsilon"]:g} --seed=<seed>` on its final '
-      'checkpoint.', '']
+      *minatar.run_commands(data, ANALYSIS,
+                            [minatar.evaluation_text(data), '']),
+  ]
   return '\n'.join(lines)
 
 
