@@ -1,4 +1,4 @@
-"""Learning checks, counted in steps, with the README's small configs.
+"""Learning checks, counted in steps, with small configs.
 
 Each run is a real `local_mp` program with 2 actors and a samples-per-insert
 rate limit, so that progress depends on steps, not on this machine's speed:
@@ -7,10 +7,14 @@ rate limit, so that progress depends on steps, not on this machine's speed:
   episodes reaches 475 within 100,000 actor steps.
 * Ape-X DPG on control:cartpole:balance: the evaluator's mean return over its
   last 5 episodes reaches 800 within 150,000 actor steps.
-* A3C on gym:CartPole-v1 (4 workers, no replay, no rate limit: each update
-  is one rollout of at most t_max steps, so updates are tied to steps by the
-  algorithm itself): the evaluator's mean return over its last 10 episodes
-  reaches 400 within 200,000 actor steps.
+* A3C with its defaults on gym:CartPole-v1 (4 workers, no replay, no rate
+  limit: each update is one rollout of at most t_max steps, so updates are
+  tied to steps by the algorithm itself): the evaluator's mean return over
+  its last 10 episodes reaches 475 within 200,000 actor steps. The defaults,
+  not the `cartpole` preset (the paper's algorithm at discount 0.95): every
+  seed of results/a3c_default.md played a round of 500 by 89K actor steps
+  and kept it, where the preset's 10-episode mean reached 400 on 2 of 3
+  seeds (results/a3c_workers.md), a check that would fail one run in three.
 
 An evaluation episode counts at the actor steps of the parameters it
 played, taken as its round began, so that a verdict does not depend on how
@@ -31,10 +35,12 @@ import helpers
 
 pytestmark = pytest.mark.slow
 
-# The programs' `cartpole` presets, as the README runs them.
+# Ape-X's `cartpole` presets, as the README runs them.
 DQN_CARTPOLE_FLAGS = ['--preset=cartpole']
 DPG_CARTPOLE_FLAGS = ['--preset=cartpole']
-A3C_CARTPOLE_FLAGS = ['--preset=cartpole']
+# A3C's defaults on CartPole, as results/a3c_default.md ran them.
+A3C_CARTPOLE_FLAGS = ['--env=gym:CartPole-v1', '--num_actors=4',
+                      '--evaluation_period=2000', '--evaluation_episodes=10']
 
 
 def _first_step_reaching(workdir, window: int, target: float,
@@ -139,7 +145,7 @@ def test_apex_dpg_cartpole_balance_reaches_800_within_150k_actor_steps(
                 max_actor_steps=150_000, window=5, target=800.0)
 
 
-def test_a3c_cartpole_reaches_400_within_200k_actor_steps(launch, tmp_path):
-  # The preset's budget is also the learning rate's annealing horizon.
+def test_a3c_cartpole_reaches_475_within_200k_actor_steps(launch, tmp_path):
+  # The budget is also the learning rate's annealing horizon.
   _check_learns(launch, tmp_path / 'run', 'a3c', A3C_CARTPOLE_FLAGS,
-                max_actor_steps=200_000, window=10, target=400.0)
+                max_actor_steps=200_000, window=10, target=475.0)

@@ -35,6 +35,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import cloudpickle
 import launchpad as lp
 from absl import logging
 
@@ -384,16 +385,19 @@ def keeper_resources(program: lp.Program, labels: Dict[Tuple[str, int], str],
   return resources
 
 
-def _serve_replay(tables_fn, port: int, directory: Optional[str]):
+def _serve_replay(pickled_tables_fn: bytes, port: int,
+                  directory: Optional[str]):
   """The replay server process: serves until killed, or until its parent
-  (the replay node) is gone."""
+  (the replay node) is gone. `pickled_tables_fn`: the tables' function,
+  cloudpickled (`SupervisedReplayServer._start` says why)."""
   # The node stops this process itself, after the final checkpoint; a
   # Ctrl-C or SIGTERM meant for the program must not take it down first.
   signal.signal(signal.SIGINT, signal.SIG_IGN)
   signal.signal(signal.SIGTERM, signal.SIG_IGN)
   keeper.die_with_parent()
   parent = os.getppid()
-  server, sizes = platforms.start_reverb_server(tables_fn, port, directory)
+  server, sizes = platforms.start_reverb_server(
+      cloudpickle.loads(pickled_tables_fn), port, directory)
   print(f'Replay starts with {sizes} items.', flush=True)
   while os.getppid() == parent:
     time.sleep(1.0)
@@ -421,9 +425,13 @@ class SupervisedReplayServer:
                      daemon=True).start()
 
   def _start(self):
+    # The spawned process takes its arguments through the standard pickle,
+    # which refuses what Launchpad's own cloudpickle carried into this node:
+    # a function defined in a plug-in's body (a suite's lambda, say).
     process = multiprocessing.get_context('spawn').Process(
         target=_serve_replay, name=f'{self._label}_server', daemon=True,
-        args=(self._tables_fn, self._port, self._directory))
+        args=(cloudpickle.dumps(self._tables_fn), self._port,
+              self._directory))
     process.start()
     write_pid_file(self._workdir, f'{self._label}_server', process.pid)
     return process
