@@ -35,7 +35,7 @@ from agents.config import Preset
 # The agent folders of this package; each registers itself when imported,
 # as its `AGENT`.
 _BUILT_IN = ('agents.apex_dqn', 'agents.apex_c51', 'agents.apex_dpg',
-             'agents.d4pg', 'agents.a3c')
+             'agents.d4pg', 'agents.a3c', 'agents.r2d2')
 
 # Which environments an agent takes, by its actions.
 ACTIONS = ('discrete', 'continuous', 'any')

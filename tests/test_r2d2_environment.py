@@ -69,7 +69,7 @@ def test_other_games_without_velocities_show_their_angles(
 
 
 def test_both_agents_take_it_and_a_game_without_the_form_is_refused():
-  for agent in ('apex_dqn',):
+  for agent in ('apex_dqn', 'r2d2'):
     spec = registry.get(agent).resolve_environment(
         'gym:CartPole-v1:hide_velocity')
     assert spec.spec.observations.shape == (2,)
