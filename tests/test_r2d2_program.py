@@ -1,0 +1,56 @@
+"""The whole R2D2 program, launched as users launch it: under local_mp with
+the `cartpole_smoke` preset on gym:CartPole-v1:hide_velocity, it runs to
+`--max_actor_steps` and stops in order; then programs/evaluate.py plays
+its learner checkpoint and its policy snapshot, both carrying the LSTM's
+state from step to step (the snapshot has `initial_state` and `step`, no
+`act`), and the two play alike."""
+
+import json
+
+import pytest
+
+import helpers
+from agents import snapshots
+
+STEPS = 2_000
+EPISODES = 3
+
+
+def _evaluate(tmp_path, name: str, *source: str):
+  output = tmp_path / f'{name}.json'
+  result = helpers.run_script('evaluate', *source, f'--episodes={EPISODES}',
+                              '--seed=4', f'--output={output}', timeout=300)
+  assert result.returncode == 0, result.stdout[-3000:]
+  assert 'r2d2 on gym:CartPole-v1:hide_velocity' in result.stdout
+  return json.loads(output.read_text())
+
+
+@pytest.mark.slow  # A program under local_mp, then two evaluations.
+def test_r2d2_runs_to_its_step_limit_and_its_policy_plays_with_its_state(
+    tmp_path):
+  workdir = tmp_path / 'run'
+  helpers.run_to_step_limit('r2d2', workdir, ['--preset=cartpole_smoke'],
+                            STEPS)
+  counts = json.loads((workdir / 'stop.json').read_text())['counts']
+  assert counts['actor_steps'] >= STEPS and counts['learner_steps'] > 0
+  helpers.check_learner_logs(workdir, columns=('mean_q', 'learnt_steps'))
+  for label in helpers.actor_labels(2):
+    helpers.check_episode_logs(workdir, label)
+
+  snapshot = snapshots.latest_snapshot(str(workdir))
+  assert snapshot is not None
+  policy, metadata = snapshots.load(snapshot)
+  assert metadata['recurrent'] and metadata['program'] == 'r2d2'
+  assert hasattr(policy, 'step') and not hasattr(policy, 'act')
+
+  restored = _evaluate(tmp_path, 'checkpoint', f'--workdir={workdir}')
+  assert restored['program'] == 'r2d2'
+  assert len(restored['returns']) == EPISODES
+  # CartPole pays 1 a step: an episode's return is its length.
+  assert restored['returns'] == restored['lengths']
+  assert all(1 <= length <= 500 for length in restored['lengths'])
+  # The snapshot written with the last checkpoint: the same policy, the
+  # same greedy episodes.
+  played = _evaluate(tmp_path, 'snapshot', f'--checkpoint={snapshot}')
+  assert played['learner_steps'] == restored['learner_steps']
+  assert played['returns'] == restored['returns']
