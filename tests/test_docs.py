@@ -35,7 +35,7 @@ PAGES = ['README.md'] + sorted(
 RESULT_PAGES = sorted(
     os.path.relpath(path, ROOT)
     for path in glob.glob(os.path.join(ROOT, 'results', '*.md')))
-LAUNCHING = ('apex_dqn', 'apex_c51', 'apex_dpg', 'd4pg', 'a3c')
+LAUNCHING = ('apex_dqn', 'apex_c51', 'apex_dpg', 'd4pg', 'a3c', 'r2d2')
 PLACEHOLDERS = {'<project number>': '123456789012',
                 '<bucket>': 'apex-docs-bucket', '<project>': 'apex-docs',
                 '<Game>': 'Breakout', '<game>': 'breakout',

@@ -263,6 +263,6 @@ def test_the_registries_and_the_page_plug_ins_import_no_tensorflow(user):
   assert result.returncode == 0, result.stdout[-3000:]
   names, loaded = result.stdout.strip().splitlines()[-2:]
   assert names == ("['a3c', 'apex_c51', 'apex_dpg', 'apex_dqn', 'd4pg', "
-                   "'plain_dqn'] "
+                   "'plain_dqn', 'r2d2'] "
                    "['atari', 'control', 'gym', 'minatar', 'signal']")
   assert loaded == 'False False'
