@@ -187,6 +187,27 @@ ANALYSES['minatar_bf16'] = dict(
     page='results.minatar_bf16',
     settings=dict(ANALYSES['minatar']['settings']))
 
+# R2D2 on the task a stateless agent cannot see: CartPole with the cart's
+# and the pole's velocities taken out of the observation (position and
+# angle only), with its `cartpole_hidden` preset; beside it Ape-X DQN with
+# its `cartpole` preset on the same observations. Each setting names its
+# environment (the R2D2 preset's own) so that a run made with another is
+# refused. Its page is written by results/r2d2_hidden_cartpole.py, which
+# runs it.
+HIDDEN_CARTPOLE = 'gym:CartPole-v1:hide_velocity'
+HIDDEN_CARTPOLE_STEPS = 300_000
+ANALYSES['r2d2_hidden_cartpole'] = dict(
+    title='R2D2 beside Ape-X DQN on CartPole without velocities, '
+          f'{HIDDEN_CARTPOLE_STEPS:,} actor steps each',
+    program='r2d2', flags=[], budget=('steps', HIDDEN_CARTPOLE_STEPS),
+    threshold=475, page='results.r2d2_hidden_cartpole',
+    settings={
+        'R2D2': dict(program='r2d2', flags=[
+            '--preset=cartpole_hidden', f'--env={HIDDEN_CARTPOLE}']),
+        'Ape-X DQN': dict(program='apex_dqn', flags=[
+            '--preset=cartpole', f'--env={HIDDEN_CARTPOLE}']),
+    })
+
 # Ape-X DPG on the paper's own domains (§4.2, App. D: Fig. 3's tasks) at a
 # budget that fits 2 cores, with the `control_small` preset. Its page is
 # written by results/dpg_control.py, which runs it.
