@@ -276,17 +276,17 @@ def _round_spacing(rows: List[Dict[str, object]]) -> Optional[float]:
   return float(np.median(gaps)) if gaps else None
 
 
-def summary_table(records: Dict[str, List[Dict[str, object]]]
-                  ) -> List[str]:
+def summary_table(records: Dict[str, List[Dict[str, object]]],
+                  window: int) -> List[str]:
   """One row an agent: over its seeds, the mean ± sample sd of the best
   evaluator mean, the learner updates and the minutes; how far apart its
   evaluation rounds were."""
   mean_sd = lambda rows, key, form: spread.mean_and_sd(
       [row[key] for row in rows if row[key] is not None], form) if any(
           row[key] is not None for row in rows) else '-'
-  lines = ['| agent | seeds | best evaluator mean of 10 episodes | learner '
-           'updates | minutes | an evaluation round every | actor steps '
-           'between rounds (median) |', '|---|---|---|---|---|---|---|']
+  lines = [f'| agent | seeds | best evaluator mean of {window} episodes | '
+           'learner updates | minutes | an evaluation round every | actor '
+           'steps between rounds (median) |', '|---|---|---|---|---|---|---|']
   for setting, rows in records.items():
     spacing = _round_spacing(rows)
     periods = sorted({row['evaluation_period'] for row in rows})
@@ -300,12 +300,12 @@ def summary_table(records: Dict[str, List[Dict[str, object]]]
 
 
 def runs_table(records: Dict[str, List[Dict[str, object]]],
-               target: float) -> List[str]:
+               target: float, window: int) -> List[str]:
   """One row a run."""
   lines = [f'| agent | seed | first reached {target} (actor steps) | best '
-           'mean of 10 (its actor steps) | final policy: mean ± sd over its '
-           'episodes | evaluator episodes | actor steps | learner updates | '
-           'minutes | launches |', '|' + '---|' * 10]
+           f'mean of {window} (its actor steps) | final policy: mean ± sd '
+           'over its episodes | evaluator episodes | actor steps | learner '
+           'updates | minutes | launches |', '|' + '---|' * 10]
   for setting, rows in records.items():
     for row in rows:
       best = ('-' if row['best_mean'] is None else
@@ -385,11 +385,11 @@ def render(data: Dict[str, object]) -> str:
       f'{target}: the median over the seeds that reached it, with how many '
       'did (a seed that never reached it is left out, not counted as '
       'slow).', '',
-      *summary_table(records), '',
+      *summary_table(records, window), '',
       f'![The evaluator\'s mean of {window} episodes by actor steps]'
       f'({ANALYSIS}.png)', '',
       '## The runs', '',
-      'One run after another on 2 CPU cores, each resumed from its '
+      'One run after another, each resumed from its '
       'checkpoints if interrupted (its minutes: the launches\' sum, '
       'start-up included). The evaluator plays a round of episodes every '
       'so many learner updates (the table above), all of a round with the '
@@ -397,7 +397,7 @@ def render(data: Dict[str, object]) -> str:
       'resolution of "first reached", and each agent\'s preset ties its '
       'updates to its actor steps at a rate of its own.'
       + (f' {data["notes"]}' if data['notes'] else ''), '',
-      *runs_table(records, target), '',
+      *runs_table(records, target, window), '',
       '## How it was made', '',
       '```sh',
       f'.venv/bin/python -m results.{ANALYSIS} '
