@@ -387,12 +387,12 @@ def test_plot_and_evaluate_name_a_bad_run_json(tmp_path):
 
 
 def test_evaluate_names_the_run_json_of_an_unknown_program(tmp_path):
-  workdir = _workdir(tmp_path, json.dumps({**RUN, 'program': 'r2d2'}
+  workdir = _workdir(tmp_path, json.dumps({**RUN, 'program': 'no_such_program'}
                                           ).encode())
   result = helpers.run_script('evaluate', f'--workdir={workdir}',
                               '--episodes=1', timeout=300)
   assert result.returncode == 2, result.stdout[-3000:]
-  assert (f"error: {workdir / 'run.json'}: Unknown program 'r2d2'"
+  assert (f"error: {workdir / 'run.json'}: Unknown program 'no_such_program'"
           in result.stdout), result.stdout[-3000:]
 
 
