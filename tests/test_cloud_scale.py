@@ -23,6 +23,7 @@ scale is tests/test_cloud.py's packaged-job test, with fewer replicas.)
 
 import json
 import re
+import subprocess
 import time
 
 import pytest
@@ -97,12 +98,17 @@ def _acted_or_ended(package_dir, emulator) -> bool:
           if 'Stopping: ' in line]
   ended = emulator.poll() is not None
   if said or ended:
+    # The emulator says why it ended the job (a replica's failures, a
+    # signal, the time limit) once it has: it ends the replicas left within
+    # its grace period.
+    try:
+      output, _ = emulator.communicate(timeout=120)
+      emulator_said = f'exited ({emulator.returncode}): {output[-3000:]}'
+    except subprocess.TimeoutExpired:
+      emulator_said = 'still ran 120 s later.'
     pytest.fail('The job ended before every node had acted: '
                 f'{said[-1] if said else "its coordinator said nothing"}; '
-                'the emulator ' + (
-                    f'exited ({emulator.returncode}): '
-                    f'{emulator.stdout.read()[-3000:]}' if ended else
-                    'still ran (its output is read once it ends).'))
+                f'the emulator {emulator_said}')
   return False
 
 
