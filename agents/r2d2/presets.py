@@ -84,8 +84,8 @@ PRESETS = {
         'batch 32, 2 actors x 8 environments. Not yet measured.', MINATAR),
     'cartpole_hidden': Preset(
         'gym:CartPole-v1:hide_velocity (position and angle only), which '
-        'needs memory: LSTM of 64, sequences of 8 + 16, 2 actors. Not yet '
-        'measured.', CARTPOLE_HIDDEN),
+        'needs memory: LSTM of 64, sequences of 8 + 16, 2 actors '
+        '(results/r2d2_hidden_cartpole.md).', CARTPOLE_HIDDEN),
     'cartpole_smoke': Preset(
         'A whole program on gym:CartPole-v1:hide_velocity with tiny '
         'networks, sequences and replay, logging every second: the '
