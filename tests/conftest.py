@@ -7,6 +7,10 @@ path through pytest's own rootdir handling. The second tier of the suite
 `make test` deselects it.
 """
 
+import json
+import os
+import time
+
 import pytest
 import reverb
 
@@ -30,6 +34,30 @@ def pytest_collection_modifyitems(items):
     return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(
         LONGEST_FIRST)
   items.sort(key=rank)  # Stable: the order within a rank is kept.
+
+
+# With TEST_COSTS=<file>, each test's wall seconds and CPU seconds (its
+# worker's own, and its child processes' once reaped) are added to <file> as
+# a JSON line: benchmarks/test_costs.py sums them per test and module.
+_COSTS = os.environ.get('TEST_COSTS')
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
+  if not _COSTS:
+    yield
+    return
+  before, started = os.times(), time.monotonic()
+  yield
+  after = os.times()
+  own = (after.user - before.user) + (after.system - before.system)
+  children = ((after.children_user - before.children_user)
+              + (after.children_system - before.children_system))
+  with open(_COSTS, 'a') as f:
+    f.write(json.dumps({'test': item.nodeid,
+                        'slow': item.get_closest_marker('slow') is not None,
+                        'wall': round(time.monotonic() - started, 2),
+                        'cpu': round(own + children, 2)}) + '\n')
 
 
 @pytest.fixture

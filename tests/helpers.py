@@ -533,6 +533,17 @@ def check_episode_logs(workdir, label: str) -> List[Dict[str, str]]:
   return found
 
 
+def actors_rows(workdir, num_actors: int) -> Dict[str, List[Dict[str, str]]]:
+  """{actor: its rows} of the actors that logged an episode, of a run that
+  ended at a step limit: at least one did. Which ones did depends on the
+  machine, not the program: on a busy one an actor can start after the
+  others have played the whole budget."""
+  found = {label: rows(workdir, label) for label in actor_labels(num_actors)}
+  found = {label: rows_of for label, rows_of in found.items() if rows_of}
+  assert found, 'no actor logged an episode'
+  return found
+
+
 def check_every_node_logs(workdir, num_actors: int):
   """Every node's logs, of a run stopped once `every_node_logged`: the
   learner's, each actor's and the evaluator's, which reports after the

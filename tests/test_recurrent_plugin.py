@@ -65,9 +65,10 @@ def test_a_recurrent_agent_of_sequences_runs_evaluates_and_resumes(
   workdir = tmp_path / 'run'
   counts = _launch(user, workdir, STEPS)
   assert counts['actor_steps'] >= STEPS and counts['learner_steps'] > 0
-  for label in helpers.actor_labels(2) + ['evaluator']:
-    lengths = {int(row['episode_length'])
-               for row in helpers.rows(workdir, label)}
+  # Every episode the actors and the evaluator logged lasted the task's 4.
+  for label, logged in [*helpers.actors_rows(workdir, 2).items(),
+                        ('evaluator', helpers.rows(workdir, 'evaluator'))]:
+    lengths = {int(row['episode_length']) for row in logged}
     assert lengths == {4}, (label, lengths)
 
   # Its learner checkpoint, restored into its recurrent network.

@@ -1,5 +1,6 @@
 """benchmarks/tier_times.py reads each tier's count of tests and pytest's
-own seconds from the tier's output: pytest's summary lines, by hand."""
+own seconds from the tier's output: pytest's summary lines, by hand;
+benchmarks/test_costs.py sums the tests' costs per module."""
 
 import pytest
 
@@ -20,3 +21,17 @@ def test_the_count_and_seconds_come_from_pytests_last_summary():
           'tests': 822, 'pytest_seconds': 297}
   with pytest.raises(ValueError, match='no pytest summary'):
     tier_times.summary('make: *** [Makefile:40: test] Error 2\n')
+
+
+def test_test_costs_sum_each_module_and_rank_by_cpu():
+  from benchmarks import test_costs  # pylint: disable=g-import-not-at-top
+  costs = [{'test': 'tests/a.py::x', 'slow': True, 'wall': 10.0, 'cpu': 4.0},
+           {'test': 'tests/b.py::y[1]', 'slow': False, 'wall': 2.0,
+            'cpu': 3.0},
+           {'test': 'tests/a.py::z', 'slow': False, 'wall': 1.5, 'cpu': 0.5},
+           {'test': 'tests/b.py::y[2]', 'slow': False, 'wall': 2.0,
+            'cpu': 3.5}]
+  assert test_costs.by_module(costs) == {
+      'tests/b.py': {'tests': 2, 'wall': 4.0, 'cpu': 6.5},
+      'tests/a.py': {'tests': 2, 'wall': 11.5, 'cpu': 4.5}}
+  assert list(test_costs.by_module(costs)) == ['tests/b.py', 'tests/a.py']
