@@ -66,11 +66,19 @@ class ApeXBuilder(builders.ReplayBuilder):
     an n-step transition (`tables.transition_signature`)."""
     return None
 
+  @property
+  def stored_frames(self) -> int:
+    """How many frames of each stacked observation an item stores apart,
+    each once (`adders.NStepPrioritizedAdder`), to be put back on the
+    observations' last axis as batches are drawn (`tables.make_dataset`);
+    0: items hold whole observations."""
+    return self.environment.stacked_frames
+
   def make_replay_tables(self) -> List[reverb.Table]:
     """The tables of one replay server (of one shard, with several)."""
     return [tables.make_replay_table(
         shard_config(self.config), self.environment.spec,
-        stacked_frames=self.environment.stacked_frames,
+        stacked_frames=self.stored_frames,
         signature=self.replay_signature())]
 
   def make_eviction(self, seed: Optional[int] = None):
@@ -82,8 +90,7 @@ class ApeXBuilder(builders.ReplayBuilder):
     """A new iterator over prefetched batches of the replay table."""
     return iter(tables.make_dataset(
         replay_client.server_address, self.config.batch_size,
-        self.config.prefetch_size,
-        stacked_frames=self.environment.stacked_frames))
+        self.config.prefetch_size, stacked_frames=self.stored_frames))
 
   @property
   def priority_fn(self) -> adders.PriorityFn:
@@ -113,7 +120,7 @@ class ApeXBuilder(builders.ReplayBuilder):
       return dict(common, replay_client=None, iterator=shards.ShardedBatches(
           [client.server_address for client in clients],
           self.config.batch_size, self.config.priority_exponent,
-          stacked_frames=self.environment.stacked_frames))
+          stacked_frames=self.stored_frames))
     return dict(
         common,
         iterator=self.make_iterator(clients[0]),
@@ -166,7 +173,7 @@ class ApeXBuilder(builders.ReplayBuilder):
         priority_fn=priority_fn or self.priority_fn,
         flush_size=self.config.actor_flush_size,
         max_abs_reward=self.max_abs_reward,
-        stacked_frames=self.environment.stacked_frames)
+        stacked_frames=self.stored_frames)
 
   def make_adders(self, replay_client: Optional[reverb.Client],
                   exploration,

@@ -52,12 +52,11 @@ class R2D2Builder(apex_builder.ApeXBuilder):
         networks.stored_state(core, tf.TensorSpec((), tf.float32)),
         self.config.sequence_length)
 
-  def make_iterator(self, replay_client: reverb.Client):
-    """Batches of whole sequences; a sequence's rows hold whole
-    observations (stacked frames stay on their last axis)."""
-    return iter(tables.make_dataset(
-        replay_client.server_address, self.config.batch_size,
-        self.config.prefetch_size))
+  @property
+  def stored_frames(self) -> int:
+    """0: a sequence's rows hold whole observations (stacked frames stay on
+    their last axis), from one server or from shards alike."""
+    return 0
 
   @property
   def priority_fn(self):

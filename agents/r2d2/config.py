@@ -128,8 +128,6 @@ class R2D2Config(ApeXConfig):
     check_layer_sizes('mlp_hidden_sizes', self.mlp_hidden_sizes,
                       '512 or 256,256')
     check_choice('initial_priority', self.initial_priority, ('actor',))
-    check_flag('replay_shards', self.replay_shards == 1, self.replay_shards,
-               '1: R2D2\'s sequences are not sampled across shards yet')
     check_flag('learner_precision', self.learner_precision == 'float32',
                repr(self.learner_precision),
                "'float32': R2D2's LSTM learner has not been run in bfloat16")
