@@ -6,7 +6,6 @@ import copy
 from typing import Optional
 
 import numpy as np
-import reverb
 import sonnet as snt
 import tensorflow as tf
 
