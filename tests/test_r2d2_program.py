@@ -3,9 +3,12 @@ the `cartpole_smoke` preset on gym:CartPole-v1:hide_velocity, it runs to
 `--max_actor_steps` and stops in order; then programs/evaluate.py plays
 its learner checkpoint and its policy snapshot, both carrying the LSTM's
 state from step to step (the snapshot has `initial_state` and `step`, no
-`act`), and the two play alike."""
+`act`), and the two play alike. Launched again on its workdir, it resumes:
+its learner from its final checkpoint's step, its replay from its own
+checkpoint's sequences, and goes on to the new step limit."""
 
 import json
+import re
 
 import pytest
 
@@ -25,7 +28,7 @@ def _evaluate(tmp_path, name: str, *source: str):
   return json.loads(output.read_text())
 
 
-@pytest.mark.slow  # A program under local_mp, then two evaluations.
+@pytest.mark.slow  # A program under local_mp, two evaluations, a resume.
 def test_r2d2_runs_to_its_step_limit_and_its_policy_plays_with_its_state(
     tmp_path):
   workdir = tmp_path / 'run'
@@ -54,3 +57,18 @@ def test_r2d2_runs_to_its_step_limit_and_its_policy_plays_with_its_state(
   played = _evaluate(tmp_path, 'snapshot', f'--checkpoint={snapshot}')
   assert played['learner_steps'] == restored['learner_steps']
   assert played['returns'] == restored['returns']
+
+  # Resumed: the learner starts where the first launch's final checkpoint
+  # left it, replay with the sequences it had, and the run goes on.
+  learned = int(restored['learner_steps'])  # Its final checkpoint's.
+  assert learned > 0, restored
+  helpers.run_to_step_limit('r2d2', workdir, ['--preset=cartpole_smoke'],
+                            STEPS + 1_000)
+  logs = helpers.node_logs(workdir)  # Of the newest launch.
+  assert re.search(rf'Learner starts at step {learned}\b', logs), (
+      learned, logs[-3000:])
+  size = re.search(r"Replay starts with \{'priority_table': (\d+)\}", logs)
+  assert size and int(size.group(1)) > 0, logs[-3000:]
+  resumed = json.loads((workdir / 'stop.json').read_text())['counts']
+  assert resumed['actor_steps'] >= STEPS + 1_000, resumed
+  assert resumed['learner_steps'] > learned, resumed
