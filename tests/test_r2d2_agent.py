@@ -113,6 +113,12 @@ def test_the_learner_finds_the_actors_priorities_from_the_stored_states(
                            for shard, key in zip(served_by, keys)])
     np.testing.assert_allclose(learnt, actor_side, rtol=2e-3, atol=2e-4)
     assert float(update['learnt_steps']) > 0
+    # The actor's state where the burn-in ends, stored with the sequence,
+    # is the one the burn-in recomputes from the start state with the same
+    # parameters: no discrepancy (checked again below once the parameters
+    # are no longer the actor's).
+    assert config.burn_in_length > 0
+    assert float(update['q_discrepancy']) < 1e-4, update['q_discrepancy']
     if shards > 1:
       # Drawn from both; the new priorities reach the shard of each key
       # (written by the learner's writer threads: waited for).
@@ -132,6 +138,10 @@ def test_the_learner_finds_the_actors_priorities_from_the_stored_states(
           break
         time.sleep(0.2)
       assert not mismatched, mismatched
+    # After the learner's Adam step its parameters are no longer the
+    # actor's, and the stored and recomputed states part.
+    learner.step()
+    assert float(learner.last_update['q_discrepancy']) > 1e-3
   finally:
     for server in servers:
       server.stop()

@@ -36,7 +36,8 @@ def test_r2d2_runs_to_its_step_limit_and_its_policy_plays_with_its_state(
                             STEPS)
   counts = json.loads((workdir / 'stop.json').read_text())['counts']
   assert counts['actor_steps'] >= STEPS and counts['learner_steps'] > 0
-  helpers.check_learner_logs(workdir, columns=('mean_q', 'learnt_steps'))
+  helpers.check_learner_logs(workdir, columns=('mean_q', 'learnt_steps',
+                                               'q_discrepancy'))
   for label in helpers.actors_rows(workdir, 2):
     helpers.check_episode_logs(workdir, label)
 

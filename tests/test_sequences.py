@@ -23,11 +23,11 @@ SPEC = specs.EnvironmentSpec(
 STATE = (tf.TensorSpec((2,), tf.float32), tf.TensorSpec((5,), tf.float32))
 
 
-def table(length: int) -> reverb.Table:
+def table(length: int, state_at_row: bool = False) -> reverb.Table:
   config = ApeXConfig(replay_capacity=10_000, min_replay_size=1, batch_size=1)
   return tables.make_replay_table(
       config, SPEC, signature=sequences.sequence_signature(
-          OBSERVATION, ACTIONS, STATE, length))
+          OBSERVATION, ACTIONS, STATE, length, state_at_row))
 
 
 def probe_priorities(values, actions, rewards, discounts, masks):
@@ -73,11 +73,14 @@ def feed(adder: sequences.SequenceAdder, episode):
               None)
 
 
-def reference_sequences(episode, length: int, period: int):
+def reference_sequences(episode, length: int, period: int,
+                        state_row=None):
   """The sequences the module docstring defines: rows o_t, a_t, r_{t+1},
   d_{t+1}, mask 1; a final row (o_T, zeros, mask 0); sequences of `length`
   rows starting every `period` rows where a step starts, padded with zero
-  rows; each with the state at its first row and the actor's values."""
+  rows; each with the state at its first row and the actor's values, and
+  with `state_row` k the state before its row k where a step starts there
+  (its first row's elsewhere)."""
   steps = len(episode['actions'])
   discounts = [1.0] * (steps - 1) + [1.0 if episode['truncated'] else 0.0]
   final = episode['final_values']
@@ -102,6 +105,10 @@ def reference_sequences(episode, length: int, period: int):
         discount=column('discount').astype(np.float32),
         mask=column('mask').astype(np.float32),
         start_state=episode['states'][start],
+        state_at_row=(None if state_row is None else
+                      episode['states'][start + state_row]
+                      if start + state_row < steps else
+                      episode['states'][start]),
         priority=float(probe_priorities(
             column('values')[None], column('action')[None],
             column('reward')[None], column('discount')[None],
@@ -121,18 +128,25 @@ def read_all(client: reverb.Client):
   return items
 
 
-@pytest.mark.parametrize('length, period, flush_size', [
-    (4, 2, 1), (4, 2, 3), (5, 5, 2), (3, 1, 4), (6, 4, 100)])
-def test_sequences_match_the_reference(length, period, flush_size):
+@pytest.mark.parametrize('length, period, flush_size, state_row', [
+    (4, 2, 1, None), (4, 2, 3, None), (5, 5, 2, None), (3, 1, 4, None),
+    (6, 4, 100, None), (4, 2, 3, 2), (6, 4, 2, 3), (5, 1, 2, 4),
+    (3, 3, 1, 1)])
+def test_sequences_match_the_reference(length, period, flush_size,
+                                       state_row):
+  # With `state_row` (R2D2's burn-in): at the period (where the next
+  # sequence starts, so the state is stored once), off it, and at the
+  # last row.
   rng = np.random.default_rng(length * 100 + period * 10 + flush_size)
   episodes = [make_episode(rng, steps, truncated)
               for steps, truncated in [(5, False), (1, True), (9, False),
                                        (2, False), (7, True), (3, True)]]
-  server = reverb.Server([table(length)], port=None)
+  server = reverb.Server([table(length, state_row is not None)], port=None)
   try:
     client = reverb.Client(f'localhost:{server.port}')
     adder = sequences.SequenceAdder(client, tables.TABLE, length, period,
-                                    probe_priorities, flush_size=flush_size)
+                                    probe_priorities, flush_size=flush_size,
+                                    state_row=state_row)
     for episode in episodes:
       feed(adder, episode)
     adder.close()
@@ -140,7 +154,8 @@ def test_sequences_match_the_reference(length, period, flush_size):
   finally:
     server.stop()
   expected = [sequence for episode in episodes
-              for sequence in reference_sequences(episode, length, period)]
+              for sequence in reference_sequences(episode, length, period,
+                                                  state_row)]
   assert len(items) == len(expected)
   by_state = {tuple(np.concatenate(e['start_state'])): e for e in expected}
   assert len(by_state) == len(expected)
@@ -152,6 +167,12 @@ def test_sequences_match_the_reference(length, period, flush_size):
                                  err_msg=name)
     assert item['priority'] == pytest.approx(reference['priority'],
                                              rel=1e-5)
+    if state_row is None:
+      assert sequences.STATE_AT_ROW not in item
+    else:
+      for got, want in zip(item[sequences.STATE_AT_ROW],
+                           reference['state_at_row']):
+        np.testing.assert_array_equal(got, want)
   assert not by_state
 
 
@@ -177,6 +198,10 @@ def test_nothing_is_written_before_a_flush_and_close_writes_the_rest():
     (dict(length=4, period=5), 'period must be in [1, length=4]'),
     (dict(length=4, period=0), 'period must be in [1, length=4]'),
     (dict(length=4, period=2, flush_size=0), 'flush_size must be >= 1'),
+    (dict(length=4, period=2, state_row=4), 'state_row must be in [1, '
+     'length - 1 = 3]'),
+    (dict(length=4, period=2, state_row=0), 'state_row must be in [1, '
+     'length - 1 = 3]'),
 ])
 def test_bad_arguments_are_refused(kwargs, says):
   with pytest.raises(ValueError, match=says.replace('[', r'\[').replace(

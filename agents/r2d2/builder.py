@@ -41,7 +41,8 @@ class R2D2Builder(apex_builder.ApeXBuilder):
 
   def replay_signature(self):
     """Sequences of `config.sequence_length` rows with their start states
-    (`networks.stored_state`)."""
+    (`networks.stored_state`) and, with a burn-in, the actor's state where
+    the burn-in ends (for the learner's Q-value discrepancy)."""
     spec = self.environment.spec
     core = tf.nest.map_structure(
         lambda x: tf.TensorSpec(x.shape[1:], x.dtype),
@@ -49,7 +50,14 @@ class R2D2Builder(apex_builder.ApeXBuilder):
     return sequences.sequence_signature(
         spec.observations, spec.actions,
         networks.stored_state(core, tf.TensorSpec((), tf.float32)),
-        self.config.sequence_length)
+        self.config.sequence_length, state_at_row=self._burn_in_row is not None)
+
+  @property
+  def _burn_in_row(self):
+    """The row where the burn-in ends, if there is a burn-in and a row
+    after it."""
+    burn_in = self.config.burn_in_length
+    return burn_in if 0 < burn_in < self.config.sequence_length else None
 
   @property
   def stored_frames(self) -> int:
@@ -68,7 +76,7 @@ class R2D2Builder(apex_builder.ApeXBuilder):
     return sequences.SequenceAdder(
         replay_client, tables.TABLE, self.config.sequence_length,
         self.config.sequence_period, priority_fn or self.priority_fn,
-        flush_size=self.config.actor_flush_size)
+        flush_size=self.config.actor_flush_size, state_row=self._burn_in_row)
 
   def make_learner(self, replay_client, counter=None, logger=None,
                    log_every: float = 0.0) -> learning.R2D2Learner:

@@ -55,14 +55,37 @@ class R2D2Learner(learning.ApeXLearner):
           self._epsilon)
       rows = losses.learnt_rows(masks, episode_start, self._burn_in)
       loss = losses.sequence_loss(errors, rows, weights)
+    metrics = {}
+    if sequences.STATE_AT_ROW in data:  # With the parameters q had.
+      metrics['q_discrepancy'] = self._q_discrepancy(
+          q, observations, data[sequences.STATE_AT_ROW], masks)
     variables = self._network.trainable_variables
-    self._optimizer.apply(tape.gradient(loss, variables), variables)
+    with tf.control_dependencies(list(metrics.values())):
+      self._optimizer.apply(tape.gradient(loss, variables), variables)
     new_priorities = priorities.sequence_priorities(errors, rows, self._eta)
     return new_priorities, {
+        **metrics,
         'loss': loss,
         'learnt_steps': tf.reduce_mean(tf.reduce_sum(rows, axis=-1)),
         'mean_q': tf.reduce_sum(tf.reduce_max(q[:, :-1], -1) * rows) /
                   tf.maximum(tf.reduce_sum(rows), 1.0)}
+
+  def _q_discrepancy(self, q, observations, stored_state, masks):
+    """R2D2 §3's measure of the stored states' staleness, where the burn-in
+    ends (row b): ||Q(o_b; h_stored) - Q(o_b; h_burn-in)|| over the
+    largest |Q(o_b; h_stored)|, with today's parameters for both: the
+    actor's state then (computed with its older parameters over the whole
+    episode so far) against the state the burn-in recomputed from the
+    sequence's start state. The mean over the batch's sequences with a
+    step at row b."""
+    row = self._burn_in
+    q_stored, _ = self._network(observations[:, row],
+                                stored_state[networks.CORE_STATE])
+    q_stored = tf.stop_gradient(q_stored)
+    gap = tf.norm(q_stored - tf.stop_gradient(q[:, row]), axis=-1) / (
+        tf.maximum(tf.reduce_max(tf.abs(q_stored), axis=-1), 1e-8))
+    valid = masks[:, row]
+    return tf.reduce_sum(gap * valid) / tf.maximum(tf.reduce_sum(valid), 1.0)
 
   def _optimizers(self):
     return [(self._optimizer, self._network.trainable_variables)]

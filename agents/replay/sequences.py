@@ -22,7 +22,11 @@ An item of the table (`sequence_signature`):
   observation [L, ...], action [L, ...], reward [L], discount [L],
   mask [L] (1 where a step starts: an action was taken and its next
   observation is the next row), start_state (the state's nest, as the
-  actor's core gives it for one environment)
+  actor's core gives it for one environment), and with `state_row` k,
+  state_at_row: the actor's state before row k, where a step starts there
+  (mask[k] 1; elsewhere the start state stands in). R2D2's learner
+  compares it with the state its burn-in recomputes (its §3's Q-value
+  discrepancy: how stale the stored states are).
 
 The learner's TD errors of a sequence are those of its rows t < L - 1 with
 mask 1 (row t + 1 holds the next observation); the last row only
@@ -51,6 +55,7 @@ REWARD = 'reward'
 DISCOUNT = adders.DISCOUNT
 MASK = 'mask'
 START_STATE = 'start_state'
+STATE_AT_ROW = 'state_at_row'
 STEP_COLUMNS = (OBSERVATION, ACTION, REWARD, DISCOUNT, MASK)
 
 # priority_fn(values [B, L, ...], actions [B, L, ...], rewards [B, L],
@@ -61,16 +66,19 @@ SequencePriorityFn = Callable[..., np.ndarray]
 
 
 def sequence_signature(observation_spec, action_spec, state_spec,
-                       length: int) -> Dict[str, Any]:
+                       length: int,
+                       state_at_row: bool = False) -> Dict[str, Any]:
   """The table signature of sequences of `length` steps: `observation_spec`
   and `action_spec` as the environment's, `state_spec` a nest of
-  `tf.TensorSpec` of one environment's state (no batch axis)."""
+  `tf.TensorSpec` of one environment's state (no batch axis); with
+  `state_at_row`, items hold a second state (`SequenceAdder`'s
+  `state_row`)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   def steps(shape, dtype):
     return tf.TensorSpec((length, *shape), tf.as_dtype(dtype))
 
-  return {
+  signature = {
       OBSERVATION: steps(observation_spec.shape, observation_spec.dtype),
       ACTION: steps(action_spec.shape, action_spec.dtype),
       REWARD: steps((), np.float32),
@@ -78,11 +86,17 @@ def sequence_signature(observation_spec, action_spec, state_spec,
       MASK: steps((), np.float32),
       START_STATE: state_spec,
   }
+  if state_at_row:
+    signature[STATE_AT_ROW] = state_spec
+  return signature
 
 
 @dataclasses.dataclass
 class _Sequence:
   first_row: int  # In the stream.
+  # The stream's row holding the state before its row `state_row`, once
+  # written (None: none, the start state stands in).
+  state_row: Optional[int] = None
   # Each of its rows as it comes: (action, reward, discount, mask, the
   # actor's values at the row's observation).
   rows: List[tuple] = dataclasses.field(default_factory=list)
@@ -97,7 +111,9 @@ class SequenceAdder:
   what it computed at the observation `action` was chosen from (its
   Q-values), `state` its recurrent state before that observation (a nest of
   arrays without a batch axis). At the end of a truncated episode it passes
-  `final_values`, its values at the final observation.
+  `final_values`, its values at the final observation. With `state_row`
+  k (0 < k < length), each item also holds the state before its row k
+  (`STATE_AT_ROW`; the table's signature must have it).
   """
 
   def __init__(self,
@@ -107,7 +123,8 @@ class SequenceAdder:
                period: int,
                priority_fn: SequencePriorityFn,
                flush_size: int = 8,
-               max_abs_reward: Optional[float] = None):
+               max_abs_reward: Optional[float] = None,
+               state_row: Optional[int] = None):
     if length < 2:
       raise ValueError(f'length must be >= 2 (a TD error needs a next '
                        f'step), got {length}.')
@@ -116,6 +133,11 @@ class SequenceAdder:
                        f'that leave no step out), got {period}.')
     if flush_size < 1:
       raise ValueError(f'flush_size must be >= 1, got {flush_size}.')
+    if state_row is not None and not 0 < state_row < length:
+      raise ValueError(f'state_row must be in [1, length - 1 = {length - 1}] '
+                       f'(row 0\'s state is the start state), got '
+                       f'{state_row}.')
+    self._state_row = state_row
     self._client = client
     self._table = table
     self._length = length
@@ -162,10 +184,17 @@ class SequenceAdder:
     row where a step starts (with `state`); ends the sequences it
     completes."""
     begins = mask and self._episode_rows % self._period == 0
-    leaves = (tree.flatten(state) if begins else [None] * self._state_leaves)
+    # The open sequences this row is row `state_row` of (rows so far).
+    reach = [s for s in self._open
+             if mask and self._state_row is not None
+             and len(s.rows) == self._state_row]
+    leaves = (tree.flatten(state) if begins or reach
+              else [None] * self._state_leaves)
     row = self._writer().append([
         observation, action, np.float32(reward), np.float32(discount),
         np.float32(mask), *leaves])
+    for sequence in reach:
+      sequence.state_row = row
     if begins:
       self._open.append(_Sequence(first_row=row))
     self._episode_rows += 1
@@ -235,16 +264,27 @@ class SequenceAdder:
 
   def _create_item(self, sequence: _Sequence, priority: float):
     """The item of `sequence`: its rows' step columns, its first row's
-    state (columns in the order of the signature's flattening)."""
+    state, and the state before row `state_row` (columns in the order of
+    the signature's flattening: sorted keys)."""
     stream = self._stream
     rows = range(sequence.first_row, sequence.first_row + self._length)
-    # Sorted keys: action, discount, mask, observation, reward, start_state.
-    steps = [[stream.reference(row, STEP_COLUMNS.index(name)) for row in rows]
-             for name in sorted(STEP_COLUMNS)]
-    state = [[stream.reference(sequence.first_row, len(STEP_COLUMNS) + leaf)]
-             for leaf in range(self._state_leaves)]
-    stream.create_item(self._table, priority, steps + state,
-                       [False] * len(steps) + [True] * len(state))
+
+    def state_at(row):
+      return [[stream.reference(row, len(STEP_COLUMNS) + leaf)]
+              for leaf in range(self._state_leaves)]
+
+    columns = {name: [[stream.reference(row, STEP_COLUMNS.index(name))
+                       for row in rows]] for name in STEP_COLUMNS}
+    columns[START_STATE] = state_at(sequence.first_row)
+    if self._state_row is not None:
+      columns[STATE_AT_ROW] = state_at(
+          sequence.first_row if sequence.state_row is None
+          else sequence.state_row)
+    references, squeeze = [], []
+    for name in sorted(columns):
+      references += columns[name]
+      squeeze += [name in (START_STATE, STATE_AT_ROW)] * len(columns[name])
+    stream.create_item(self._table, priority, references, squeeze)
 
   def wait_until_written(self):
     """Blocks until replay has confirmed every item written so far."""
