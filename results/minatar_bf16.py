@@ -157,7 +157,7 @@ def render(data: Dict[str, object]) -> str:
       'Every run\'s start-up lines say its learner computed in bfloat16 (the '
       'page refuses a run whose do not).' +
       (f' {data["notes"]}' if data['notes'] else ''), '',
-      *minatar._runs_table(records, data['reference'], matched=True), '',  # pylint: disable=protected-access
+      *minatar.runs_table(records, data['reference'], matched=True), '',
       *minatar.run_commands(data, ANALYSIS,
                             [minatar.evaluation_text(data), ''], games),
   ]
