@@ -6,10 +6,10 @@ says which episode it is).
   python programs/evaluate.py --checkpoint=<run>/snapshots/policy-0000012345
   python programs/evaluate.py --workdir=<run> --episodes=30 --video=run.mp4
 
-The policy is greedy (Ape-X DQN; `--epsilon` adds random actions) or
-noiseless (Ape-X DPG). Atari episodes are made to differ from one another
-(a greedy policy on the deterministic emulator replays one episode) by
-sticky actions (the default, Machado et al. 2018) or, with
+The policy is greedy (Ape-X DQN, Ape-X C51, R2D2; `--epsilon` adds random
+actions) or noiseless (Ape-X DPG). Atari episodes are made to differ from
+one another (a greedy policy on the deterministic emulator replays one
+episode) by sticky actions (the default, Machado et al. 2018) or, with
 `--atari_evaluation=noops`, by up to 30 random no-op starts, the paper's
 protocol; the output says which, and `--output`'s JSON lists each
 episode's number of no-ops (`noops`). Videos: the ALE's screen for Atari,
@@ -33,8 +33,9 @@ flags.DEFINE_string('checkpoint', None, 'A policy snapshot directory '
 flags.DEFINE_integer('episodes', 10, 'Evaluation episodes.')
 flags.DEFINE_string('video', None, 'Writes a video of the first episode to '
                     'this .mp4 file.')
-flags.DEFINE_float('epsilon', 0.0, 'Ape-X DQN: probability of a random '
-                   'action (0: greedy).')
+flags.DEFINE_float('epsilon', 0.0, 'Policies greedy over Q-values (Ape-X '
+                   'DQN, Ape-X C51, R2D2): probability of a random action '
+                   '(0: greedy).')
 flags.DEFINE_integer('seed', 0, 'Seed of the environment and of epsilon.')
 flags.DEFINE_enum('atari_evaluation', 'sticky', ['sticky', 'noops'],
                   'Atari only: what makes the episodes differ: sticky '
@@ -76,8 +77,9 @@ def main(_):
   # pylint: enable=g-import-not-at-top
   try:
     policy = restore.load(FLAGS.workdir, FLAGS.checkpoint)
-    if FLAGS.epsilon and policy.q_values is None:
-      raise ValueError('--epsilon is for Ape-X DQN policies; this one is '
+    if FLAGS.epsilon and not policy.greedy:
+      raise ValueError('--epsilon is for Ape-X DQN policies and the others '
+                       'greedy over Q-values (Ape-X C51, R2D2); this one is '
                        f'{policy.program}.')
     returns, lengths, video, noops = evaluation.evaluate(
         policy, FLAGS.episodes, FLAGS.epsilon, FLAGS.seed, video=FLAGS.video,

@@ -158,10 +158,8 @@ def apex_text(data: Dict[str, object]) -> str:
             f'{apex["iqm"]:.2f} [{apex["low"]:.2f}, {apex["high"]:.2f}]): '
             'the difference needs 2 seeds of every task: not yet.'
             if apex else '')
-  verdict = spread.too_few_seeds(len(beside['seeds'])) or {
-      'above': 'D4PG ahead', 'below': 'D4PG behind',
-      'holds': 'no difference shown'}[
-          spread.interval_side(beside['low'], beside['high'], 0.0)]
+  verdict = spread.difference_side('D4PG', beside['low'], beside['high'],
+                                   len(beside['seeds']))
   return (f'Beside Ape-X DPG\'s table (IQM {apex["iqm"]:.2f} '
           f'[{apex["low"]:.2f}, {apex["high"]:.2f}]), D4PG\'s IQM less Ape-X '
           f'DPG\'s over seeds {", ".join(map(str, beside["seeds"]))} of '

@@ -222,7 +222,10 @@ def collect(seeds: List[int], analysis: str = ANALYSIS) -> Dict[str, object]:
   or in the runs directory, and returns that JSON's content."""
   records, workdirs = records_of(analysis, seeds)
   if not records:
-    raise ValueError('No finished MinAtar runs yet.')
+    raise ValueError(
+        f'No finished runs of {analysis} among seeds {seeds}, banked or in '
+        'the runs directory, so no page: run the same command without '
+        '--report_only, with --runs=<a directory outside the repository>.')
   plot_games(records, os.path.join(RESULTS, f'{analysis}.png'), matched=True)
   data = {
       'protocol': 'matched',
@@ -251,9 +254,10 @@ def iqm_over_games(records: Dict[str, List[Dict[str, object]]],
   over Young & Tian's DQN at 1M frames (the games' returns are on
   different scales; 1: level with it), with its stratified-bootstrap 95%
   interval (seeds resampled within each game; the seeds every game has).
-  None with fewer than 2 such seeds: nothing to resample."""
+  None with fewer than 2 such seeds (or no game): nothing to resample."""
   seeds = sorted(set.intersection(
-      *({row['seed'] for row in rows} for rows in records.values())))
+      *({row['seed'] for row in rows} for rows in records.values()))) if (
+          records) else []
   if len(seeds) < 2:
     return None
   by_seed = _by_seed(records, key)
@@ -292,17 +296,19 @@ def beside(records, other_records, reference
           'high': high}
 
 
-def against_one(low: float, high: float, seeds: int) -> str:
+def against_one(low: float, high: float, seeds: int,
+                ours: str = OURS) -> str:
   """What the interval of the IQM of returns over Young & Tian's, of
-  `seeds` seeds a game, supports: ahead or behind only where it excludes 1
-  (level with theirs) and the seeds are enough (`spread.too_few_seeds`)."""
+  `seeds` seeds a game, supports for the agent `ours`: ahead or behind only
+  where it excludes 1 (level with theirs) and the seeds are enough
+  (`spread.too_few_seeds`)."""
   too_few = spread.too_few_seeds(seeds)
   if too_few:
     return too_few
   if low > 1:
-    return f'{OURS} ahead of {THEIRS}: the interval lies above 1'
+    return f'{ours} ahead of {THEIRS}: the interval lies above 1'
   if high < 1:
-    return f'{OURS} behind {THEIRS}: the interval lies below 1'
+    return f'{ours} behind {THEIRS}: the interval lies below 1'
   return 'no difference shown: the interval holds 1'
 
 
@@ -337,24 +343,44 @@ def over_games(records: Dict[str, List[Dict[str, object]]],
           'seeds read off a curve (about ±0.3), taken here as exact.')
 
 
-def against_theirs(values: List[float], theirs: float) -> str:
+def against_theirs(values: List[float], theirs: float,
+                   ours: str = OURS) -> str:
   """A game's cell: its seeds' IQM less Young & Tian's figure, the
   interval of that difference and a one-sample t-test's p, and what they
-  support (`spread.verdict`); a dash for one seed."""
+  support for the agent `ours` (`spread.verdict`); a dash for one seed."""
   if len(values) < 2:
     return '-'
   value, low, high = spread.iqm_interval(values)
   p = spread.one_sample_p(values, theirs)
-  said = spread.verdict(OURS, THEIRS, low - theirs, high - theirs, p,
+  said = spread.verdict(ours, THEIRS, low - theirs, high - theirs, p,
                         test='the t-test\'s p', seeds=len(values))
   return (f'{value - theirs:+.1f} '
           f'{spread.interval_text(low - theirs, high - theirs)}, p = '
           f'{p:.2f}: {said}')
 
 
-def _runs_table(records, reference, matched: bool) -> List[str]:
-  """How each game's runs went: the final policies' spread over their
-  episodes, the evaluator's rounds, speeds."""
+def matched_table(records, reference, ours: str, epsilon: float,
+                  beside: Optional[Dict[str, List[str]]] = None
+                  ) -> List[str]:
+  """A matched page's opening table: each game's seeds' matched returns
+  of the agent `ours` at `epsilon`, Young & Tian's DQN at 1M frames, the
+  columns `beside` (a title: a cell a game), and the seeds' IQM less
+  theirs (`against_theirs`)."""
+  matched = _by_seed(records, 'matched_mean')
+  return spread.seed_table(
+      'game', f'{ours}, epsilon {epsilon:g}', matched, extra={
+          'Young & Tian\'s DQN at 1M frames': [
+              f'{reference[game][0]:.1f}' for game in records],
+          **(beside or {}),
+          'ours less theirs, 95% CI, p': [
+              against_theirs(list(matched[game].values()),
+                             reference[game][0], ours) for game in records]})
+
+
+def runs_table(records, reference, matched: bool) -> List[str]:
+  """How each game's runs went (every MinAtar page's table of its runs):
+  the final policies' spread over their episodes, the evaluator's rounds,
+  speeds."""
   sd_cell = lambda rows, key: '; '.join(
       f'{row[key + "_std"]:.1f} ({row[key + "_episodes"]} episodes)'
       for row in rows)
@@ -477,7 +503,7 @@ def render_earlier(data: Dict[str, object]) -> str:
       f'{data["frames"]:,} frames each (a MinAtar step is one frame; the '
       'budget counts the actors\' steps), on 2 CPU cores (no GPU), one game '
       'after another.' + (f' {data["notes"]}' if data['notes'] else ''), '',
-      *_runs_table(records, reference, matched=False), '',
+      *runs_table(records, reference, matched=False), '',
       _columns_text(f'{episodes} episodes of `programs/evaluate.py '
                     f'--epsilon={epsilon:g}` (the evaluator\'s exploration)'),
       '',
@@ -531,7 +557,6 @@ def render_matched(data: Dict[str, object]) -> str:
   episodes, epsilon = data['final_episodes'], data['final_epsilon']
   epsilons = data['actor_epsilons']
   index, nearest = nearest_actor(epsilons, matched_epsilon)
-  matched = _by_seed(records, 'matched_mean')
   lines = [
       '# Ape-X DQN on MinAtar beside Young & Tian\'s DQN', '',
       f'**After {data["frames"]:,} frames, '
@@ -547,15 +572,7 @@ def render_matched(data: Dict[str, object]) -> str:
       'seeds against it: ahead or behind only where the interval excludes '
       f'0, p is below 0.05 and a game has {spread.VERDICT_SEEDS} seeds or '
       'more.', '',
-      *spread.seed_table(
-          'game', f'Ape-X DQN, epsilon {matched_epsilon:g}', matched,
-          extra={
-              'Young & Tian\'s DQN at 1M frames': [
-                  f'{reference[game][0]:.1f}' for game in records],
-              'ours less theirs, 95% CI, p': [
-                  against_theirs(list(matched[game].values()),
-                                 reference[game][0]) for game in records]}),
-      '',
+      *matched_table(records, reference, OURS, matched_epsilon), '',
       over_games(records, reference, matched=True), '',
       f'**Our evaluator\'s figure**, the same final policies near-greedy: '
       f'mean return over {episodes} episodes at epsilon {epsilon:g} (the '
@@ -601,7 +618,7 @@ def render_matched(data: Dict[str, object]) -> str:
       'after another. A run interrupted is resumed from its checkpoints '
       '(its wall-clock: the launches\' sum).'
       + (f' {data["notes"]}' if data['notes'] else ''), '',
-      *_runs_table(records, reference, matched=True), '',
+      *runs_table(records, reference, matched=True), '',
       _columns_text(
           f'{matched_episodes} episodes of `programs/evaluate.py '
           f'--epsilon={matched_epsilon:g}` and {episodes} of '

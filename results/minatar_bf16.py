@@ -96,10 +96,8 @@ def beside_text(data: Dict[str, object]) -> str:
   if beside is None:
     return ('Over the games: the difference of the IQMs needs 2 seeds of '
             'each game in both precisions: not yet.')
-  verdict = spread.too_few_seeds(len(beside['seeds'])) or {
-      'above': 'bfloat16 ahead', 'below': 'bfloat16 behind',
-      'holds': 'no difference shown'}[
-          spread.interval_side(beside['low'], beside['high'], 0.0)]
+  verdict = spread.difference_side(OURS, beside['low'], beside['high'],
+                                   len(beside['seeds']))
   return (f'**Over {len(beside["games"])} game(s)** and seeds '
           f'{", ".join(map(str, beside["seeds"]))}: the IQM of each run\'s '
           'matched return over Young & Tian\'s DQN, bfloat16 less float32: '
@@ -159,7 +157,7 @@ def render(data: Dict[str, object]) -> str:
       'Every run\'s start-up lines say its learner computed in bfloat16 (the '
       'page refuses a run whose do not).' +
       (f' {data["notes"]}' if data['notes'] else ''), '',
-      *minatar._runs_table(records, data['reference'], matched=True), '',  # pylint: disable=protected-access
+      *minatar.runs_table(records, data['reference'], matched=True), '',
       *minatar.run_commands(data, ANALYSIS,
                             [minatar.evaluation_text(data), ''], games),
   ]

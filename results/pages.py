@@ -25,7 +25,7 @@ RESULTS = page_registry.RESULTS
 PAGE_MODULES = ('a3c_default', 'a3c_diagnosis', 'a3c_minatar', 'chaos',
                 'd4pg_dmc500k', 'dpg_control', 'dpg_dmc500k', 'minatar',
                 'minatar_bf16', 'minatar_c51', 'pong_45min',
-                'r2d2_hidden_cartpole')
+                'r2d2_hidden_cartpole', 'r2d2_minatar')
 for _module in PAGE_MODULES:
   importlib.import_module(f'results.{_module}')
 

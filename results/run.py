@@ -173,6 +173,18 @@ ANALYSES['minatar_c51'] = dict(
     page='results.minatar_c51',
     settings=dict(ANALYSES['minatar']['settings']))
 
+# R2D2 on the same five games, the same protocol and budget, with its
+# `minatar` preset (an LSTM of 128, sequences of 20 + 40; each setting's
+# --env, all 6 actions, overrides the preset's). Its page, beside Young &
+# Tian's DQN and Ape-X DQN's runs, is written by results/r2d2_minatar.py,
+# which runs it.
+ANALYSES['r2d2_minatar'] = dict(
+    title='R2D2 on the five MinAtar games, 1M frames each',
+    program='r2d2', flags=['--preset=minatar'],
+    budget=('steps', MINATAR_FRAMES), threshold=None,
+    page='results.r2d2_minatar',
+    settings=dict(ANALYSES['minatar']['settings']))
+
 # Ape-X DQN's learner computing in bfloat16 (`--learner_precision=
 # bfloat16`) on the same games, protocol and budget as `minatar`, to show
 # that learning by steps does not change beyond the seeds' noise. Its page,

@@ -164,6 +164,17 @@ def interval_side(low: float, high: float, point: float) -> str:
   return 'holds'
 
 
+def difference_side(label: str, low: float, high: float,
+                    seeds: int) -> str:
+  """What the interval [low, high] of `label`'s IQM less another's, over
+  `seeds` seeds, supports: `label` ahead or behind only where the whole
+  interval lies on one side of 0 (`interval_side`) and the seeds are
+  enough."""
+  return too_few_seeds(seeds) or {
+      'above': f'{label} ahead', 'below': f'{label} behind',
+      'holds': 'no difference shown'}[interval_side(low, high, 0.0)]
+
+
 def against_goal(low: float, high: float, goal: float, seeds: int) -> str:
   """What an IQM's interval [low, high] over `seeds` seeds says of a goal:
   met or not only where the whole interval lies on one side of it."""

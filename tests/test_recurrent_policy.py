@@ -2,7 +2,12 @@
 (`agents.snapshots`), read back as a `launch.offline.restore.Policy` and played by
 the evaluation's actor, which begins each environment's state again as its
 episode begins. The actions are checked against the core run by hand, one
-environment at a time, from the first step of each episode."""
+environment at a time, from the first step of each episode; and
+programs/evaluate.py plays such a policy, greedy over its Q-values, at an
+epsilon (R2D2's final policies on MinAtar, results/r2d2_minatar.py)."""
+
+import json
+import subprocess
 
 import dm_env
 import numpy as np
@@ -13,6 +18,7 @@ from agents import snapshots
 from launch.offline import evaluation
 from agents import registry
 from launch.offline import restore
+from tests import helpers
 
 ENVIRONMENTS = 3
 # Any environment will do: the policy's program is only a name here.
@@ -102,3 +108,62 @@ def test_a_recurrent_policy_is_evaluated_episode_by_episode(tmp_path):
   assert len(set(expected)) > 1  # Episodes of different lengths.
   # Returned in the order the episodes ended.
   assert sorted(zip(returns, lengths)) == sorted(expected)
+
+
+def _played_by_hand(core, environment, epsilon: float, seed: int):
+  """(return, length, actions) of the first episode that `evaluate` plays
+  with `seed`, worked out step by step: the core's greedy action from the
+  episode's first state, replaced with probability `epsilon` by a random
+  one (a uniform number from the seed's generator, then the action)."""
+  rng = np.random.default_rng(seed)
+  replay = environment.make_environment(
+      seed=seed * evaluation.SEED_STRIDE, evaluation=True)
+  timestep, state = replay.reset(), core.initial_state(1)
+  total, actions = 0.0, []
+  while not timestep.last():
+    q, state = core(timestep.observation[None], state)
+    action = int(tf.argmax(q[0]))
+    if epsilon and rng.random() < epsilon:
+      action = int(rng.integers(2))
+    timestep = replay.step(action)
+    total += float(timestep.reward)
+    actions.append(action)
+  return total, len(actions), actions
+
+
+def test_a_recurrent_greedy_policy_is_evaluated_at_an_epsilon(tmp_path):
+  """A recurrent policy has no `q_values` (they need its state), yet it is
+  greedy over Q-values: programs/evaluate.py takes its `--epsilon`, and
+  plays the episode worked out by hand."""
+  core, policy, environment = core_and_policy(tmp_path)
+  assert policy.greedy and policy.q_values is None
+  epsilon, seed = 0.5, 3
+  output = tmp_path / 'evaluation.json'
+  result = helpers.run_script(
+      'evaluate', f'--checkpoint={policy.source}', '--episodes=1',
+      f'--epsilon={epsilon}', f'--seed={seed}', f'--output={output}',
+      timeout=300, stderr=subprocess.PIPE)
+  assert result.returncode == 0, result.stderr[-3000:]
+  with open(output) as f:
+    evaluated = json.load(f)
+  total, length, actions = _played_by_hand(core, environment, epsilon, seed)
+  assert (evaluated['returns'], evaluated['lengths']) == ([total], [length])
+  assert evaluated['epsilon'] == epsilon
+  # The check has power: epsilon changed some of the episode's actions.
+  greedy = _played_by_hand(core, environment, 0.0, seed)[2]
+  assert actions[:len(greedy)] != greedy[:len(actions)]
+
+
+def test_a_recurrent_policy_not_over_q_values_takes_no_epsilon(tmp_path):
+  environment = registry.get('apex_dqn').resolve_environment(ENV)
+  core = snt.DeepRNN([snt.LSTM(8), snt.Linear(2)])
+  core(tf.zeros((1, 4)), core.initial_state(1))
+  path = snapshots.PolicySnapshot(
+      core, environment, 'apex_dqn', q_network=False, recurrent=True,
+      policy='mode').export(str(tmp_path), learner_steps=1)
+  assert not restore.from_snapshot(path).greedy
+  result = helpers.run_script('evaluate', f'--checkpoint={path}',
+                              '--epsilon=0.1', timeout=300,
+                              stderr=subprocess.PIPE)
+  assert result.returncode == 2
+  assert 'greedy over Q-values' in result.stderr

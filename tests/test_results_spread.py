@@ -91,6 +91,16 @@ def test_ahead_needs_the_interval_and_welchs_test():
       'no difference shown')
 
 
+def test_a_difference_of_iqms_by_its_interval_alone():
+  # A difference of IQMs over games (no test beside it): ahead or behind
+  # only where the whole interval lies on one side of 0, with 3 seeds.
+  assert spread.difference_side('A', 0.1, 0.5, 3) == 'A ahead'
+  assert spread.difference_side('A', -0.5, -0.1, 3) == 'A behind'
+  assert spread.difference_side('A', -0.1, 0.5, 3) == 'no difference shown'
+  assert spread.difference_side('A', 0.1, 0.5, 2) == (
+      'no verdict from 2 seeds (one needs 3 at least)')
+
+
 def test_welchs_p_from_its_formula():
   a, b = [10.0, 11.0, 12.0], [1.0, 2.0, 6.0]
   va, vb = np.var(a, ddof=1) / 3, np.var(b, ddof=1) / 3

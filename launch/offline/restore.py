@@ -13,6 +13,7 @@ kind.
 """
 
 import dataclasses
+import json
 import os
 from typing import Any, Optional
 
@@ -40,6 +41,10 @@ class Policy:
   module: Optional[Any] = None  # What holds the functions' variables.
   initial_state: Optional[Any] = None  # batch size -> a nest of tensors.
   step: Optional[Any] = None  # (observations, state) -> (actions, state).
+  # Its actions are the argmax of Q-values (Ape-X DQN, Ape-X C51, R2D2,
+  # with a state or without), which epsilon-greedy evaluation can mix with
+  # random ones.
+  greedy: bool = False
 
   @property
   def recurrent(self) -> bool:
@@ -62,12 +67,17 @@ class Policy:
 
 
 def _functions(module) -> dict:
-  """The policy's functions of a snapshot module (`agents.snapshots`)."""
+  """The policy's functions of a snapshot module (`agents.snapshots`),
+  and whether they are greedy over Q-values: it has `q_values`, or its
+  metadata says so (a recurrent policy's Q-values need its state, so it
+  has no `q_values`)."""
   recurrent = hasattr(module, 'step')
-  return dict(act=None if recurrent else module.act,
-              q_values=getattr(module, 'q_values', None),
+  q_values = getattr(module, 'q_values', None)
+  policy = json.loads(module.metadata.numpy()).get('policy')
+  return dict(act=None if recurrent else module.act, q_values=q_values,
               initial_state=getattr(module, 'initial_state', None),
-              step=getattr(module, 'step', None), module=module)
+              step=getattr(module, 'step', None), module=module,
+              greedy=q_values is not None or policy == 'greedy')
 
 
 def import_run_plugins(workdir: str, manifest=None):
