@@ -24,14 +24,18 @@ PAPER = {'env': 'atari:Pong', 'num_actors': 256}
 # - replay of 5,000 sequences (100K new steps, Young & Tian's replay),
 #   learning from 250 (their 5,000 steps), a target copy every 1,000
 #   updates (theirs); 2 actors x 8 environments with the paper's 16
-#   epsilons.
+#   epsilons;
+# - 10 evaluation episodes every 500 updates: an update learns from 1,280
+#   steps and brings about 80 to 160 new frames, so a 1M-frame run makes
+#   6K to 12K updates, and a round comes about every 80K frames, as
+#   Ape-X DQN's minatar preset plays them.
 MINATAR = {
     'env': 'minatar:breakout', 'num_actors': 2, 'envs_per_actor': 8,
     'lstm_size': 128, 'dueling_hidden_size': 128,
     'trace_length': 40, 'burn_in_length': 20, 'sequence_period': 20,
     'batch_size': 32, 'samples_per_insert': 4.0, 'replay_capacity': 5_000,
     'min_replay_size': 250, 'target_update_period': 1000,
-    'evaluation_period': 5000, 'evaluation_episodes': 10,
+    'evaluation_period': 500, 'evaluation_episodes': 10,
 }
 
 # CartPole without its velocities (gym:CartPole-v1:hide_velocity): only the
