@@ -26,15 +26,8 @@ class RunOptions:
   """How a program runs: where, with how many nodes, for how long."""
 
   env: str = ''
-  """Environment, <kind>:<name>. Ape-X DQN: atari:<Game> (ALE, DQN
-  preprocessing: 84x84 grey, action repeat 4, stack 4, training episodes
-  capped at 50,000 frames; evaluation: see --atari_evaluation, 108,000
-  frames; default atari:Pong), gym:<id> (discrete actions, vector observations),
-  minatar:<game> (its minimal action set) or minatar:<game>:full (all 6
-  actions, as Young & Tian's DQN). Ape-X DPG: control:<domain>:<task> (dm_control; default
-  control:manipulator:bring_ball; :repeat=<k> after the task repeats each
-  action k simulator steps), gym:<id> (a bounded 1-D Box action
-  space). A bad name is answered with the accepted forms."""
+  """Environment, <suite>:<name>; the default is the program's. A bad name
+  is answered with the accepted forms."""
   plugins: str = ''
   """Modules of your own to import before the environment is resolved,
   comma-separated (e.g. my_suites,my_networks): each registers environment

@@ -242,3 +242,18 @@ def test_a_launch_without_a_preset_on_a_small_machine_names_the_one_that_fits():
         'local_mp') is None
     assert command_line.small_machine_notice(
         agent.title, agent.presets, preset, 2, 'vertex_ai') is None
+
+
+def test_the_env_help_lists_every_registered_suites_forms(monkeypatch):
+  # Made from the suites, not written by hand: a suite of your own is
+  # listed once registered; docs/running.md's table lists the built-in ones.
+  from launch.console import command_line  # pylint: disable=g-import-not-at-top
+  toy = suites.Suite(name='toyhelp', resolve=lambda name, action: None,
+                     forms={'continuous': 'toyhelp:<n> (n lights)'})
+  monkeypatch.setitem(suites._SUITES, 'toyhelp', toy)  # pylint: disable=protected-access
+  listed = command_line.env_help()
+  for name in suites.built_in_names():
+    for action, form in suites.get(name).forms.items():
+      assert f'{" ".join(form.split())}, for {action} actions' in listed
+  assert 'toyhelp:<n> (n lights), for continuous actions.' in listed
+  assert 'toyhelp' not in command_line.env_help(built_in_only=True)

@@ -239,6 +239,11 @@ def _load_built_in() -> List[str]:
   return [importlib.import_module(module).SUITE.name for module in _BUILT_IN]
 
 
+def built_in_names() -> List[str]:
+  """The built-in suites' names (those this package registers)."""
+  return _load_built_in()
+
+
 def names() -> List[str]:
   """Every registered suite's name, the built-in ones first."""
   built_in = _load_built_in()
@@ -258,7 +263,7 @@ def get(name: str) -> Suite:
 def run_options(built_in_only: bool = False) -> List[RunOption]:
   """Every registered suite's run options of its own, the built-in suites'
   first (with `built_in_only`, only theirs)."""
-  wanted = _load_built_in() if built_in_only else names()
+  wanted = built_in_names() if built_in_only else names()
   return [option for name in wanted for option in get(name).run_options]
 
 

@@ -113,8 +113,22 @@ def _define_flag(name: str, annotation, default, help_text: str):
   flags.DEFINE(parser, name, default, help_text, serializer=serializer)
 
 
+def env_help(built_in_only: bool = False) -> str:
+  """--env's help: `RunOptions.env`'s docstring, then each registered
+  suite's forms of name by the actions of its environments (`suites.Suite`),
+  made from the suites themselves so that a suite of your own is listed
+  as the built-in ones are (with `built_in_only`, those alone)."""
+  wanted = suites.built_in_names() if built_in_only else suites.names()
+  forms = [f'{form}, for {action} actions' for name in wanted
+           for action, form in suites.get(name).forms.items()]
+  return ' '.join(_field_docstrings(RunOptions)['env'].split() +
+                  ['The suites:'] + ['; '.join(forms) + '.'])
+
+
 def _define_flags(dataclass, defaults: Mapping[str, Any]):
   docs = _field_docstrings(dataclass)
+  if dataclass is RunOptions:
+    docs['env'] = env_help()
   hints = typing.get_type_hints(dataclass)
   for field in _flag_fields(dataclass):
     _define_flag(field.name, hints[field.name],
@@ -258,7 +272,7 @@ def run_options_table() -> str:
   """docs/running.md's table of the run options, made from `RunOptions` (its
   fields' defaults and docstrings) and then from the built-in suites' own
   (`suites.RunOption`), so that the page cannot drift from the flags."""
-  docs = _field_docstrings(RunOptions)
+  docs = dict(_field_docstrings(RunOptions), env=env_help(built_in_only=True))
   options = [(field.name, field.default, docs[field.name])
              for field in _flag_fields(RunOptions)]
   options += [(option.name, option.default, ' '.join(option.help.split()))
