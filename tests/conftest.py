@@ -19,20 +19,27 @@ from agents.apex.config import ApeXConfig
 import helpers
 
 
-# The modules whose tests take longest, first: pytest-xdist hands tests to
-# its workers in order, and a long test handed out last would leave the other
-# worker idle until it ends. A module's tests stay together (so that its
-# module fixtures are made once), in their own order. test_program.py holds
-# the quick tier's longest test (a local_mp program stopped by Ctrl-C).
-LONGEST_FIRST = ('test_learning.py', 'test_replay_shards.py', 'test_faults.py',
-                 'test_cloud.py', 'test_cloud_mounts.py', 'test_program.py')
+# The modules whose tests take longest, first, longest test first (by the
+# wall seconds of the suite's last full run on 2 cores: `--durations` of
+# `make test-all`, or `benchmarks/test_costs.py`); then the rest of the
+# second tier; then the quick tier. pytest-xdist hands tests to its workers
+# in order, and a long test handed out last would leave the other worker
+# idle until it ends. A module's tests stay together (so that its module
+# fixtures are made once), in their own order.
+LONGEST_FIRST = (
+    'test_cloud_scale.py', 'test_healing.py', 'test_learning.py',
+    'test_cloud.py', 'test_d4pg_program.py', 'test_recurrent_plugin.py',
+    'test_replay_shards.py', 'test_r2d2_program.py', 'test_faults.py',
+    'test_cloud_mounts.py', 'test_extending.py', 'test_replay_restart.py',
+    'test_private_network.py', 'test_dpg_program.py', 'test_program.py')
 
 
 def pytest_collection_modifyitems(items):
   def rank(item):
     name = item.path.name
-    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(
-        LONGEST_FIRST)
+    if name in LONGEST_FIRST:
+      return LONGEST_FIRST.index(name)
+    return len(LONGEST_FIRST) + (item.get_closest_marker('slow') is None)
   items.sort(key=rank)  # Stable: the order within a rank is kept.
 
 

@@ -334,8 +334,8 @@ def test_a_rate_limited_shard_whose_actors_stopped_is_left_out(monkeypatch):
 # A real local_mp program of two shards; each of its two actors writes to one.
 PROGRAM_FLAGS = [
     '--preset=cartpole_smoke', '--replay_shards=2', '--samples_per_insert=4',
-    '--evaluation_period=200', '--evaluation_episodes=1',
-    '--replay_checkpoint_every=2',
+    # No evaluator: nothing here reads it (a process less to start).
+    '--num_evaluators=0', '--replay_checkpoint_every=2',
     # Longer than the freeze below lasts: a shard's node whose server is
     # frozen for longer than this would stop the program (as any node's).
     '--heartbeat_timeout=600',
