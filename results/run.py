@@ -615,6 +615,63 @@ def plan(analysis: str, seeds: List[int]) -> List[Tuple[str, int, str, str]]:
   return steps
 
 
+LAUNCHES = 'launches.json'
+
+
+def _launches(workdir: str) -> List[Dict[str, object]]:
+  path = os.path.join(workdir, LAUNCHES)
+  if not os.path.isfile(path):
+    return []
+  with open(path) as f:
+    return json.load(f)
+
+
+def _write_launches(workdir: str, launches: List[Dict[str, object]]):
+  path = os.path.join(workdir, LAUNCHES)
+  with open(path + '.tmp', 'w') as f:
+    json.dump(launches, f, indent=2)
+  os.replace(path + '.tmp', path)
+
+
+def begin_launch(workdir: str, argv: List[str]):
+  """Records a launch of `argv` as begun now, before its program starts: a
+  driver stopped while it runs (Ctrl-C, kill) leaves the entry, without
+  its seconds, for `time_unended_launches`."""
+  _write_launches(workdir, _launches(workdir) + [
+      {'command': argv, 'began': time.time()}])
+
+
+def end_launch(workdir: str, status: int) -> List[Dict[str, object]]:
+  """Times the launch `begin_launch` recorded last, ended now with exit
+  `status`; every launch's record."""
+  launches = _launches(workdir)
+  last = launches[-1]
+  last['seconds'] = time.time() - last.pop('began')
+  last['status'] = status
+  _write_launches(workdir, launches)
+  return launches
+
+
+def time_unended_launches(workdir: str):
+  """Gives a launch that `begin_launch` recorded and no `end_launch` timed
+  (its driver was stopped while the program ran, which then stopped on its
+  own or by programs/stop.py) its seconds: from its beginning to the last
+  write of the run's output.txt, which its program's output went to until
+  it ended. Called before a new launch appends to that output."""
+  launches = _launches(workdir)
+  unended = [launch for launch in launches if 'seconds' not in launch]
+  if not unended:
+    return
+  output = os.path.join(workdir, 'output.txt')
+  ended = os.path.getmtime(output) if os.path.isfile(output) else None
+  for launch in unended:
+    began = launch.pop('began')
+    launch['seconds'] = max(0.0, (ended or began) - began)
+    launch['status'] = None  # Unknown: its driver was gone.
+    launch['timed_from'] = 'the last write of output.txt'
+  _write_launches(workdir, launches)
+
+
 def run(analysis: str, setting: str, seed: int, resume: bool = False) -> str:
   """Runs one setting and seed unless already finished or banked; returns
   the directory of the finished run to read (`finished_directory`).
@@ -623,7 +680,9 @@ def run(analysis: str, setting: str, seed: int, resume: bool = False) -> str:
   step budget), resumed from its checkpoints (`resume_command`); then a
   launch that stopped before the budget (a Ctrl-C, `programs/stop.py`)
   leaves the run unfinished, for the next call to resume. Each launch's
-  wall-clock goes to <workdir>/launches.json; finished.json holds their
+  wall-clock goes to <workdir>/launches.json (`begin_launch`, `end_launch`:
+  a launch whose driver was stopped before it ended is timed when the run
+  is next resumed, `time_unended_launches`); finished.json holds their
   sum."""
   workdir = run_directory(analysis, setting, seed)
   if banked(analysis, setting, seed):
@@ -634,6 +693,7 @@ def run(analysis: str, setting: str, seed: int, resume: bool = False) -> str:
   if finished(workdir):
     return workdir
   if resume and started(workdir):
+    time_unended_launches(workdir)
     argv = resume_command(analysis, setting, workdir)
   else:
     if os.path.isdir(workdir):  # An unfinished run: start it again.
@@ -642,21 +702,13 @@ def run(analysis: str, setting: str, seed: int, resume: bool = False) -> str:
     os.makedirs(workdir)
     argv = command(analysis, setting, seed, workdir)
   print(f'[{analysis}] {setting}, seed {seed}: {" ".join(argv)}', flush=True)
-  begin = time.time()
+  begin_launch(workdir, argv)
   # Appended to, so that a resumed run's output keeps its earlier launches'.
   with open(os.path.join(workdir, 'output.txt'), 'a') as output:
     status = subprocess.call(argv, cwd=ROOT, env=program_environment(),
                              stdout=output,
                              stderr=subprocess.STDOUT)
-  launches_path = os.path.join(workdir, 'launches.json')
-  launches = []
-  if os.path.isfile(launches_path):
-    with open(launches_path) as f:
-      launches = json.load(f)
-  launches.append({'command': argv, 'seconds': time.time() - begin,
-                   'status': status})
-  with open(launches_path, 'w') as f:
-    json.dump(launches, f, indent=2)
+  launches = end_launch(workdir, status)
   if status != 0:
     raise RuntimeError(f'{" ".join(argv)} exited with {status}; see '
                        f'{workdir}/output.txt.')

@@ -381,3 +381,31 @@ def test_the_seeds_a_page_reports_are_every_finished_runs(places, capsys):
       'run, not only --seeds.\n')
   assert run.reported_seeds('replay', [3, 0]) == [0, 3]
   assert capsys.readouterr().out == ''
+
+
+def test_a_launch_whose_driver_was_stopped_is_timed_when_resumed(tmp_path):
+  # The driver records a launch as begun before its program starts; a
+  # driver stopped while the program runs (the program then stopped by
+  # programs/stop.py) never times it. The next resume times it from its
+  # beginning to the last write of the run's output, before the new launch
+  # appends to that output.
+  workdir = str(tmp_path)
+  run.begin_launch(workdir, ['first'])
+  with open(os.path.join(workdir, 'launches.json')) as f:
+    (first,) = json.load(f)
+  assert 'seconds' not in first and first['command'] == ['first']
+  output = os.path.join(workdir, 'output.txt')
+  _write(output, 'status: ... | run 1m40s\n')
+  os.utime(output, (first['began'] + 100.0, first['began'] + 100.0))
+  run.time_unended_launches(workdir)
+  run.time_unended_launches(workdir)  # Twice: nothing more to time.
+  run.begin_launch(workdir, ['second'])
+  launches = run.end_launch(workdir, 0)
+  assert [launch['command'] for launch in launches] == [['first'],
+                                                        ['second']]
+  assert launches[0]['seconds'] == pytest.approx(100.0)
+  assert launches[0]['status'] is None  # Its driver was gone.
+  assert 0.0 <= launches[1]['seconds'] < 60.0
+  assert launches[1]['status'] == 0 and 'began' not in launches[1]
+  with open(os.path.join(workdir, 'launches.json')) as f:
+    assert json.load(f) == launches
