@@ -1,7 +1,9 @@
 """evaluate.py, policy snapshots and plot.py on tiny real runs made here.
 
 Two programs are launched as users launch them (local_mp): Ape-X DQN on
-minatar:breakout and Ape-X DPG on control:cartpole:balance, checkpointing
+minatar:breakout and Ape-X DPG on control:cartpole:balance (each action
+repeated 4 times: 250 agent steps an episode, a video of 251 frames to
+render off-screen, not 1,001), checkpointing
 every few seconds (so that each leaves learner checkpoints and policy
 snapshots). Each is stopped with Ctrl-C once every node has logged what the
 tests read (the learner after an update, the actor, the evaluator), its
@@ -33,6 +35,7 @@ RUNS = {
             '--evaluation_period=20', '--evaluation_episodes=1',
             '--samples_per_insert=8'],
     'dpg': ['apex_dpg', '--preset=cartpole_smoke', '--num_actors=1',
+            '--env=control:cartpole:balance:repeat=4',
             '--checkpoint_every=5'],
 }
 # Only for the progress and ETA shown: Ctrl-C stops the runs long before
@@ -126,8 +129,8 @@ def test_evaluate_reports_returns_and_writes_a_video(runs, tmp_path, name,
   assert result['std'] == pytest.approx(
       returns.std(ddof=1) if episodes > 1 else 0.0)
   assert (result['min'], result['max']) == (returns.min(), returns.max())
-  if name == 'dpg':  # dm_control's cartpole episodes are 1,000 steps.
-    assert result['lengths'] == [1000]
+  if name == 'dpg':  # dm_control's cartpole: 1,000 simulator steps, 4 a step.
+    assert result['lengths'] == [250]
   # One frame per agent step, plus the first observation.
   # The video is of the first environment's episode, which need not be
   # the first to end: the result says which it is.
