@@ -48,6 +48,7 @@ from absl import flags
 import numpy as np
 
 from launch.runs import run_manifest
+from launch.runs import storage
 
 from launch.runs import curves as curves_lib
 from results import bank
@@ -619,18 +620,13 @@ LAUNCHES = 'launches.json'
 
 
 def _launches(workdir: str) -> List[Dict[str, object]]:
-  path = os.path.join(workdir, LAUNCHES)
-  if not os.path.isfile(path):
-    return []
-  with open(path) as f:
-    return json.load(f)
+  text = storage.read_text(os.path.join(workdir, LAUNCHES))
+  return json.loads(text) if text else []
 
 
 def _write_launches(workdir: str, launches: List[Dict[str, object]]):
-  path = os.path.join(workdir, LAUNCHES)
-  with open(path + '.tmp', 'w') as f:
-    json.dump(launches, f, indent=2)
-  os.replace(path + '.tmp', path)
+  storage.write_text(os.path.join(workdir, LAUNCHES),
+                     json.dumps(launches, indent=2))
 
 
 def begin_launch(workdir: str, argv: List[str]):

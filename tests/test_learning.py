@@ -26,7 +26,6 @@ against Reverb's own single table, and runs a program whose shards feed the
 learner, are left out when frozen or killed, and come back.)
 """
 
-
 import numpy as np
 import pytest
 
